@@ -1,0 +1,564 @@
+package signaling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// ErrClosed is returned by a Client's methods after Close, and by Recv once
+// the connection has ended without a more specific error.
+var ErrClosed = errors.New("signaling: client closed")
+
+// ErrServerUnresponsive ends a connection when the server has not answered
+// keepalive pings for two ClientConfig.KeepAlive periods.
+var ErrServerUnresponsive = errors.New("signaling: server not responding to keepalive")
+
+// ClientConfig configures Dial. The zero value is ready to use.
+type ClientConfig struct {
+	// HTTPClient makes the WebSocket handshake. Nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Header is added to the handshake request.
+	Header http.Header
+	// EventBuffer is how many events Recv can have pending before the client
+	// stops reading from the server. Zero means 64.
+	EventBuffer int
+	// KeepAlive is the interval of the client's ping messages, which keep the
+	// server's idle timeout from closing a player who is waiting for a peer,
+	// and detect a dead server (no reply within two intervals ends the
+	// connection with ErrServerUnresponsive). Zero means 15s; negative
+	// disables keepalive.
+	KeepAlive time.Duration
+	// MaxMessageBytes bounds a message from the server. Zero means 1 MiB.
+	MaxMessageBytes int64
+	// Logger receives debug logs. Nil means no logging.
+	Logger *slog.Logger
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = 64
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 15 * time.Second
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 1 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Pairing is what a player learns when the room has two players.
+type Pairing struct {
+	Room  RoomCode
+	Role  Role       // RoleOfferer sends the offer, RoleAnswerer answers
+	Token RelayToken // this player's token for DialRelay; single use
+}
+
+// EventKind says what an Event reports. The zero value is EventUnknown.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventUnknown   EventKind = iota
+	EventPaired              // Pairing is set: the other player is in the room
+	EventPeerLeft            // Room and Reason are set; you are now the room's offerer, waiting
+	EventOffer               // SDP is the peer's offer
+	EventAnswer              // SDP is the peer's answer
+	EventCandidate           // Candidate is the peer's ICE candidate
+	EventError               // Err is an error the server reported about a message you sent
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case EventPaired:
+		return "paired"
+	case EventPeerLeft:
+		return "peer_left"
+	case EventOffer:
+		return "offer"
+	case EventAnswer:
+		return "answer"
+	case EventCandidate:
+		return "candidate"
+	case EventError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Event is something the server told this client. Which fields are set
+// depends on Kind.
+type Event struct {
+	Kind      EventKind
+	Pairing   Pairing   // EventPaired
+	Room      RoomCode  // EventPeerLeft
+	Reason    string    // EventPeerLeft: "left" or "disconnected"
+	SDP       string    // EventOffer, EventAnswer
+	Candidate Candidate // EventCandidate
+	Err       *Error    // EventError
+}
+
+// Client is a connection to a signaling server. Its methods are safe for
+// concurrent use. Room requests (CreateRoom, JoinRoom, QuickMatch, Leave)
+// wait for the server's reply; pairing, the peer's messages and errors about
+// sent messages arrive through Recv.
+type Client struct {
+	conn   *websocket.Conn
+	cfg    ClientConfig
+	limits Limits
+
+	ctx    context.Context // canceled when the client is closing
+	cancel context.CancelFunc
+	events chan Event
+	done   chan struct{} // closed when the reader has exited
+	wg     sync.WaitGroup
+
+	reqSem chan struct{} // one room request at a time
+
+	mu       sync.Mutex
+	pending  *pendingReq
+	pairing  Pairing
+	paired   bool
+	termErr  error
+	closeErr error
+
+	lastRecv  atomic.Int64 // unix nanos of the last message received
+	closeOnce sync.Once
+}
+
+type pendingReq struct {
+	ref   MsgType
+	reply chan Message // capacity 1
+}
+
+// Dial connects to the signaling server at rawURL and waits for its welcome.
+// rawURL is a ws://, wss://, http:// or https:// URL; an empty path means
+// "/ws", and the protocol version is added to the query. A server error
+// (e.g. server_full) is returned as *Error.
+func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
+	cfg = cfg.withDefaults()
+	u, err := endpointURL(rawURL, "/ws", true)
+	if err != nil {
+		return nil, err
+	}
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient:      cfg.HTTPClient,
+		HTTPHeader:      cfg.Header,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signaling: dial %s: %w", u, err)
+	}
+	conn.SetReadLimit(cfg.MaxMessageBytes)
+	_, data, err := conn.Read(ctx)
+	if err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("signaling: waiting for welcome from %s: %w", u, err)
+	}
+	m, err := DecodeMessage(data)
+	if err != nil {
+		conn.Close(websocket.StatusProtocolError, "bad welcome")
+		return nil, fmt.Errorf("signaling: bad welcome from %s: %w", u, err)
+	}
+	switch m.Type {
+	case TypeWelcome:
+	case TypeError:
+		conn.CloseNow()
+		return nil, &Error{Code: m.Code, Message: m.Text, Ref: m.Ref}
+	default:
+		conn.Close(websocket.StatusProtocolError, "expected welcome")
+		return nil, fmt.Errorf("signaling: expected welcome from %s, got %q", u, m.Type)
+	}
+	if m.V != ProtocolVersion {
+		conn.Close(websocket.StatusProtocolError, "unsupported version")
+		return nil, &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("server speaks v%d, client v%d", m.V, ProtocolVersion)}
+	}
+	c := &Client{
+		conn:   conn,
+		cfg:    cfg,
+		events: make(chan Event, cfg.EventBuffer),
+		done:   make(chan struct{}),
+		reqSem: make(chan struct{}, 1),
+	}
+	if m.Limits != nil {
+		c.limits = *m.Limits
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.lastRecv.Store(time.Now().UnixNano())
+	c.wg.Add(1)
+	go c.readLoop()
+	if cfg.KeepAlive > 0 {
+		c.wg.Add(1)
+		go c.keepAlive()
+	}
+	return c, nil
+}
+
+// Limits returns the limits the server announced in its welcome.
+func (c *Client) Limits() Limits { return c.limits }
+
+// Pairing returns the current pairing, if the room has two players.
+func (c *Client) Pairing() (Pairing, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pairing, c.paired
+}
+
+// CreateRoom creates a private room with this client as its first player
+// (the offerer) and returns the code to give to the other player. The
+// pairing arrives later as EventPaired.
+func (c *Client) CreateRoom(ctx context.Context) (RoomCode, error) {
+	m, err := c.request(ctx, Message{Type: TypeCreate}, TypeJoined)
+	if err != nil {
+		return "", err
+	}
+	return m.Room, nil
+}
+
+// JoinRoom joins the room with the given code as its second player (the
+// answerer). It returns once the server has accepted; the pairing arrives
+// as EventPaired right after. A malformed code fails without a round trip
+// (ErrBadRoomCode); ErrRoomNotFound and ErrRoomFull come from the server.
+func (c *Client) JoinRoom(ctx context.Context, code string) error {
+	rc, err := ParseRoomCode(code)
+	if err != nil {
+		return err
+	}
+	_, err = c.request(ctx, Message{Type: TypeJoin, Room: rc}, TypeJoined)
+	return err
+}
+
+// QuickMatch puts this client in the quick-match queue and returns once the
+// server has queued it. When another player is waiting or arrives, both get
+// EventPaired; the one who waited longer is the offerer.
+func (c *Client) QuickMatch(ctx context.Context) error {
+	_, err := c.request(ctx, Message{Type: TypeQuick}, TypeQueued)
+	return err
+}
+
+// Leave leaves the current room or the quick-match queue. The other player
+// gets EventPeerLeft. Leaving when in neither is ErrWrongState.
+func (c *Client) Leave(ctx context.Context) error {
+	_, err := c.request(ctx, Message{Type: TypeLeave}, TypeLeft)
+	if err == nil {
+		c.mu.Lock()
+		c.pairing, c.paired = Pairing{}, false
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// SendOffer sends an SDP offer to the peer (offerer only). Server-side
+// refusals arrive as EventError with Ref TypeOffer.
+func (c *Client) SendOffer(ctx context.Context, sdp string) error {
+	return c.send(ctx, &Message{Type: TypeOffer, SDP: sdp})
+}
+
+// SendAnswer sends an SDP answer to the peer (answerer only).
+func (c *Client) SendAnswer(ctx context.Context, sdp string) error {
+	return c.send(ctx, &Message{Type: TypeAnswer, SDP: sdp})
+}
+
+// SendCandidate sends a trickled ICE candidate to the peer. A Candidate
+// with an empty Candidate string signals the end of candidates.
+func (c *Client) SendCandidate(ctx context.Context, cand Candidate) error {
+	return c.send(ctx, &Message{Type: TypeCandidate, Candidate: &cand})
+}
+
+// Recv returns the next event. It blocks until one arrives, ctx is done
+// (ctx.Err()), or the connection ends: then it returns the reason, e.g.
+// ErrClosed after Close, or an *Error such as ErrIdleTimeout or
+// ErrShuttingDown the server sent before closing. Events are buffered
+// (ClientConfig.EventBuffer); while the buffer is full the client stops
+// reading from the server, so call Recv steadily.
+func (c *Client) Recv(ctx context.Context) (Event, error) {
+	select {
+	case ev, ok := <-c.events:
+		if !ok {
+			return Event{}, c.terminalErr()
+		}
+		return ev, nil
+	case <-ctx.Done():
+		return Event{}, ctx.Err()
+	}
+}
+
+// Done is closed when the connection has ended; Recv then drains the
+// remaining events and returns the reason.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Close closes the connection (normal closure; the server treats it as
+// leaving the room) and waits for the client's goroutines to exit. It is
+// idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.setTerm(ErrClosed)
+		err := c.conn.Close(websocket.StatusNormalClosure, "client closed")
+		c.cancel()
+		c.wg.Wait()
+		if err != nil && !errors.Is(err, ErrClosed) && websocket.CloseStatus(err) == -1 {
+			c.closeErr = err
+		}
+	})
+	return c.closeErr
+}
+
+func (c *Client) terminalErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.termErr == nil {
+		return ErrClosed
+	}
+	return c.termErr
+}
+
+// setTerm records why the connection ended, keeping the first reason.
+func (c *Client) setTerm(err error) {
+	c.mu.Lock()
+	if c.termErr == nil {
+		c.termErr = err
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) send(ctx context.Context, m *Message) error {
+	select {
+	case <-c.done:
+		return c.terminalErr()
+	default:
+	}
+	b, err := AppendMessage(nil, m)
+	if err != nil {
+		return err
+	}
+	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		select {
+		case <-c.done:
+			return c.terminalErr()
+		default:
+		}
+		return fmt.Errorf("signaling: send %s: %w", m.Type, err)
+	}
+	return nil
+}
+
+// request sends m and waits for a reply of type want, or an error message
+// that refers to m.Type.
+func (c *Client) request(ctx context.Context, m Message, want MsgType) (Message, error) {
+	select {
+	case c.reqSem <- struct{}{}:
+	case <-ctx.Done():
+		return Message{}, ctx.Err()
+	case <-c.done:
+		return Message{}, c.terminalErr()
+	}
+	defer func() { <-c.reqSem }()
+	p := &pendingReq{ref: m.Type, reply: make(chan Message, 1)}
+	c.mu.Lock()
+	c.pending = p
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.pending == p {
+			c.pending = nil
+		}
+		c.mu.Unlock()
+	}()
+	if err := c.send(ctx, &m); err != nil {
+		return Message{}, err
+	}
+	select {
+	case r := <-p.reply:
+		if r.Type == TypeError {
+			return Message{}, &Error{Code: r.Code, Message: r.Text, Ref: r.Ref}
+		}
+		if r.Type != want {
+			return Message{}, fmt.Errorf("signaling: %s: unexpected reply %q", m.Type, r.Type)
+		}
+		return r, nil
+	case <-ctx.Done():
+		return Message{}, ctx.Err()
+	case <-c.done:
+		return Message{}, c.terminalErr()
+	}
+}
+
+// fatalCodes are the error codes after which the server closes the
+// connection.
+func fatalCode(code ErrorCode) bool {
+	switch code {
+	case CodeMessageTooBig, CodeIdleTimeout, CodeUnsupportedVersion, CodeServerFull, CodeShuttingDown, CodeSlowConsumer:
+		return true
+	}
+	return false
+}
+
+func (c *Client) readLoop() {
+	defer c.wg.Done()
+	defer close(c.done)
+	defer close(c.events)
+	for {
+		_, data, err := c.conn.Read(c.ctx)
+		if err != nil {
+			switch {
+			case websocket.CloseStatus(err) == websocket.StatusNormalClosure:
+				c.setTerm(ErrClosed)
+			case errors.Is(err, io.EOF):
+				c.setTerm(fmt.Errorf("signaling: server closed the connection: %w", err))
+			default:
+				c.setTerm(fmt.Errorf("signaling: connection lost: %w", err))
+			}
+			c.conn.CloseNow()
+			return
+		}
+		c.lastRecv.Store(time.Now().UnixNano())
+		m, err := DecodeMessage(data)
+		if err != nil {
+			c.cfg.Logger.Debug("signaling client: bad message from server", "err", err)
+			continue
+		}
+		if !c.dispatch(m) {
+			return
+		}
+	}
+}
+
+// dispatch routes one server message; false means the client is closing.
+func (c *Client) dispatch(m Message) bool {
+	var ev Event
+	switch m.Type {
+	case TypePong, TypeWelcome:
+		return true
+	case TypeJoined, TypeQueued, TypeLeft, TypeError:
+		c.mu.Lock()
+		p := c.pending
+		if p != nil && (m.Type != TypeError || m.Ref == p.ref) {
+			c.pending = nil
+			c.mu.Unlock()
+			p.reply <- m
+			return true
+		}
+		c.mu.Unlock()
+		if m.Type != TypeError {
+			return true // a late reply to a canceled request
+		}
+		e := &Error{Code: m.Code, Message: m.Text, Ref: m.Ref}
+		if fatalCode(m.Code) {
+			c.setTerm(e)
+		}
+		ev = Event{Kind: EventError, Err: e}
+	case TypePaired:
+		p := Pairing{Room: m.Room, Role: m.Role, Token: m.Token}
+		c.mu.Lock()
+		c.pairing, c.paired = p, true
+		c.mu.Unlock()
+		ev = Event{Kind: EventPaired, Pairing: p}
+	case TypePeerLeft:
+		c.mu.Lock()
+		c.pairing, c.paired = Pairing{}, false
+		c.mu.Unlock()
+		ev = Event{Kind: EventPeerLeft, Room: m.Room, Reason: m.Reason}
+	case TypeOffer:
+		ev = Event{Kind: EventOffer, SDP: m.SDP}
+	case TypeAnswer:
+		ev = Event{Kind: EventAnswer, SDP: m.SDP}
+	case TypeCandidate:
+		ev = Event{Kind: EventCandidate, Candidate: *m.Candidate}
+	default:
+		c.cfg.Logger.Debug("signaling client: ignoring message", "type", m.Type)
+		return true
+	}
+	select {
+	case c.events <- ev:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func (c *Client) keepAlive() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, c.lastRecv.Load())) > 2*c.cfg.KeepAlive {
+			c.setTerm(ErrServerUnresponsive)
+			c.conn.CloseNow()
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.KeepAlive)
+		err := c.send(ctx, &Message{Type: TypePing})
+		cancel()
+		if err != nil {
+			c.cfg.Logger.Debug("signaling client: keepalive failed", "err", err)
+		}
+	}
+}
+
+// endpointURL turns a base URL into the URL of an endpoint. ws=true gives a
+// ws/wss URL with the protocol version in the query, otherwise http/https.
+func endpointURL(raw, defPath string, ws bool) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("signaling: bad server URL %q: %w", raw, err)
+	}
+	secure := false
+	switch strings.ToLower(u.Scheme) {
+	case "ws", "http":
+	case "wss", "https":
+		secure = true
+	default:
+		return "", fmt.Errorf("signaling: bad server URL %q: scheme must be ws, wss, http or https", raw)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("signaling: bad server URL %q: no host", raw)
+	}
+	switch {
+	case ws && secure:
+		u.Scheme = "wss"
+	case ws:
+		u.Scheme = "ws"
+	case secure:
+		u.Scheme = "https"
+	default:
+		u.Scheme = "http"
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = defPath
+	} else if !ws {
+		// A relay URL derived from a WebSocket URL: swap the last element.
+		if i := strings.LastIndexByte(u.Path, '/'); i >= 0 {
+			u.Path = u.Path[:i] + defPath
+		}
+	}
+	q := u.Query()
+	q.Set("v", strconv.Itoa(ProtocolVersion))
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}

@@ -1,0 +1,425 @@
+package signaling
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// ProtocolVersion is the version of the JSON protocol described in the
+// package documentation. Clients put it in the WebSocket URL (?v=1); the
+// server repeats it in its welcome message.
+const ProtocolVersion = 1
+
+// MsgType is the "type" field of a protocol message. The zero value is
+// invalid.
+type MsgType string
+
+// Message types. Which side sends each one is listed in the package doc.
+const (
+	// Client → server.
+	TypeCreate MsgType = "create" // create a private room; reply joined
+	TypeJoin   MsgType = "join"   // join a room by code; reply joined, then paired
+	TypeQuick  MsgType = "quick"  // quick match; reply queued, later paired
+	TypeLeave  MsgType = "leave"  // leave the room or the queue; reply left
+	TypePing   MsgType = "ping"   // keepalive; reply pong
+
+	// Both ways: a client sends it, the server relays it to the other player.
+	TypeOffer     MsgType = "offer"
+	TypeAnswer    MsgType = "answer"
+	TypeCandidate MsgType = "candidate"
+
+	// Server → client.
+	TypeWelcome  MsgType = "welcome"
+	TypeJoined   MsgType = "joined"
+	TypeQueued   MsgType = "queued"
+	TypePaired   MsgType = "paired"
+	TypePeerLeft MsgType = "peer_left"
+	TypeLeft     MsgType = "left"
+	TypePong     MsgType = "pong"
+	TypeError    MsgType = "error"
+)
+
+// fromClient reports whether clients may send t.
+func (t MsgType) fromClient() bool {
+	switch t {
+	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypePing, TypeOffer, TypeAnswer, TypeCandidate:
+		return true
+	}
+	return false
+}
+
+// known reports whether t is any message type of this protocol version.
+func (t MsgType) known() bool {
+	if t.fromClient() {
+		return true
+	}
+	switch t {
+	case TypeWelcome, TypeJoined, TypeQueued, TypePaired, TypePeerLeft, TypeLeft, TypePong, TypeError:
+		return true
+	}
+	return false
+}
+
+// Role is a player's part in the WebRTC negotiation. The first player in a
+// room (the host, or the player who waited longest in quick match) is the
+// offerer; the second is the answerer. The zero value is RoleUnknown.
+type Role uint8
+
+// Roles.
+const (
+	RoleUnknown Role = iota
+	RoleOfferer
+	RoleAnswerer
+)
+
+// String returns "offerer", "answerer" or "unknown".
+func (r Role) String() string {
+	switch r {
+	case RoleOfferer:
+		return "offerer"
+	case RoleAnswerer:
+		return "answerer"
+	}
+	return "unknown"
+}
+
+// MarshalText encodes a known role as its name; RoleUnknown is an error.
+func (r Role) MarshalText() ([]byte, error) {
+	if r != RoleOfferer && r != RoleAnswerer {
+		return nil, fmt.Errorf("signaling: cannot encode role %d", uint8(r))
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText decodes "offerer" or "answerer".
+func (r *Role) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "offerer":
+		*r = RoleOfferer
+	case "answerer":
+		*r = RoleAnswerer
+	default:
+		return fmt.Errorf("signaling: unknown role %q", truncate(string(b), 32))
+	}
+	return nil
+}
+
+// Room codes: RoomCodeLen characters from RoomCodeAlphabet (Crockford-like
+// base32 without 0, 1, I, O, so codes read aloud or typed by hand survive).
+// 32^6 ≈ 1.07e9 codes.
+const (
+	RoomCodeLen      = 6
+	RoomCodeAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
+)
+
+// RoomCode identifies a room. The zero value is invalid; obtain one from
+// ParseRoomCode, CreateRoom or a pairing.
+type RoomCode string
+
+// ParseRoomCode validates s as a room code. Lower-case letters are accepted
+// and upper-cased; anything else not in RoomCodeAlphabet, or a length other
+// than RoomCodeLen, is an error with code CodeBadRoomCode.
+func ParseRoomCode(s string) (RoomCode, error) {
+	if len(s) != RoomCodeLen {
+		return "", &Error{Code: CodeBadRoomCode, Message: fmt.Sprintf("room code %q must be %d characters from %s", truncate(s, 32), RoomCodeLen, RoomCodeAlphabet)}
+	}
+	var b [RoomCodeLen]byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if strings.IndexByte(RoomCodeAlphabet, c) < 0 {
+			return "", &Error{Code: CodeBadRoomCode, Message: fmt.Sprintf("room code %q has invalid character %q (allowed: %s)", truncate(s, 32), s[i], RoomCodeAlphabet)}
+		}
+		b[i] = c
+	}
+	return RoomCode(b[:]), nil
+}
+
+// IsValid reports whether c is a well-formed, normalised room code.
+func (c RoomCode) IsValid() bool {
+	p, err := ParseRoomCode(string(c))
+	return err == nil && p == c
+}
+
+// String returns the code.
+func (c RoomCode) String() string { return string(c) }
+
+// newRoomCode returns a random room code.
+func newRoomCode() RoomCode {
+	var b [RoomCodeLen]byte
+	// 256 is a multiple of 32, so b%32 is unbiased.
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("signaling: crypto/rand failed: " + err.Error())
+	}
+	for i := range b {
+		b[i] = RoomCodeAlphabet[b[i]%32]
+	}
+	return RoomCode(b[:])
+}
+
+// RelayToken authorises one player of one pairing to attach to the TCP relay
+// (see DialRelay). It is 32 random bytes (crypto/rand) in unpadded base64url,
+// issued in the paired message, single-use, and revoked when the pairing
+// ends. String redacts it so tokens do not end up in logs.
+type RelayToken string
+
+// String returns a redacted form of the token, safe for logs.
+func (t RelayToken) String() string {
+	if len(t) <= 4 {
+		return "<token>"
+	}
+	return string(t[:4]) + "…"
+}
+
+// relayTokenLen is the length of an encoded token: 32 bytes base64url.
+const relayTokenLen = 43
+
+func newRelayToken() RelayToken {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("signaling: crypto/rand failed: " + err.Error())
+	}
+	const enc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	out := make([]byte, 0, relayTokenLen)
+	// Standard base64 bit packing, no padding.
+	for i := 0; i+3 <= 30; i += 3 {
+		v := uint32(b[i])<<16 | uint32(b[i+1])<<8 | uint32(b[i+2])
+		out = append(out, enc[v>>18&63], enc[v>>12&63], enc[v>>6&63], enc[v&63])
+	}
+	v := uint32(b[30])<<16 | uint32(b[31])<<8
+	out = append(out, enc[v>>18&63], enc[v>>12&63], enc[v>>6&63])
+	return RelayToken(out)
+}
+
+// Candidate is a trickled ICE candidate. Its JSON form matches
+// webrtc.ICECandidateInit (pion, browsers), so p2p code can convert field by
+// field. An empty Candidate string signals the end of candidates.
+type Candidate struct {
+	Candidate        string  `json:"candidate"`
+	SDPMid           *string `json:"sdpMid,omitempty"`
+	SDPMLineIndex    *uint16 `json:"sdpMLineIndex,omitempty"`
+	UsernameFragment *string `json:"usernameFragment,omitempty"`
+}
+
+// Limits are the server limits announced in the welcome message.
+type Limits struct {
+	MaxMessageBytes int     `json:"max_message_bytes"`
+	RatePerSec      float64 `json:"rate_per_sec"`
+	RateBurst       int     `json:"rate_burst"`
+	IdleTimeoutMS   int64   `json:"idle_timeout_ms"`
+}
+
+// Message is one protocol message, in either direction. Which fields are
+// used depends on Type; see the package doc. Unknown JSON fields are ignored
+// so later versions can add optional fields.
+type Message struct {
+	Type      MsgType    `json:"type"`
+	V         int        `json:"v,omitempty"`         // welcome: protocol version
+	Limits    *Limits    `json:"limits,omitempty"`    // welcome
+	Room      RoomCode   `json:"room,omitempty"`      // join, joined, paired, peer_left, left
+	Role      Role       `json:"role,omitempty"`      // joined, paired
+	Token     RelayToken `json:"token,omitempty"`     // paired
+	SDP       string     `json:"sdp,omitempty"`       // offer, answer
+	Candidate *Candidate `json:"candidate,omitempty"` // candidate
+	Reason    string     `json:"reason,omitempty"`    // peer_left
+	Code      ErrorCode  `json:"code,omitempty"`      // error
+	Text      string     `json:"message,omitempty"`   // error: human-readable
+	Ref       MsgType    `json:"ref,omitempty"`       // error: type of the message that caused it
+}
+
+// Field size limits checked by Validate, independent of the server's
+// message-size limit.
+const (
+	maxSDPLen       = 64 << 10
+	maxCandidateLen = 1024
+	maxTextLen      = 1024
+)
+
+// DecodeMessage parses one JSON message and validates it (see
+// Message.Validate). Errors are *Error with code CodeBadJSON (not a JSON
+// object, or a field of the wrong JSON type), CodeUnknownType,
+// CodeBadMessage or CodeBadRoomCode.
+func DecodeMessage(data []byte) (Message, error) {
+	var m Message
+	if !utf8.Valid(data) {
+		return Message{}, &Error{Code: CodeBadJSON, Message: "message is not valid UTF-8"}
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Message{}, &Error{Code: CodeBadJSON, Message: "cannot decode message: " + truncate(err.Error(), 200)}
+	}
+	if err := m.Validate(); err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// Validate checks that m is a known type with the fields that type needs,
+// each within its size limit, and normalises the room code.
+func (m *Message) Validate() error {
+	bad := func(format string, args ...any) error {
+		return &Error{Code: CodeBadMessage, Message: fmt.Sprintf(string(m.Type)+": "+format, args...), Ref: m.Type}
+	}
+	if m.Type == "" {
+		return &Error{Code: CodeBadMessage, Message: `message has no "type" field`}
+	}
+	if !m.Type.known() {
+		return &Error{Code: CodeUnknownType, Message: fmt.Sprintf("unknown message type %q", truncate(string(m.Type), 32))}
+	}
+	if m.Room != "" {
+		rc, err := ParseRoomCode(string(m.Room))
+		if err != nil {
+			err.(*Error).Ref = m.Type
+			return err
+		}
+		m.Room = rc
+	}
+	switch m.Type {
+	case TypeJoin:
+		if m.Room == "" {
+			return &Error{Code: CodeBadRoomCode, Message: `join: missing "room" code`, Ref: m.Type}
+		}
+	case TypeOffer, TypeAnswer:
+		if m.SDP == "" {
+			return bad(`missing "sdp"`)
+		}
+		if len(m.SDP) > maxSDPLen {
+			return bad("sdp is %d bytes, limit %d", len(m.SDP), maxSDPLen)
+		}
+	case TypeCandidate:
+		if m.Candidate == nil {
+			return bad(`missing "candidate"`)
+		}
+		c := m.Candidate
+		n := len(c.Candidate)
+		if c.SDPMid != nil {
+			n += len(*c.SDPMid)
+		}
+		if c.UsernameFragment != nil {
+			n += len(*c.UsernameFragment)
+		}
+		if n > maxCandidateLen {
+			return bad("candidate is %d bytes, limit %d", n, maxCandidateLen)
+		}
+	case TypeJoined, TypePaired:
+		if m.Room == "" || m.Role == RoleUnknown {
+			return bad(`missing "room" or "role"`)
+		}
+		if m.Type == TypePaired && m.Token == "" {
+			return bad(`missing "token"`)
+		}
+	case TypeError:
+		if m.Code == "" {
+			return bad(`missing "code"`)
+		}
+	case TypeWelcome:
+		if m.V == 0 {
+			return bad(`missing "v"`)
+		}
+	}
+	if len(m.Text) > maxTextLen || len(m.Reason) > maxTextLen || len(m.Token) > 256 || len(m.Code) > 64 || len(m.Ref) > 64 {
+		return bad("a text field is too long")
+	}
+	return nil
+}
+
+// AppendMessage appends the JSON encoding of m to dst. It does not validate m.
+func AppendMessage(dst []byte, m *Message) ([]byte, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return dst, fmt.Errorf("signaling: encode %s message: %w", m.Type, err)
+	}
+	return append(dst, b...), nil
+}
+
+// ErrorCode is the stable, machine-readable code of an error message.
+type ErrorCode string
+
+// Error codes. "Fatal" ones are followed by the server closing the
+// WebSocket; the others leave the connection usable.
+const (
+	CodeBadJSON            ErrorCode = "bad_json"            // not a JSON object of the right shape
+	CodeBadMessage         ErrorCode = "bad_message"         // missing/oversized field, binary frame, server-only type
+	CodeUnknownType        ErrorCode = "unknown_type"        // "type" not in this protocol version
+	CodeMessageTooBig      ErrorCode = "message_too_big"     // fatal: over Config.MaxMessageBytes
+	CodeRateLimited        ErrorCode = "rate_limited"        // message dropped; fatal if the client keeps flooding
+	CodeIdleTimeout        ErrorCode = "idle_timeout"        // fatal: nothing received for Config.IdleTimeout
+	CodeUnsupportedVersion ErrorCode = "unsupported_version" // fatal: ?v= missing or not ProtocolVersion
+	CodeWrongState         ErrorCode = "wrong_state"         // e.g. offer before paired, join while in a room
+	CodeBadRoomCode        ErrorCode = "bad_room_code"       // malformed room code
+	CodeRoomNotFound       ErrorCode = "room_not_found"      // no room with that code
+	CodeRoomFull           ErrorCode = "room_full"           // the room already has two players
+	CodeTooManyRooms       ErrorCode = "too_many_rooms"      // Config.MaxRooms reached
+	CodeServerFull         ErrorCode = "server_full"         // fatal: Config.MaxConns reached
+	CodeShuttingDown       ErrorCode = "shutting_down"       // fatal: server is shutting down
+	CodeSlowConsumer       ErrorCode = "slow_consumer"       // fatal (close reason only): client does not read
+	CodeBadToken           ErrorCode = "bad_token"           // relay: unknown, revoked or malformed token
+	CodeTokenUsed          ErrorCode = "token_used"          // relay: token already attached
+	CodePeerTimeout        ErrorCode = "peer_timeout"        // relay: the other player did not attach in time
+	CodeTooManyRelays      ErrorCode = "too_many_relays"     // relay: Config.MaxRelays reached
+)
+
+// Error is a protocol error: one the server sent in an error message, or a
+// relay refusal. Compare with errors.Is against the ErrX sentinels, which
+// match on Code alone.
+type Error struct {
+	Code    ErrorCode
+	Message string  // human-readable detail, carries the offending input
+	Ref     MsgType // type of the message that caused it, if known
+}
+
+func (e *Error) Error() string {
+	s := "signaling: " + string(e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Is reports whether target is an *Error with the same Code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if !errors.As(target, &t) {
+		return false
+	}
+	return t.Code == e.Code
+}
+
+// Sentinel errors, one per code, for errors.Is.
+var (
+	ErrBadJSON            = &Error{Code: CodeBadJSON}
+	ErrBadMessage         = &Error{Code: CodeBadMessage}
+	ErrUnknownType        = &Error{Code: CodeUnknownType}
+	ErrMessageTooBig      = &Error{Code: CodeMessageTooBig}
+	ErrRateLimited        = &Error{Code: CodeRateLimited}
+	ErrIdleTimeout        = &Error{Code: CodeIdleTimeout}
+	ErrUnsupportedVersion = &Error{Code: CodeUnsupportedVersion}
+	ErrWrongState         = &Error{Code: CodeWrongState}
+	ErrBadRoomCode        = &Error{Code: CodeBadRoomCode}
+	ErrRoomNotFound       = &Error{Code: CodeRoomNotFound}
+	ErrRoomFull           = &Error{Code: CodeRoomFull}
+	ErrTooManyRooms       = &Error{Code: CodeTooManyRooms}
+	ErrServerFull         = &Error{Code: CodeServerFull}
+	ErrShuttingDown       = &Error{Code: CodeShuttingDown}
+	ErrSlowConsumer       = &Error{Code: CodeSlowConsumer}
+	ErrBadToken           = &Error{Code: CodeBadToken}
+	ErrTokenUsed          = &Error{Code: CodeTokenUsed}
+	ErrPeerTimeout        = &Error{Code: CodePeerTimeout}
+	ErrTooManyRelays      = &Error{Code: CodeTooManyRelays}
+)
+
+func (e *Error) message() *Message {
+	return &Message{Type: TypeError, Code: e.Code, Text: e.Message, Ref: e.Ref}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
