@@ -1,0 +1,262 @@
+package signaling
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// client is the server side of one WebSocket connection. Fields under "s.mu"
+// are protected by the server's mutex; the rest belong to the read loop
+// unless noted.
+type client struct {
+	s      *Server
+	conn   *websocket.Conn
+	id     uint64
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	out        chan []byte   // encoded messages for the writer
+	closeReq   chan closeReq // capacity 1; first fatal wins
+	writerDone chan struct{}
+	closing    atomic.Bool
+
+	// s.mu
+	room   *room
+	queued bool
+
+	bucket     tokenBucket
+	limitedRun int
+	idle       *time.Timer
+}
+
+type closeReq struct {
+	msg    []byte // error message to write first, may be nil
+	status websocket.StatusCode
+	reason string
+}
+
+func (s *Server) newClient(conn *websocket.Conn, remote string) *client {
+	s.mu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.mu.Unlock()
+	c := &client{
+		s:          s,
+		conn:       conn,
+		id:         id,
+		log:        s.log.With("client", id),
+		out:        make(chan []byte, s.cfg.SendQueue),
+		closeReq:   make(chan closeReq, 1),
+		writerDone: make(chan struct{}),
+		bucket:     newTokenBucket(s.cfg.RatePerSec, s.cfg.RateBurst, s.cfg.Now()),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// Our own limit (below) answers with an error message first; the
+	// library's limit is only a backstop one byte above it.
+	conn.SetReadLimit(int64(s.cfg.MaxMessageBytes) + 1)
+	c.log.Debug("signaling: connection opened", "remote", remote)
+	return c
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// run is the read loop; it returns when the connection has ended and
+// everything about it is cleaned up.
+func (c *client) run() {
+	s := c.s
+	go c.writeLoop()
+	c.send(&Message{Type: TypeWelcome, V: ProtocolVersion, Limits: &Limits{
+		MaxMessageBytes: s.cfg.MaxMessageBytes,
+		RatePerSec:      s.cfg.RatePerSec,
+		RateBurst:       s.cfg.RateBurst,
+		IdleTimeoutMS:   s.cfg.IdleTimeout.Milliseconds(),
+	}})
+	c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() {
+		s.idleTimeouts.Add(1)
+		c.fatal(&Error{Code: CodeIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
+	})
+	reason := "closed"
+	for {
+		typ, rd, err := c.conn.Reader(c.ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != -1 {
+				reason = "close " + st.String()
+			} else if !c.closing.Load() {
+				reason = "read error"
+				c.log.Debug("signaling: read failed", "err", err)
+			}
+			break
+		}
+		buf := bufPool.Get().(*bytes.Buffer)
+		buf.Reset()
+		_, err = buf.ReadFrom(io.LimitReader(rd, int64(s.cfg.MaxMessageBytes)+1))
+		if err != nil {
+			bufPool.Put(buf)
+			reason = "read error"
+			break
+		}
+		if buf.Len() > s.cfg.MaxMessageBytes {
+			bufPool.Put(buf)
+			s.limitViolations.Add(1)
+			c.fatal(&Error{Code: CodeMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
+			reason = "message too big"
+			<-c.writerDone // the writer's close handshake reads the rest
+			break
+		}
+		c.idle.Reset(s.cfg.IdleTimeout)
+		ok := c.process(typ, buf.Bytes())
+		if buf.Cap() <= 64<<10 {
+			bufPool.Put(buf)
+		}
+		if !ok {
+			reason = "rate limit"
+			<-c.writerDone
+			break
+		}
+	}
+	c.idle.Stop()
+	s.removeClient(c)
+	c.cancel()
+	<-c.writerDone
+	c.conn.CloseNow()
+	c.log.Debug("signaling: connection closed", "reason", reason)
+}
+
+// process handles one received message; false means the connection is
+// being closed for flooding.
+func (c *client) process(typ websocket.MessageType, data []byte) bool {
+	s := c.s
+	if !c.bucket.allow(s.cfg.Now()) {
+		c.limitedRun++
+		switch {
+		case c.limitedRun == 1:
+			c.sendError(&Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
+		case c.limitedRun > s.cfg.RateBurst:
+			s.limitViolations.Add(1)
+			c.fatal(&Error{Code: CodeRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
+			return false
+		}
+		return true
+	}
+	c.limitedRun = 0
+	if typ != websocket.MessageText {
+		c.sendError(&Error{Code: CodeBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
+		return true
+	}
+	m, err := DecodeMessage(data)
+	if err != nil {
+		e := err.(*Error)
+		c.sendError(e)
+		return true
+	}
+	if !m.Type.fromClient() {
+		c.sendError(&Error{Code: CodeBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
+		return true
+	}
+	s.handle(c, &m)
+	return true
+}
+
+// send queues m for the writer. It never blocks: a client whose queue is
+// full is not reading and is disconnected. Safe with or without s.mu.
+func (c *client) send(m *Message) {
+	if c.closing.Load() {
+		return
+	}
+	b, err := AppendMessage(nil, m)
+	if err != nil {
+		c.log.Error("signaling: encode failed", "type", m.Type, "err", err)
+		return
+	}
+	select {
+	case c.out <- b:
+	default:
+		if c.closing.CompareAndSwap(false, true) {
+			c.s.limitViolations.Add(1)
+			c.log.Info("signaling: closing slow consumer", "queued", len(c.out))
+			c.conn.CloseNow()
+		}
+	}
+}
+
+func (c *client) sendError(e *Error) {
+	c.s.errorsSent.Add(1)
+	c.log.Debug("signaling: client error", "code", e.Code, "ref", e.Ref, "msg", e.Message)
+	c.send(e.message())
+}
+
+// fatal sends e, then closes the connection with status. Only the first
+// call has an effect. Safe from any goroutine.
+func (c *client) fatal(e *Error, status websocket.StatusCode, reason string) {
+	if !c.closing.CompareAndSwap(false, true) {
+		return
+	}
+	c.s.errorsSent.Add(1)
+	c.log.Info("signaling: closing connection", "code", e.Code, "msg", e.Message)
+	b, _ := AppendMessage(nil, e.message())
+	c.closeReq <- closeReq{msg: b, status: status, reason: reason}
+}
+
+func (c *client) writeLoop() {
+	defer close(c.writerDone)
+	wt := c.s.cfg.WriteTimeout
+	for {
+		select {
+		case b := <-c.out:
+			ctx, cancel := context.WithTimeout(c.ctx, wt)
+			err := c.conn.Write(ctx, websocket.MessageText, b)
+			cancel()
+			if err != nil {
+				c.conn.CloseNow()
+				return
+			}
+		case r := <-c.closeReq:
+			ctx, cancel := context.WithTimeout(context.Background(), wt)
+			err := c.conn.Write(ctx, websocket.MessageText, r.msg)
+			cancel()
+			if err != nil {
+				c.conn.CloseNow()
+				return
+			}
+			c.conn.Close(r.status, r.reason)
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// tokenBucket is a classic token bucket: tokens(t) = min(burst, tokens(t0) +
+// rate·(t−t0)); a message needs one token.
+type tokenBucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+func newTokenBucket(rate float64, burst int, now time.Time) tokenBucket {
+	return tokenBucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: now}
+}
+
+func (b *tokenBucket) allow(now time.Time) bool {
+	if dt := now.Sub(b.last).Seconds(); dt > 0 {
+		b.tokens += dt * b.rate
+		if b.tokens > b.burst {
+			b.tokens = b.burst
+		}
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

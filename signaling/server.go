@@ -1,0 +1,614 @@
+package signaling
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Config configures a Server. Every zero field means the default given in
+// its comment; negative values are invalid. NewServer validates it.
+type Config struct {
+	// MaxMessageBytes bounds one client message. A larger one gets a
+	// message_too_big error and the connection is closed. Default 16 KiB
+	// (an SDP offer for a data-channel-only session is 1–3 KiB).
+	MaxMessageBytes int
+	// RatePerSec and RateBurst are each connection's token bucket: a message
+	// costs one token; the bucket refills at RatePerSec up to RateBurst.
+	// Defaults 20/s and 40 (room for a burst of trickled candidates).
+	RatePerSec float64
+	RateBurst  int
+	// IdleTimeout closes a connection that has sent nothing (pings count) for
+	// this long, with an idle_timeout error. Default 60s. The Client pings
+	// every 15s by default.
+	IdleTimeout time.Duration
+	// MaxConns bounds concurrent WebSocket connections; more get server_full.
+	// Default 10000.
+	MaxConns int
+	// MaxRooms bounds rooms (private and quick-match); more get
+	// too_many_rooms. Default 5000.
+	MaxRooms int
+	// SendQueue is how many messages may wait to be written to one client; a
+	// client that does not read is closed (slow_consumer). Default 32.
+	SendQueue int
+	// WriteTimeout bounds writing one message to a client, and one write to
+	// a relay peer. Default 10s.
+	WriteTimeout time.Duration
+	// MaxRelays bounds concurrent relay streams (two TCP connections each);
+	// more get too_many_relays. Default 1000.
+	MaxRelays int
+	// RelayWaitTimeout is how long a relay request waits for the other
+	// player's; then peer_timeout. Default 30s.
+	RelayWaitTimeout time.Duration
+	// RelayIdleTimeout closes a relay stream when no byte has moved in either
+	// direction for this long. Default 60s.
+	RelayIdleTimeout time.Duration
+	// RelayBufferBytes is the copy buffer of each relay direction. Default
+	// 16 KiB.
+	RelayBufferBytes int
+	// OriginPatterns lists browser origins allowed to open WebSockets (see
+	// websocket.AcceptOptions). Nil allows same-origin browsers only;
+	// non-browser clients send no Origin and are always allowed.
+	OriginPatterns []string
+	// Logger receives structured logs: rooms and pairings at Info, each
+	// connection and client error at Debug, never one line per relayed
+	// message at Info. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of the rate limiter. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.MaxMessageBytes < 0 || c.RatePerSec < 0 || c.RateBurst < 0 || c.IdleTimeout < 0 ||
+		c.MaxConns < 0 || c.MaxRooms < 0 || c.SendQueue < 0 || c.WriteTimeout < 0 || c.MaxRelays < 0 ||
+		c.RelayWaitTimeout < 0 || c.RelayIdleTimeout < 0 || c.RelayBufferBytes < 0 {
+		return c, fmt.Errorf("signaling: invalid config: negative limit in %+v", c)
+	}
+	if c.RatePerSec != c.RatePerSec { // NaN
+		return c, errors.New("signaling: invalid config: RatePerSec is NaN")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxMessageBytes, 16<<10)
+	if c.RatePerSec == 0 {
+		c.RatePerSec = 20
+	}
+	def(&c.RateBurst, 40)
+	defd(&c.IdleTimeout, 60*time.Second)
+	def(&c.MaxConns, 10000)
+	def(&c.MaxRooms, 5000)
+	def(&c.SendQueue, 32)
+	defd(&c.WriteTimeout, 10*time.Second)
+	def(&c.MaxRelays, 1000)
+	defd(&c.RelayWaitTimeout, 30*time.Second)
+	defd(&c.RelayIdleTimeout, 60*time.Second)
+	def(&c.RelayBufferBytes, 16<<10)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxMessageBytes < 256 {
+		return c, fmt.Errorf("signaling: invalid config: MaxMessageBytes %d is below 256", c.MaxMessageBytes)
+	}
+	return c, nil
+}
+
+// Stats are the server's counters, served as JSON at /healthz.
+type Stats struct {
+	Status          string `json:"status"` // "ok" or "shutting_down"
+	Version         int    `json:"version"`
+	Clients         int    `json:"clients"`          // open WebSocket connections
+	Rooms           int    `json:"rooms"`            // rooms with one or two players
+	Queued          int    `json:"queued"`           // players waiting for quick match
+	Pairings        uint64 `json:"pairings"`         // pairings made since start
+	Relayed         uint64 `json:"relayed"`          // offers, answers and candidates relayed
+	Errors          uint64 `json:"errors"`           // error messages sent to clients
+	Rejected        uint64 `json:"rejected"`         // connections refused (server_full, version, shutdown)
+	RelaysActive    int    `json:"relays_active"`    // relay streams now open
+	Relays          uint64 `json:"relays"`           // relay streams established since start
+	RelayBytes      uint64 `json:"relay_bytes"`      // bytes carried by relay streams
+	RelaysRefused   uint64 `json:"relays_refused"`   // relay requests refused
+	ConnsTotal      uint64 `json:"conns_total"`      // WebSocket connections accepted since start
+	IdleTimeouts    uint64 `json:"idle_timeouts"`    // connections closed for idleness
+	LimitViolations uint64 `json:"limit_violations"` // oversize, rate and slow-consumer closes
+}
+
+// Server is the signaling server and TCP relay. It is an http.Handler
+// (routes /ws, /relay, /healthz); Serve and ListenAndServe run it on a
+// listener of its own. Create it with NewServer.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+
+	mu         sync.Mutex
+	clients    map[*client]struct{}
+	reserved   int // connections being accepted
+	rooms      map[RoomCode]*room
+	queue      []*client
+	tokens     map[RelayToken]relayTicket
+	relays     map[*relayPair]struct{} // established streams
+	closing    bool
+	shutdownCh chan struct{}
+	https      []*http.Server
+	nextID     uint64
+
+	wsWG    sync.WaitGroup
+	relayWG sync.WaitGroup
+
+	pairings, relayed, errorsSent, rejected       atomic.Uint64
+	relaysTotal, relayBytes, relaysRefused, conns atomic.Uint64
+	idleTimeouts, limitViolations                 atomic.Uint64
+}
+
+type room struct {
+	code    RoomCode
+	players [2]*client // [0] is the offerer; [0] is never nil while the room exists
+	quick   bool
+	relay   *relayPair // tokens of the current pairing
+}
+
+// NewServer returns a server with cfg's limits.
+func NewServer(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		clients:    make(map[*client]struct{}),
+		rooms:      make(map[RoomCode]*room),
+		tokens:     make(map[RelayToken]relayTicket),
+		relays:     make(map[*relayPair]struct{}),
+		shutdownCh: make(chan struct{}),
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/ws", s.handleWS)
+	s.mux.HandleFunc("/relay", s.handleRelay)
+	s.mux.HandleFunc("/healthz", s.handleHealth)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeHTTPError(w, http.StatusNotFound, &Error{Code: CodeBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay or /healthz)"})
+	})
+	return s, nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// ServeHTTP routes /ws, /relay and /healthz.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Serve accepts connections on l until Shutdown; it then returns
+// http.ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		l.Close()
+		return http.ErrServerClosed
+	}
+	s.https = append(s.https, hs)
+	s.mu.Unlock()
+	s.log.Info("signaling server listening", "addr", l.Addr().String())
+	return hs.Serve(l)
+}
+
+// ListenAndServe listens on the TCP address addr and calls Serve.
+func (s *Server) ListenAndServe(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("signaling: listen: %w", err)
+	}
+	return s.Serve(l)
+}
+
+// Shutdown stops the server gracefully: it stops accepting, sends every
+// client a shutting_down error and closes its WebSocket with status 1001
+// (going away), refuses waiting relay requests, and waits for open relay
+// streams to finish. When ctx is done first it closes whatever is left and
+// returns ctx.Err().
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		close(s.shutdownCh)
+	}
+	clients := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		clients = append(clients, c)
+	}
+	hss := s.https
+	s.mu.Unlock()
+	s.log.Info("signaling server shutting down", "clients", len(clients))
+
+	for _, c := range clients {
+		c.fatal(&Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
+	}
+	var firstErr error
+	for _, hs := range hss {
+		if err := hs.Shutdown(ctx); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wsWG.Wait()
+		s.relayWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.clients {
+			c.conn.CloseNow()
+		}
+		for p := range s.relays {
+			p.closeConns()
+		}
+		s.mu.Unlock()
+		<-done
+		if firstErr == nil {
+			firstErr = ctx.Err()
+		}
+	}
+	s.log.Info("signaling server stopped", "pairings", s.pairings.Load(), "relay_bytes", s.relayBytes.Load())
+	return firstErr
+}
+
+// Stats returns the current counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	st := Stats{
+		Status:       "ok",
+		Version:      ProtocolVersion,
+		Clients:      len(s.clients),
+		Rooms:        len(s.rooms),
+		Queued:       len(s.queue),
+		RelaysActive: len(s.relays),
+	}
+	if s.closing {
+		st.Status = "shutting_down"
+	}
+	s.mu.Unlock()
+	st.Pairings = s.pairings.Load()
+	st.Relayed = s.relayed.Load()
+	st.Errors = s.errorsSent.Load()
+	st.Rejected = s.rejected.Load()
+	st.Relays = s.relaysTotal.Load()
+	st.RelayBytes = s.relayBytes.Load()
+	st.RelaysRefused = s.relaysRefused.Load()
+	st.ConnsTotal = s.conns.Load()
+	st.IdleTimeouts = s.idleTimeouts.Load()
+	st.LimitViolations = s.limitViolations.Load()
+	return st
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeHTTPError(w, http.StatusMethodNotAllowed, &Error{Code: CodeBadMessage, Message: "use GET"})
+		return
+	}
+	st := s.Stats()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if st.Status != "ok" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(st)
+}
+
+// writeHTTPError answers a plain HTTP request with a JSON error message.
+func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
+	b, _ := AppendMessage(nil, e.message())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	var refuse *Error
+	status := websocket.StatusTryAgainLater
+	switch {
+	case s.closing:
+		refuse = &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}
+		status = websocket.StatusGoingAway
+	case len(s.clients)+s.reserved >= s.cfg.MaxConns:
+		refuse = &Error{Code: CodeServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
+	case r.URL.Query().Get("v") != fmt.Sprint(ProtocolVersion):
+		refuse = &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(r.URL.Query().Get("v"), 16), ProtocolVersion)}
+		status = websocket.StatusProtocolError
+	}
+	if refuse == nil {
+		s.reserved++
+	}
+	s.wsWG.Add(1)
+	s.mu.Unlock()
+	defer s.wsWG.Done()
+
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OriginPatterns:  s.cfg.OriginPatterns,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		s.log.Debug("signaling: websocket accept failed", "remote", r.RemoteAddr, "err", err)
+		if refuse == nil {
+			s.mu.Lock()
+			s.reserved--
+			s.mu.Unlock()
+		}
+		return
+	}
+	if refuse != nil {
+		s.rejectConn(conn, refuse, status, r.RemoteAddr)
+		return
+	}
+	c := s.newClient(conn, r.RemoteAddr)
+	s.mu.Lock()
+	s.reserved--
+	if s.closing {
+		s.mu.Unlock()
+		s.rejectConn(conn, &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
+		return
+	}
+	s.clients[c] = struct{}{}
+	s.mu.Unlock()
+	s.conns.Add(1)
+	c.run()
+}
+
+func (s *Server) rejectConn(conn *websocket.Conn, e *Error, status websocket.StatusCode, remote string) {
+	s.rejected.Add(1)
+	s.errorsSent.Add(1)
+	s.log.Info("signaling: connection refused", "remote", remote, "code", e.Code)
+	b, _ := AppendMessage(nil, e.message())
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	err := conn.Write(ctx, websocket.MessageText, b)
+	cancel()
+	if err != nil {
+		conn.CloseNow()
+		return
+	}
+	conn.Close(status, string(e.Code))
+}
+
+// handle processes one valid client message.
+func (s *Server) handle(c *client, m *Message) {
+	if m.Type == TypePing {
+		c.send(&Message{Type: TypePong})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m.Type {
+	case TypeCreate:
+		s.handleCreate(c)
+	case TypeJoin:
+		s.handleJoin(c, m.Room)
+	case TypeQuick:
+		s.handleQuick(c)
+	case TypeLeave:
+		s.handleLeave(c)
+	case TypeOffer, TypeAnswer, TypeCandidate:
+		s.handleSignal(c, m)
+	}
+}
+
+func (c *client) where() string {
+	switch {
+	case c.room != nil:
+		return "in room " + string(c.room.code)
+	case c.queued:
+		return "in the quick-match queue"
+	}
+	return "nowhere"
+}
+
+// Called with s.mu held.
+func (s *Server) busy(c *client, ref MsgType) bool {
+	if c.room == nil && !c.queued {
+		return false
+	}
+	c.sendError(&Error{Code: CodeWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
+	return true
+}
+
+// newRoom creates a room, or reports too_many_rooms to c. Called with s.mu held.
+func (s *Server) newRoom(c *client, ref MsgType) *room {
+	if len(s.rooms) >= s.cfg.MaxRooms {
+		c.sendError(&Error{Code: CodeTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
+		return nil
+	}
+	code := newRoomCode()
+	for s.rooms[code] != nil {
+		code = newRoomCode()
+	}
+	r := &room{code: code}
+	s.rooms[code] = r
+	return r
+}
+
+func (s *Server) handleCreate(c *client) {
+	if s.busy(c, TypeCreate) {
+		return
+	}
+	r := s.newRoom(c, TypeCreate)
+	if r == nil {
+		return
+	}
+	r.players[0] = c
+	c.room = r
+	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleOfferer})
+	s.log.Info("signaling: room created", "room", r.code, "client", c.id)
+}
+
+func (s *Server) handleJoin(c *client, code RoomCode) {
+	if s.busy(c, TypeJoin) {
+		return
+	}
+	r := s.rooms[code]
+	switch {
+	case r == nil:
+		c.sendError(&Error{Code: CodeRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
+		return
+	case r.players[1] != nil:
+		c.sendError(&Error{Code: CodeRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
+		return
+	}
+	r.players[1] = c
+	c.room = r
+	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleAnswerer})
+	s.pair(r)
+}
+
+func (s *Server) handleQuick(c *client) {
+	if s.busy(c, TypeQuick) {
+		return
+	}
+	if len(s.queue) == 0 {
+		s.queue = append(s.queue, c)
+		c.queued = true
+		c.send(&Message{Type: TypeQueued})
+		return
+	}
+	r := s.newRoom(c, TypeQuick)
+	if r == nil {
+		return
+	}
+	w := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	w.queued = false
+	r.quick = true
+	r.players = [2]*client{w, c}
+	w.room, c.room = r, r
+	c.send(&Message{Type: TypeQueued})
+	s.pair(r)
+}
+
+// pair issues relay tokens and tells both players. Called with s.mu held.
+func (s *Server) pair(r *room) {
+	p := s.newRelayPair(r.code)
+	r.relay = p
+	s.pairings.Add(1)
+	for i, pl := range r.players {
+		role := RoleOfferer
+		if i == 1 {
+			role = RoleAnswerer
+		}
+		pl.send(&Message{Type: TypePaired, Room: r.code, Role: role, Token: p.tokens[i]})
+	}
+	s.log.Info("signaling: paired", "room", r.code, "quick", r.quick, "offerer", r.players[0].id, "answerer", r.players[1].id)
+}
+
+func (s *Server) handleLeave(c *client) {
+	switch {
+	case c.queued:
+		s.dequeue(c)
+		c.send(&Message{Type: TypeLeft})
+	case c.room != nil:
+		code := c.room.code
+		s.leaveRoom(c, "left")
+		c.send(&Message{Type: TypeLeft, Room: code})
+	default:
+		c.sendError(&Error{Code: CodeWrongState, Message: "you are not in a room or the queue", Ref: TypeLeave})
+	}
+}
+
+func (s *Server) dequeue(c *client) {
+	for i, q := range s.queue {
+		if q == c {
+			copy(s.queue[i:], s.queue[i+1:])
+			s.queue[len(s.queue)-1] = nil
+			s.queue = s.queue[:len(s.queue)-1]
+			break
+		}
+	}
+	c.queued = false
+}
+
+// leaveRoom removes c from its room; the other player, if any, becomes the
+// offerer of the half-empty room. Called with s.mu held.
+func (s *Server) leaveRoom(c *client, reason string) {
+	r := c.room
+	c.room = nil
+	if r.relay != nil {
+		s.revokeRelayPair(r.relay)
+		r.relay = nil
+	}
+	other := r.players[0]
+	if other == c {
+		other = r.players[1]
+	}
+	r.players = [2]*client{other, nil}
+	if other == nil {
+		delete(s.rooms, r.code)
+		s.log.Info("signaling: room closed", "room", r.code)
+		return
+	}
+	other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: reason})
+	s.log.Info("signaling: player left", "room", r.code, "client", c.id, "reason", reason)
+}
+
+func (s *Server) handleSignal(c *client, m *Message) {
+	r := c.room
+	if r == nil || r.players[1] == nil {
+		c.sendError(&Error{Code: CodeWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
+		return
+	}
+	idx := 0
+	if r.players[1] == c {
+		idx = 1
+	}
+	switch {
+	case m.Type == TypeOffer && idx != 0:
+		c.sendError(&Error{Code: CodeWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
+		return
+	case m.Type == TypeAnswer && idx != 1:
+		c.sendError(&Error{Code: CodeWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
+		return
+	}
+	// Re-encode only the fields of this type, so nothing else is forwarded.
+	r.players[1-idx].send(&Message{Type: m.Type, SDP: m.SDP, Candidate: m.Candidate})
+	s.relayed.Add(1)
+}
+
+// removeClient is the cleanup when a connection ends.
+func (s *Server) removeClient(c *client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.queued {
+		s.dequeue(c)
+	}
+	if c.room != nil {
+		s.leaveRoom(c, "disconnected")
+	}
+	delete(s.clients, c)
+}
