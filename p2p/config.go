@@ -1,0 +1,272 @@
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"time"
+
+	"github.com/pion/transport/v4"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/ragsync/ragsync/signaling"
+)
+
+// InterfacePolicy says which local network interfaces WebRTC gathers ICE
+// candidates on. The zero value is InterfacesAuto.
+type InterfacePolicy uint8
+
+const (
+	// InterfacesAuto: if the signaling URL's host is a loopback address
+	// (127.0.0.0/8, ::1 or "localhost") and Config.Net is nil, both peers
+	// are on this machine, so gather only loopback candidates (as
+	// InterfacesLoopback); otherwise as InterfacesAll.
+	InterfacesAuto InterfacePolicy = iota
+	// InterfacesLoopback gathers only on loopback interfaces, with
+	// loopback candidates enabled: traffic never leaves the machine.
+	InterfacesLoopback
+	// InterfacesAll gathers on every interface pion sees (loopback only if
+	// Config.IncludeLoopback).
+	InterfacesAll
+)
+
+// String returns the policy's name.
+func (p InterfacePolicy) String() string {
+	switch p {
+	case InterfacesAuto:
+		return "auto"
+	case InterfacesLoopback:
+		return "loopback"
+	case InterfacesAll:
+		return "all"
+	}
+	return fmt.Sprintf("InterfacePolicy(%d)", uint8(p))
+}
+
+// Config configures a session. The zero value is ready to use; every zero
+// field means the default stated in its comment. Connect validates it and
+// returns an error wrapping ErrBadConfig for out-of-range values.
+type Config struct {
+	// Signaling configures the signaling client (see signaling.ClientConfig).
+	Signaling signaling.ClientConfig
+
+	// ---- WebRTC ----
+
+	// DisableWebRTC makes the session use only the TCP relay.
+	DisableWebRTC bool
+	// ICEServers are STUN/TURN servers for NAT traversal. None by default:
+	// without them only host (and peer-reflexive) candidates are used,
+	// which works on one machine and within a LAN.
+	ICEServers []webrtc.ICEServer
+	// Net is the network pion uses (SettingEngine.SetNet), e.g. a pion vnet
+	// for tests. Nil means the real network.
+	Net transport.Net
+	// Interfaces is the candidate-gathering policy; see InterfacePolicy.
+	Interfaces InterfacePolicy
+	// InterfaceFilter, if set, replaces the policy's interface filter: only
+	// interfaces for which it returns true are used.
+	InterfaceFilter func(name string) bool
+	// IncludeLoopback also gathers loopback candidates under InterfacesAll.
+	IncludeLoopback bool
+	// UDP4Only restricts ICE to UDP over IPv4.
+	UDP4Only bool
+	// WebRTCTimeout is how long to wait for the data channel to open before
+	// settling on TCP. Zero means 5s. WebRTC keeps trying in the
+	// background; if it opens later and pings better, the session moves
+	// to it.
+	WebRTCTimeout time.Duration
+	// SendBuffer is the most bytes the WebRTC data channel may have queued
+	// (SCTP buffered amount) before Send drops messages instead of queueing
+	// more. Zero means 64 KiB.
+	SendBuffer int
+
+	// ---- TCP relay ----
+
+	// DisableTCP makes the session use only WebRTC.
+	DisableTCP bool
+	// TCPTimeout bounds dialling the relay and the peer attaching to it.
+	// Zero means 10s.
+	TCPTimeout time.Duration
+
+	// ---- Transport choice and failover ----
+
+	// Prefer, if set, is the transport to use whenever it works, regardless
+	// of ping; the other one is then only a fallback. Zero means the
+	// seed's rule: the lower 3-probe ping wins (ties go to WebRTC).
+	Prefer TransportKind
+	// ProbeTimeout is how long one probe ping may take before it counts as
+	// lost. Zero means 1s.
+	ProbeTimeout time.Duration
+	// SwitchMargin: mid-session, the offerer moves to the other working
+	// transport only if its 3-probe ping is lower by more than this (and
+	// by more than 10%). Zero means 5ms. It stops flapping between two
+	// transports with similar pings.
+	SwitchMargin time.Duration
+	// PingInterval is the interval of keepalive pings on the active
+	// transport when the clock calibrator does not ping more often. Zero
+	// means 100ms. It bounds how quickly a dead path is noticed.
+	PingInterval time.Duration
+	// StandbyPingInterval is the interval of pings on the inactive
+	// transport, to know it still works. Zero means 500ms.
+	StandbyPingInterval time.Duration
+	// FailoverAfter: when nothing has come back on the active transport for
+	// this long while the other transport works, switch. Zero means 300ms.
+	// It must be less than InterruptAfter, so a failover normally happens
+	// before the game sees an interruption.
+	FailoverAfter time.Duration
+
+	// ---- Liveness ----
+
+	// InterruptAfter raises EventInterrupted when nothing at all has been
+	// received for this long. Zero means 500ms.
+	InterruptAfter time.Duration
+	// DisconnectAfter ends the session with EventDisconnected when nothing
+	// has been received for this long. Zero means 5s.
+	DisconnectAfter time.Duration
+
+	// ---- Data path ----
+
+	// MaxMessageSize is the largest payload Send accepts and Recv returns.
+	// Zero means 1200 bytes (one SCTP packet on a typical path). At most
+	// MaxMessageSizeLimit.
+	MaxMessageSize int
+	// RecvQueue is how many received messages are kept for Poll/Recv; when
+	// the game does not drain them, the oldest is dropped (counted in
+	// Stats.RecvOverflow). Zero means 256.
+	RecvQueue int
+	// EventBuffer is the capacity of the Events channel. Zero means 64.
+	EventBuffer int
+
+	// Logger receives the session's logs (and pion's, at Debug level). Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// MaxMessageSizeLimit is the largest allowed Config.MaxMessageSize.
+const MaxMessageSizeLimit = 16 << 10
+
+// ErrBadConfig is wrapped by configuration errors.
+var ErrBadConfig = errors.New("p2p: bad config")
+
+// Defaults.
+const (
+	DefaultWebRTCTimeout       = 5 * time.Second
+	DefaultSendBuffer          = 64 << 10
+	DefaultTCPTimeout          = 10 * time.Second
+	DefaultProbeTimeout        = time.Second
+	DefaultSwitchMargin        = 5 * time.Millisecond
+	DefaultPingInterval        = 100 * time.Millisecond
+	DefaultStandbyPingInterval = 500 * time.Millisecond
+	DefaultFailoverAfter       = 300 * time.Millisecond
+	DefaultInterruptAfter      = 500 * time.Millisecond
+	DefaultDisconnectAfter     = 5 * time.Second
+	DefaultMaxMessageSize      = 1200
+	DefaultRecvQueue           = 256
+	DefaultEventBuffer         = 64
+)
+
+func badConfig(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+}
+
+// withDefaults fills in defaults and validates. signalingURL decides the
+// InterfacesAuto policy.
+func (c Config) withDefaults(signalingURL string) (Config, error) {
+	durs := []struct {
+		name string
+		p    *time.Duration
+		def  time.Duration
+	}{
+		{"WebRTCTimeout", &c.WebRTCTimeout, DefaultWebRTCTimeout},
+		{"TCPTimeout", &c.TCPTimeout, DefaultTCPTimeout},
+		{"ProbeTimeout", &c.ProbeTimeout, DefaultProbeTimeout},
+		{"SwitchMargin", &c.SwitchMargin, DefaultSwitchMargin},
+		{"PingInterval", &c.PingInterval, DefaultPingInterval},
+		{"StandbyPingInterval", &c.StandbyPingInterval, DefaultStandbyPingInterval},
+		{"FailoverAfter", &c.FailoverAfter, DefaultFailoverAfter},
+		{"InterruptAfter", &c.InterruptAfter, DefaultInterruptAfter},
+		{"DisconnectAfter", &c.DisconnectAfter, DefaultDisconnectAfter},
+	}
+	for _, d := range durs {
+		if *d.p < 0 {
+			return c, badConfig("%s is negative (%v)", d.name, *d.p)
+		}
+		if *d.p == 0 {
+			*d.p = d.def
+		}
+	}
+	ints := []struct {
+		name string
+		p    *int
+		def  int
+	}{
+		{"SendBuffer", &c.SendBuffer, DefaultSendBuffer},
+		{"MaxMessageSize", &c.MaxMessageSize, DefaultMaxMessageSize},
+		{"RecvQueue", &c.RecvQueue, DefaultRecvQueue},
+		{"EventBuffer", &c.EventBuffer, DefaultEventBuffer},
+	}
+	for _, d := range ints {
+		if *d.p < 0 {
+			return c, badConfig("%s is negative (%d)", d.name, *d.p)
+		}
+		if *d.p == 0 {
+			*d.p = d.def
+		}
+	}
+	switch {
+	case c.DisableWebRTC && c.DisableTCP:
+		return c, badConfig("both transports disabled")
+	case c.MaxMessageSize > MaxMessageSizeLimit:
+		return c, badConfig("MaxMessageSize %d exceeds %d", c.MaxMessageSize, MaxMessageSizeLimit)
+	case c.RecvQueue > 1<<16:
+		return c, badConfig("RecvQueue %d exceeds 65536", c.RecvQueue)
+	case c.FailoverAfter >= c.InterruptAfter:
+		return c, badConfig("FailoverAfter (%v) must be less than InterruptAfter (%v)", c.FailoverAfter, c.InterruptAfter)
+	case c.InterruptAfter >= c.DisconnectAfter:
+		return c, badConfig("InterruptAfter (%v) must be less than DisconnectAfter (%v)", c.InterruptAfter, c.DisconnectAfter)
+	case c.PingInterval >= c.FailoverAfter:
+		return c, badConfig("PingInterval (%v) must be less than FailoverAfter (%v)", c.PingInterval, c.FailoverAfter)
+	case c.Prefer != TransportUnknown && c.Prefer != TransportWebRTC && c.Prefer != TransportTCP:
+		return c, badConfig("Prefer is not a transport (%d)", c.Prefer)
+	case c.Interfaces > InterfacesAll:
+		return c, badConfig("unknown Interfaces policy %d", c.Interfaces)
+	}
+	if c.Interfaces == InterfacesAuto {
+		c.Interfaces = InterfacesAll
+		if c.Net == nil && isLoopbackURL(signalingURL) {
+			c.Interfaces = InterfacesLoopback
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// isLoopbackURL reports whether the URL's host is "localhost" or a
+// loopback IP.
+func isLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback()
+}
+
+// isLoopbackInterface reports whether the named interface is a loopback
+// interface ("lo" on Linux, "lo0" on macOS).
+func isLoopbackInterface(name string) bool {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return name == "lo" || name == "lo0"
+	}
+	return ifi.Flags&net.FlagLoopback != 0
+}

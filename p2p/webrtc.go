@@ -1,0 +1,325 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+)
+
+// dataChannelLabel and dataChannelID identify the session's data channel.
+// It is pre-negotiated (both peers create it with the same ID), so no
+// in-band DCEP open handshake is needed and the channel exists on both
+// sides as soon as SCTP is up.
+const (
+	dataChannelLabel = "ragsync"
+	dataChannelID    = 0
+)
+
+// rtcTransport is the WebRTC transport: one PeerConnection with one
+// unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
+// go into a reused buffer.
+type rtcTransport struct {
+	cfg  *Config
+	role Role
+	sig  signaler
+	h    linkHandler
+	log  *slog.Logger
+
+	pc *webrtc.PeerConnection
+	dc *webrtc.DataChannel
+
+	ctx    context.Context // canceled on close; bounds signaling sends
+	cancel context.CancelFunc
+
+	mu           sync.Mutex
+	remoteSet    bool
+	pendingCands []webrtc.ICECandidateInit
+	closed       bool
+
+	raw      atomic.Pointer[rawChannel]
+	downOnce sync.Once
+	wg       sync.WaitGroup
+
+	localCand  atomic.Uint32 // CandidateType
+	remoteCand atomic.Uint32
+
+	// testDrop, when set, drops every message sent or received at this
+	// layer, as if the path had died while ICE stays up.
+	testDrop atomic.Bool
+}
+
+type rawChannel struct{ rw datachannel.ReadWriteCloser }
+
+// newRTCTransport creates the PeerConnection and the data channel. The
+// offerer then calls start to send its offer; the answerer waits for
+// handleOffer.
+func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcTransport, error) {
+	se := webrtc.SettingEngine{}
+	se.DetachDataChannels()
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.LoggerFactory = slogFactory{l: cfg.Logger}
+	if cfg.Net != nil {
+		se.SetNet(cfg.Net)
+	}
+	switch {
+	case cfg.Interfaces == InterfacesLoopback:
+		se.SetIncludeLoopbackCandidate(true)
+		se.SetInterfaceFilter(isLoopbackInterface)
+		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	case cfg.IncludeLoopback:
+		se.SetIncludeLoopbackCandidate(true)
+	}
+	if cfg.InterfaceFilter != nil {
+		se.SetInterfaceFilter(cfg.InterfaceFilter)
+	}
+	if cfg.UDP4Only {
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	}
+	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
+	if err != nil {
+		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
+	}
+	ordered, negotiated := false, true
+	var maxRetransmits, id uint16 = 0, dataChannelID
+	dc, err := pc.CreateDataChannel(dataChannelLabel, &webrtc.DataChannelInit{
+		Ordered:        &ordered,
+		MaxRetransmits: &maxRetransmits,
+		Negotiated:     &negotiated,
+		ID:             &id,
+	})
+	if err != nil {
+		_ = pc.Close()
+		return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
+	}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, dc: dc}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+
+	pc.OnICECandidate(func(c *webrtc.ICECandidate) {
+		var init webrtc.ICECandidateInit // nil: end of candidates
+		if c != nil {
+			init = c.ToJSON()
+		}
+		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+		defer cancel()
+		if err := t.sig.sendCandidate(ctx, init); err != nil && t.ctx.Err() == nil {
+			t.log.Debug("p2p: webrtc: sending candidate failed", "err", err)
+		}
+	})
+	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
+		if p == nil {
+			return
+		}
+		t.localCand.Store(uint32(candidateType(p.Local)))
+		t.remoteCand.Store(uint32(candidateType(p.Remote)))
+	})
+	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
+		t.log.Debug("p2p: webrtc: connection state", "state", s.String(), "role", role.String())
+		if s == webrtc.PeerConnectionStateFailed || s == webrtc.PeerConnectionStateClosed {
+			t.down(fmt.Errorf("p2p: webrtc: peer connection %s", s))
+		}
+	})
+	dc.OnOpen(func() {
+		rw, err := dc.Detach()
+		if err != nil {
+			t.down(fmt.Errorf("p2p: webrtc: detach: %w", err))
+			return
+		}
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			_ = rw.Close()
+			return
+		}
+		t.raw.Store(&rawChannel{rw: rw})
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go t.readLoop(rw)
+		t.h.onUp(TransportWebRTC)
+	})
+	return t, nil
+}
+
+func candidateType(c *webrtc.ICECandidate) CandidateType {
+	if c == nil {
+		return CandidateUnknown
+	}
+	switch c.Typ {
+	case webrtc.ICECandidateTypeHost:
+		return CandidateHost
+	case webrtc.ICECandidateTypeSrflx:
+		return CandidateSrflx
+	case webrtc.ICECandidateTypePrflx:
+		return CandidatePrflx
+	case webrtc.ICECandidateTypeRelay:
+		return CandidateRelay
+	}
+	return CandidateUnknown
+}
+
+func (t *rtcTransport) kind() TransportKind { return TransportWebRTC }
+
+// candidates returns the types of the selected candidate pair.
+func (t *rtcTransport) candidates() (local, remote CandidateType) {
+	return CandidateType(t.localCand.Load()), CandidateType(t.remoteCand.Load())
+}
+
+// start sends the offer (offerer only).
+func (t *rtcTransport) start(ctx context.Context) error {
+	offer, err := t.pc.CreateOffer(nil)
+	if err != nil {
+		return fmt.Errorf("p2p: webrtc: create offer: %w", err)
+	}
+	if err := t.pc.SetLocalDescription(offer); err != nil {
+		return fmt.Errorf("p2p: webrtc: set local offer: %w", err)
+	}
+	if err := t.sig.sendOffer(ctx, offer.SDP); err != nil {
+		return fmt.Errorf("p2p: webrtc: send offer: %w", err)
+	}
+	return nil
+}
+
+// handleOffer applies the peer's offer and sends the answer (answerer only).
+func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
+	if t.role != RoleAnswerer {
+		return fmt.Errorf("p2p: webrtc: unexpected offer for the %s", t.role)
+	}
+	if err := t.setRemote(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sdp}); err != nil {
+		return err
+	}
+	answer, err := t.pc.CreateAnswer(nil)
+	if err != nil {
+		return fmt.Errorf("p2p: webrtc: create answer: %w", err)
+	}
+	if err := t.pc.SetLocalDescription(answer); err != nil {
+		return fmt.Errorf("p2p: webrtc: set local answer: %w", err)
+	}
+	if err := t.sig.sendAnswer(ctx, answer.SDP); err != nil {
+		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
+	}
+	return nil
+}
+
+// handleAnswer applies the peer's answer (offerer only).
+func (t *rtcTransport) handleAnswer(sdp string) error {
+	if t.role != RoleOfferer {
+		return fmt.Errorf("p2p: webrtc: unexpected answer for the %s", t.role)
+	}
+	return t.setRemote(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: sdp})
+}
+
+func (t *rtcTransport) setRemote(d webrtc.SessionDescription) error {
+	if err := t.pc.SetRemoteDescription(d); err != nil {
+		return fmt.Errorf("p2p: webrtc: set remote %s: %w", d.Type, err)
+	}
+	t.mu.Lock()
+	t.remoteSet = true
+	pend := t.pendingCands
+	t.pendingCands = nil
+	t.mu.Unlock()
+	for _, c := range pend {
+		if err := t.pc.AddICECandidate(c); err != nil {
+			t.log.Debug("p2p: webrtc: bad remote candidate", "candidate", c.Candidate, "err", err)
+		}
+	}
+	return nil
+}
+
+// handleCandidate adds a trickled remote candidate, queueing it until the
+// remote description is set. A malformed candidate is logged and ignored:
+// it cannot hurt the other candidates.
+func (t *rtcTransport) handleCandidate(c webrtc.ICECandidateInit) {
+	t.mu.Lock()
+	if !t.remoteSet {
+		if len(t.pendingCands) < 256 {
+			t.pendingCands = append(t.pendingCands, c)
+		}
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	if err := t.pc.AddICECandidate(c); err != nil {
+		t.log.Debug("p2p: webrtc: bad remote candidate", "candidate", c.Candidate, "err", err)
+	}
+}
+
+func (t *rtcTransport) readLoop(rw datachannel.ReadWriteCloser) {
+	defer t.wg.Done()
+	buf := make([]byte, MaxMessageSizeLimit+HeaderLen+64)
+	for {
+		n, isString, err := rw.ReadDataChannel(buf)
+		if err != nil {
+			t.down(fmt.Errorf("p2p: webrtc: read: %w", err))
+			return
+		}
+		if isString || t.testDrop.Load() {
+			continue
+		}
+		t.h.onMessage(TransportWebRTC, buf[:n])
+	}
+}
+
+// send writes one message. It never blocks: when more than SendBuffer bytes
+// are queued in SCTP (the path is congested or dead), it drops the message
+// and returns ErrTransportBusy.
+func (t *rtcTransport) send(p []byte) error {
+	r := t.raw.Load()
+	if r == nil {
+		return ErrTransportDown
+	}
+	if t.testDrop.Load() {
+		return nil
+	}
+	if t.dc.BufferedAmount() > uint64(t.cfg.SendBuffer) {
+		return ErrTransportBusy
+	}
+	_, err := r.rw.Write(p)
+	return err
+}
+
+func (t *rtcTransport) down(err error) {
+	t.downOnce.Do(func() {
+		t.mu.Lock()
+		closed := t.closed
+		t.mu.Unlock()
+		if !closed {
+			t.h.onDown(TransportWebRTC, err)
+		}
+	})
+}
+
+// close closes the PeerConnection and waits for the read loop.
+func (t *rtcTransport) close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.mu.Unlock()
+	t.cancel()
+	var err error
+	if r := t.raw.Load(); r != nil {
+		err = r.rw.Close()
+	}
+	if cerr := t.pc.Close(); cerr != nil && err == nil && !errors.Is(cerr, webrtc.ErrConnectionClosed) {
+		err = cerr
+	}
+	t.wg.Wait()
+	return err
+}
+
+// testKill closes the PeerConnection without marking the transport closed,
+// so the session sees it die (test hook).
+func (t *rtcTransport) testKill() {
+	_ = t.pc.Close()
+}
