@@ -33,13 +33,13 @@ func (s slogLeveled) logf(level slog.Level, format string, args ...any) {
 
 const levelTrace = slog.LevelDebug - 4
 
-func (s slogLeveled) Trace(msg string)                 { s.log(levelTrace, msg) }
+func (s slogLeveled) Trace(msg string)                  { s.log(levelTrace, msg) }
 func (s slogLeveled) Tracef(format string, args ...any) { s.logf(levelTrace, format, args...) }
-func (s slogLeveled) Debug(msg string)                 { s.log(levelTrace, msg) }
+func (s slogLeveled) Debug(msg string)                  { s.log(levelTrace, msg) }
 func (s slogLeveled) Debugf(format string, args ...any) { s.logf(levelTrace, format, args...) }
-func (s slogLeveled) Info(msg string)                  { s.log(slog.LevelDebug, msg) }
+func (s slogLeveled) Info(msg string)                   { s.log(slog.LevelDebug, msg) }
 func (s slogLeveled) Infof(format string, args ...any)  { s.logf(slog.LevelDebug, format, args...) }
-func (s slogLeveled) Warn(msg string)                  { s.log(slog.LevelDebug, msg) }
+func (s slogLeveled) Warn(msg string)                   { s.log(slog.LevelDebug, msg) }
 func (s slogLeveled) Warnf(format string, args ...any)  { s.logf(slog.LevelDebug, format, args...) }
-func (s slogLeveled) Error(msg string)                 { s.log(slog.LevelInfo, msg) }
+func (s slogLeveled) Error(msg string)                  { s.log(slog.LevelInfo, msg) }
 func (s slogLeveled) Errorf(format string, args ...any) { s.logf(slog.LevelInfo, format, args...) }
