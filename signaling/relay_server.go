@@ -30,11 +30,11 @@ type relayPair struct {
 	matchCh  chan struct{} // closed when both sides are attached
 	revokeCh chan struct{} // closed when the pairing ended before matching
 
-	connMu  sync.Mutex
-	conns   [2]net.Conn
-	nconns  int
-	ready   chan struct{} // closed when both conns are set, or on failure
-	failed  bool
+	connMu sync.Mutex
+	conns  [2]net.Conn
+	nconns int
+	ready  chan struct{} // closed when both conns are set, or on failure
+	failed bool
 
 	running    atomic.Int32 // copy loops still running
 	bytes      [2]atomic.Uint64
