@@ -55,29 +55,28 @@ func run(t testing.TB, l *Link, n int, interval, tick time.Duration) []delivery 
 	return out
 }
 
-// sendAll sends n packets, one every interval from time 0, each carrying
-// its index, and records the deliveries at their exact arrival times (it
-// jumps from event to event, delivering what is due before each send).
-// Call drain afterwards for the rest.
-func sendAll(t testing.TB, l *Link, n int, interval time.Duration) {
+// transmit sends n packets, one every interval from time 0, each carrying
+// its index, and returns the deliveries with their exact arrival times: it
+// jumps from event to event, delivering what is due before each send, and
+// drains the link at the end.
+func transmit(t testing.TB, l *Link, n int, interval time.Duration) []delivery {
 	t.Helper()
+	var out []delivery
 	var buf [8]byte
 	for i := range n {
 		now := time.Duration(i) * interval
-		pending = append(pending, deliverUntil(l, now)...)
+		out = deliverUntil(l, now, out)
 		binary.BigEndian.PutUint64(buf[:], uint64(i))
 		if err := l.Send(now, buf[:]); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return deliverUntil(l, math.MaxInt64, out)
 }
 
-// pending holds what sendAll delivered; drain returns it first. Tests in
-// this package do not run in parallel.
-var pending []delivery
-
-func deliverUntil(l *Link, until time.Duration) []delivery {
-	var out []delivery
+// deliverUntil delivers, event by event, what arrives at or before until,
+// appending it to out.
+func deliverUntil(l *Link, until time.Duration, out []delivery) []delivery {
 	for {
 		at, ok := l.NextArrival()
 		if !ok || at > until {
@@ -87,14 +86,6 @@ func deliverUntil(l *Link, until time.Duration) []delivery {
 			out = append(out, delivery{at, binary.BigEndian.Uint64(p)})
 		})
 	}
-}
-
-// drain returns what sendAll delivered, then delivers everything in flight,
-// event by event, recording exact arrival times.
-func drain(l *Link) []delivery {
-	out := pending
-	pending = nil
-	return append(out, deliverUntil(l, math.MaxInt64)...)
 }
 
 func newLink(t testing.TB, cfg Config, seed uint64) *Link {
@@ -115,7 +106,9 @@ func checkInvariant(t *testing.T, s Stats) {
 
 func TestPerfectLink(t *testing.T) {
 	l := newLink(t, Config{}, 1)
-	sendAll(t, l, 100, ms)
+	for i := range 100 {
+		l.Send(time.Duration(i)*ms, binary.BigEndian.AppendUint64(nil, uint64(i)))
+	}
 	if got := l.Stats().InFlight; got != 100 {
 		t.Fatalf("in flight %d, want 100", got)
 	}
@@ -125,7 +118,7 @@ func TestPerfectLink(t *testing.T) {
 	if n != 50 || len(got) != 50 {
 		t.Fatalf("delivered %d (%d), want 50", n, len(got))
 	}
-	for i, d := range drain(l) {
+	for i, d := range deliverUntil(l, math.MaxInt64, nil) {
 		if want := uint64(50 + i); d.seq != want || d.at != time.Duration(want)*ms {
 			t.Fatalf("delivery %d = %+v, want seq %d at %v", i, d, want, time.Duration(want)*ms)
 		}
@@ -143,8 +136,7 @@ func TestPerfectLink(t *testing.T) {
 func TestRandomLossRate(t *testing.T) {
 	const n = 100_000
 	l := newLink(t, Config{Loss: 0.1}, 7)
-	sendAll(t, l, n, ms)
-	got := len(drain(l))
+	got := len(transmit(t, l, n, ms))
 	rate := 1 - float64(got)/n
 	// σ = sqrt(0.1·0.9/1e5) ≈ 0.00095; allow 5σ.
 	if math.Abs(rate-0.1) > 0.005 {
@@ -161,10 +153,9 @@ func TestLatencyAndJitter(t *testing.T) {
 	const n = 50_000
 	cfg := Config{Latency: 50 * ms, Jitter: 10 * ms}
 	l := newLink(t, cfg, 3)
-	sendAll(t, l, n, ms)
 	var sum, sum2 float64
 	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
-	for _, d := range drain(l) {
+	for _, d := range transmit(t, l, n, ms) {
 		delay := d.at - time.Duration(d.seq)*ms
 		lo, hi = min(lo, delay), max(hi, delay)
 		x := delay.Seconds() * 1000
@@ -192,9 +183,8 @@ func TestLatencyAndJitter(t *testing.T) {
 
 func TestJitterClampsAtZero(t *testing.T) {
 	l := newLink(t, Config{Latency: ms, Jitter: 5 * ms}, 3)
-	sendAll(t, l, 10_000, ms)
 	zero := 0
-	for _, d := range drain(l) {
+	for _, d := range transmit(t, l, 10_000, ms) {
 		delay := d.at - time.Duration(d.seq)*ms
 		if delay < 0 {
 			t.Fatalf("negative delay %v", delay)
@@ -212,10 +202,9 @@ func TestJitterClampsAtZero(t *testing.T) {
 func TestReorderingNeedsJitterOrReorder(t *testing.T) {
 	// Without jitter or reordering the link is FIFO.
 	l := newLink(t, Config{Latency: 30 * ms, Loss: 0.2, Duplicate: 0.1}, 5)
-	sendAll(t, l, 10_000, ms)
 	last := int64(-1)
 	seen := map[uint64]bool{}
-	for _, d := range drain(l) {
+	for _, d := range transmit(t, l, 10_000, ms) {
 		if seen[d.seq] {
 			continue // a duplicate
 		}
@@ -232,8 +221,7 @@ func TestReorderingNeedsJitterOrReorder(t *testing.T) {
 	// Jitter alone: packets 16 ms apart with ±10 ms overtake each other
 	// (needs |U1 − U2| > 16 ms: P = (4/20)²/2 = 2 %).
 	l = newLink(t, Config{Latency: 30 * ms, Jitter: 10 * ms}, 5)
-	sendAll(t, l, 10_000, 16*ms)
-	out := drain(l)
+	out := transmit(t, l, 10_000, 16*ms)
 	inversions := 0
 	for i := 1; i < len(out); i++ {
 		if out[i].seq < out[i-1].seq {
@@ -252,8 +240,7 @@ func TestReorderingNeedsJitterOrReorder(t *testing.T) {
 func TestExplicitReorder(t *testing.T) {
 	const n = 50_000
 	l := newLink(t, Config{Latency: 10 * ms, Reorder: 0.05, ReorderDelay: 10 * ms}, 11)
-	sendAll(t, l, n, ms)
-	out := drain(l)
+	out := transmit(t, l, n, ms)
 	held := 0
 	for _, d := range out {
 		switch delay := d.at - time.Duration(d.seq)*ms; delay {
@@ -277,8 +264,7 @@ func TestBurstLoss(t *testing.T) {
 	const n = 400_000
 	for _, burst := range []float64{1, 3, 8} {
 		l := newLink(t, Config{BurstLoss: 0.1, BurstLen: burst}, 13)
-		sendAll(t, l, n, ms)
-		out := drain(l)
+		out := transmit(t, l, n, ms)
 		// Runs of consecutive missing sequence numbers are the bursts.
 		var runs, lost int
 		prev := int64(-1)
@@ -306,8 +292,7 @@ func TestBurstLoss(t *testing.T) {
 
 func TestBurstAndRandomLossCountedSeparately(t *testing.T) {
 	l := newLink(t, Config{Loss: 0.05, BurstLoss: 0.05, BurstLen: 4}, 17)
-	sendAll(t, l, 100_000, ms)
-	drain(l)
+	transmit(t, l, 100_000, ms)
 	s := l.Stats()
 	// Random loss applies to the 95 % that survive the bursts.
 	if r := float64(s.LostRandom) / 100_000; math.Abs(r-0.0475) > 0.004 {
@@ -347,10 +332,8 @@ func TestBlackouts(t *testing.T) {
 	ref := newLink(t, Config{Latency: cfg.Latency, Jitter: cfg.Jitter}, 19)
 	l := newLink(t, cfg, 19)
 	const n = 10_000 // one per ms: 10 s
-	sendAll(t, l, n, ms)
-	sendAll(t, ref, n, ms)
-	got := drain(l)
-	all := drain(ref)
+	got := transmit(t, l, n, ms)
+	all := transmit(t, ref, n, ms)
 
 	gotSet := make(map[uint64]time.Duration, len(got))
 	for _, d := range got {
@@ -388,8 +371,7 @@ func TestBlackouts(t *testing.T) {
 func TestSpikePresetOutage(t *testing.T) {
 	l := newLink(t, Spike, 23)
 	const n = 60_000 // 60 s, one per ms
-	sendAll(t, l, n, ms)
-	got := drain(l)
+	got := transmit(t, l, n, ms)
 	// Longest gap between deliveries: a 2 s window plus the time for the
 	// first packet after it to arrive.
 	var maxGap time.Duration
@@ -411,8 +393,7 @@ func TestSpikePresetOutage(t *testing.T) {
 func TestDuplicates(t *testing.T) {
 	const n = 50_000
 	l := newLink(t, Config{Latency: 20 * ms, Duplicate: 0.05, DuplicateDelay: 3 * ms}, 29)
-	sendAll(t, l, n, 10*ms)
-	out := drain(l)
+	out := transmit(t, l, n, 10*ms)
 	first := map[uint64]time.Duration{}
 	dups := 0
 	for _, d := range out {
@@ -520,14 +501,12 @@ func TestDeterminism(t *testing.T) {
 	// Pairs: each direction deterministic and independent of the other.
 	p1, _ := NewPair(Mobile, 9)
 	p2, _ := NewPair(Mobile, 9)
-	sendAll(t, p1.AB, 1000, 16*ms)
-	sendAll(t, p2.AB, 1000, 16*ms)
-	sendAll(t, p2.BA, 1000, 16*ms) // traffic the other way changes nothing
-	if !slices.Equal(drain(p1.AB), drain(p2.AB)) {
+	a1 := transmit(t, p1.AB, 1000, 16*ms)
+	transmit(t, p2.BA, 1000, 16*ms) // traffic the other way changes nothing
+	if !slices.Equal(a1, transmit(t, p2.AB, 1000, 16*ms)) {
 		t.Fatal("pair direction depends on the other direction")
 	}
-	sendAll(t, p1.BA, 1000, 16*ms)
-	if slices.Equal(drain(p1.BA), drain(newLink(t, Mobile, 9))) {
+	if slices.Equal(transmit(t, p1.BA, 1000, 16*ms), transmit(t, newLink(t, Mobile, 9), 1000, 16*ms)) {
 		t.Error("pair direction uses the raw seed")
 	}
 }
@@ -578,11 +557,16 @@ func TestPairRoundTripMatchesPreset(t *testing.T) {
 	const n = 20_000
 	var sum float64
 	lo, hi := time.Hour, time.Duration(0)
-	sendAll(t, p.AB, n, ms)
 	sent := map[uint64]time.Duration{}
 	var buf [8]byte
-	for {
+	for i := 0; ; {
 		next, ok := p.NextArrival()
+		if i < n && (!ok || next > time.Duration(i)*ms) {
+			binary.BigEndian.PutUint64(buf[:], uint64(i))
+			p.AB.Send(time.Duration(i)*ms, buf[:])
+			i++
+			continue
+		}
 		if !ok {
 			break
 		}
