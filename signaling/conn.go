@@ -137,6 +137,7 @@ func (c *client) process(typ websocket.MessageType, data []byte) bool {
 	s := c.s
 	if !c.bucket.allow(s.cfg.Now()) {
 		c.limitedRun++
+		s.rateLimited.Add(1)
 		switch {
 		case c.limitedRun == 1:
 			c.sendError(&Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
@@ -220,8 +221,21 @@ func (c *client) writeLoop() {
 				return
 			}
 		case r := <-c.closeReq:
+			// Flush what was queued before the fatal error, then the error.
 			ctx, cancel := context.WithTimeout(context.Background(), wt)
-			err := c.conn.Write(ctx, websocket.MessageText, r.msg)
+			var err error
+		drain:
+			for err == nil {
+				select {
+				case b := <-c.out:
+					err = c.conn.Write(ctx, websocket.MessageText, b)
+				default:
+					break drain
+				}
+			}
+			if err == nil {
+				err = c.conn.Write(ctx, websocket.MessageText, r.msg)
+			}
 			cancel()
 			if err != nil {
 				c.conn.CloseNow()

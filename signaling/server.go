@@ -130,6 +130,7 @@ type Stats struct {
 	ConnsTotal      uint64 `json:"conns_total"`      // WebSocket connections accepted since start
 	IdleTimeouts    uint64 `json:"idle_timeouts"`    // connections closed for idleness
 	LimitViolations uint64 `json:"limit_violations"` // oversize, rate and slow-consumer closes
+	RateLimited     uint64 `json:"rate_limited"`     // messages dropped by the rate limit
 }
 
 // Server is the signaling server and TCP relay. It is an http.Handler
@@ -157,7 +158,7 @@ type Server struct {
 
 	pairings, relayed, errorsSent, rejected       atomic.Uint64
 	relaysTotal, relayBytes, relaysRefused, conns atomic.Uint64
-	idleTimeouts, limitViolations                 atomic.Uint64
+	idleTimeouts, limitViolations, rateLimited    atomic.Uint64
 }
 
 type room struct {
@@ -306,6 +307,7 @@ func (s *Server) Stats() Stats {
 	st.ConnsTotal = s.conns.Load()
 	st.IdleTimeouts = s.idleTimeouts.Load()
 	st.LimitViolations = s.limitViolations.Load()
+	st.RateLimited = s.rateLimited.Load()
 	return st
 }
 
