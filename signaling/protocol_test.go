@@ -1,0 +1,185 @@
+package signaling
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseRoomCode(t *testing.T) {
+	for _, ok := range []string{"ABCDEF", "abcdef", "23456Z", "zzzzzz"} {
+		c, err := ParseRoomCode(ok)
+		if err != nil || !c.IsValid() || string(c) != strings.ToUpper(ok) {
+			t.Errorf("ParseRoomCode(%q) = %q, %v", ok, c, err)
+		}
+	}
+	for _, bad := range []string{"", "ABCDE", "ABCDEFG", "ABCDE0", "ABCDE1", "ABCDEI", "ABCDEO", "ABC DE", "ÄBCDEF", "ABCDE\x00"} {
+		c, err := ParseRoomCode(bad)
+		if !errors.Is(err, ErrBadRoomCode) {
+			t.Errorf("ParseRoomCode(%q) = %q, %v; want ErrBadRoomCode", bad, c, err)
+		}
+	}
+	if RoomCode("abcdef").IsValid() || RoomCode("").IsValid() {
+		t.Error("un-normalised or empty code is valid")
+	}
+	seen := map[RoomCode]bool{}
+	for i := 0; i < 1000; i++ {
+		c := newRoomCode()
+		if !c.IsValid() {
+			t.Fatalf("newRoomCode() = %q invalid", c)
+		}
+		seen[c] = true
+	}
+	if len(seen) < 999 {
+		t.Fatalf("only %d distinct codes in 1000", len(seen))
+	}
+}
+
+func TestRelayToken(t *testing.T) {
+	seen := map[RelayToken]bool{}
+	for i := 0; i < 1000; i++ {
+		tok := newRelayToken()
+		if len(tok) != relayTokenLen || strings.ContainsAny(string(tok), "+/=") {
+			t.Fatalf("token %q", string(tok))
+		}
+		seen[tok] = true
+	}
+	if len(seen) != 1000 {
+		t.Fatal("duplicate tokens")
+	}
+	if s := newRelayToken().String(); len(s) > 8 {
+		t.Fatalf("String() leaks the token: %q", s)
+	}
+}
+
+func TestRole(t *testing.T) {
+	for _, r := range []Role{RoleOfferer, RoleAnswerer} {
+		b, err := r.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Role
+		if err := got.UnmarshalText(b); err != nil || got != r {
+			t.Fatalf("%v round trip: %v %v", r, got, err)
+		}
+	}
+	if RoleUnknown.String() != "unknown" || Role(9).String() != "unknown" {
+		t.Fatal("String of unknown roles")
+	}
+	if _, err := Role(9).MarshalText(); err == nil {
+		t.Fatal("marshalled an invalid role")
+	}
+	var r Role
+	if err := r.UnmarshalText([]byte("host")); err == nil {
+		t.Fatal("accepted role host")
+	}
+}
+
+func TestDecodeMessage(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		code ErrorCode // "" = valid
+	}{
+		{`{"type":"create"}`, ""},
+		{`{"type":"join","room":"abcdef"}`, ""},
+		{`{"type":"join","room":"abcdef","future_field":[1,2]}`, ""},
+		{`{"type":"offer","sdp":"v=0"}`, ""},
+		{`{"type":"candidate","candidate":{"candidate":""}}`, ""},
+		{`{"type":"paired","room":"ABCDEF","role":"answerer","token":"t"}`, ""},
+		{`{"type":"error","code":"room_full","message":"m","ref":"join"}`, ""},
+		{`{"type":"welcome","v":1,"limits":{"max_message_bytes":1}}`, ""},
+		{``, CodeBadJSON},
+		{`null`, CodeBadMessage},
+		{`{"type":"create"} {}`, CodeBadJSON},
+		{`{"type":"join","room":5}`, CodeBadJSON},
+		{`{"type":"paired","room":"ABCDEF","role":"boss","token":"t"}`, CodeBadJSON},
+		{`{"type":"join","room":"abcde"}`, CodeBadRoomCode},
+		{`{"type":"create","room":"!!!!!!"}`, CodeBadRoomCode},
+		{`{"type":"nope"}`, CodeUnknownType},
+		{`{"type":"offer","sdp":""}`, CodeBadMessage},
+		{`{"type":"offer","sdp":"` + strings.Repeat("a", maxSDPLen+1) + `"}`, CodeBadMessage},
+		{`{"type":"candidate","candidate":{"candidate":"` + strings.Repeat("a", maxCandidateLen+1) + `"}}`, CodeBadMessage},
+		{`{"type":"paired","room":"ABCDEF","role":"offerer"}`, CodeBadMessage},
+		{`{"type":"error"}`, CodeBadMessage},
+		{`{"type":"welcome"}`, CodeBadMessage},
+		{`{"type":"create","reason":"` + strings.Repeat("a", maxTextLen+1) + `"}`, CodeBadMessage},
+	} {
+		m, err := DecodeMessage([]byte(tc.in))
+		if tc.code == "" {
+			if err != nil {
+				t.Errorf("DecodeMessage(%.60q) = %v", tc.in, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != tc.code || e.Message == "" {
+			t.Errorf("DecodeMessage(%.60q) = %+v, %v; want code %s", tc.in, m, err, tc.code)
+		}
+	}
+	m, _ := DecodeMessage([]byte(`{"type":"join","room":"abcdef"}`))
+	if m.Room != "ABCDEF" {
+		t.Fatalf("room not normalised: %q", m.Room)
+	}
+}
+
+func TestErrorIs(t *testing.T) {
+	err := error(&Error{Code: CodeRoomFull, Message: "room X full", Ref: TypeJoin})
+	if !errors.Is(err, ErrRoomFull) || errors.Is(err, ErrRoomNotFound) {
+		t.Fatal("Is by code")
+	}
+	if got := err.Error(); got != "signaling: room_full: room X full" {
+		t.Fatal(got)
+	}
+}
+
+// FuzzDecodeMessage checks that the decoder never panics, that every
+// failure is an *Error with a code and a message, and that an accepted
+// message re-encodes to something that decodes to the same message.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"create"}`,
+		`{"type":"join","room":"7kq2mx"}`,
+		`{"type":"offer","sdp":"v=0\r\no=- 1 1 IN IP4 127.0.0.1"}`,
+		`{"type":"candidate","candidate":{"candidate":"candidate:1 1 udp 1 127.0.0.1 5000 typ host","sdpMid":"0","sdpMLineIndex":0,"usernameFragment":"u"}}`,
+		`{"type":"paired","room":"ABCDEF","role":"offerer","token":"abc"}`,
+		`{"type":"error","code":"room_full","message":"full","ref":"join"}`,
+		`{"type":"welcome","v":1,"limits":{"max_message_bytes":16384,"rate_per_sec":20,"rate_burst":40,"idle_timeout_ms":60000}}`,
+		`{"type":"peer_left","room":"ABCDEF","reason":"left"}`,
+		`{"type":"x"}`, `[]`, `{`, `"\u0000"`, `{"type":"join","room":"ABCDEF","type":"quick"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeMessage(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" || e.Message == "" {
+				t.Fatalf("error %#v is not a coded *Error", err)
+			}
+			return
+		}
+		if !m.Type.known() {
+			t.Fatalf("accepted unknown type %q", m.Type)
+		}
+		if m.Room != "" && !m.Room.IsValid() {
+			t.Fatalf("accepted room %q", m.Room)
+		}
+		b, err := AppendMessage(nil, &m)
+		if err != nil {
+			t.Fatalf("re-encode %+v: %v", m, err)
+		}
+		m2, err := DecodeMessage(b)
+		if err != nil {
+			t.Fatalf("re-decode %s: %v", b, err)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip changed the message:\n%+v\n%+v", m, m2)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("re-encoded message is not a JSON object: %s", b)
+		}
+	})
+}
