@@ -306,12 +306,13 @@ func (r *RateMeter) Add(n int) {
 	r.totalBytes += uint64(n)
 }
 
-// Update closes the current window if it is at least Interval old at now.
-func (r *RateMeter) Update(now time.Duration) {
+// Update closes the current window if it is at least Interval old at now,
+// and reports whether it did.
+func (r *RateMeter) Update(now time.Duration) bool {
 	if !r.started {
 		r.started = true
 		r.windowStart = now
-		return
+		return false
 	}
 	iv := r.Interval
 	if iv <= 0 {
@@ -319,13 +320,14 @@ func (r *RateMeter) Update(now time.Duration) {
 	}
 	el := now - r.windowStart
 	if el < iv {
-		return
+		return false
 	}
 	sec := el.Seconds()
 	r.pps = float64(r.packets) / sec
 	r.bps = float64(r.bytes) / sec
 	r.packets, r.bytes = 0, 0
 	r.windowStart = now
+	return true
 }
 
 // PacketsPerSec and BytesPerSec return the rates of the last closed window.

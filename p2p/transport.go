@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/pion/webrtc/v4"
 )
@@ -11,9 +12,21 @@ import (
 // p after returning.
 type link interface {
 	kind() TransportKind
+	// send sends a ping, pong or control message (on TCP: the FIFO
+	// control queue, never superseded).
 	send(p []byte) error
+	// sendData sends a data message of the given latest-only class (on
+	// TCP, a newer message of the class replaces an unsent older one).
+	sendData(class int, p []byte) error
 	close() error
+	// testKill makes the transport die as if the network had failed.
+	testKill()
+	// setTestDrop makes the transport drop everything it sends and
+	// receives, while staying open (a silent path).
+	setTestDrop(drop bool)
 }
+
+type dropFlag = atomic.Bool
 
 // linkHandler receives what transports read. onMessage is called from the
 // transport's read goroutine; p is valid only during the call. onDown is

@@ -54,7 +54,7 @@ type rtcTransport struct {
 
 	// testDrop, when set, drops every message sent or received at this
 	// layer, as if the path had died while ICE stays up.
-	testDrop atomic.Bool
+	testDrop dropFlag
 }
 
 type rawChannel struct{ rw datachannel.ReadWriteCloser }
@@ -317,6 +317,10 @@ func (t *rtcTransport) close() error {
 	t.wg.Wait()
 	return err
 }
+
+func (t *rtcTransport) sendData(_ int, p []byte) error { return t.send(p) }
+
+func (t *rtcTransport) setTestDrop(drop bool) { t.testDrop.Store(drop) }
 
 // testKill closes the PeerConnection without marking the transport closed,
 // so the session sees it die (test hook).

@@ -1,0 +1,1258 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Session errors.
+var (
+	// ErrClosed is returned by a session's methods after Close.
+	ErrClosed = errors.New("p2p: session closed")
+	// ErrDisconnected is wrapped by the error a session's methods return
+	// once the peer is gone (timeout or the peer closed the session).
+	ErrDisconnected = errors.New("p2p: peer disconnected")
+	// ErrNoTransport is wrapped by Connect's error when neither transport
+	// could carry a probe to the peer.
+	ErrNoTransport = errors.New("p2p: no transport to the peer works")
+	// ErrMessageTooLarge is wrapped by *MessageSizeError.
+	ErrMessageTooLarge = errors.New("p2p: message too large")
+)
+
+// MessageSizeError reports a message longer than Config.MaxMessageSize
+// (from Send) or a receive buffer shorter than the next message (from
+// TryRecv/Recv; the message stays queued).
+type MessageSizeError struct {
+	Size, Limit int
+}
+
+func (e *MessageSizeError) Error() string {
+	return fmt.Sprintf("p2p: message of %d bytes exceeds the limit of %d", e.Size, e.Limit)
+}
+
+// Unwrap returns ErrMessageTooLarge.
+func (e *MessageSizeError) Unwrap() error { return ErrMessageTooLarge }
+
+// tickInterval is the period of the session's housekeeping goroutine
+// (pings, failover, liveness, rates).
+const tickInterval = 10 * time.Millisecond
+
+// phase of the session's lifecycle.
+type phase uint8
+
+const (
+	phaseLinks   phase = iota // waiting for the transports to open or time out
+	phaseProbe                // 3 probes on each open transport
+	phaseAwait                // answerer: probes done, waiting for the offerer's select
+	phaseRunning              // transport chosen
+	phaseEnded
+)
+
+// linkState is the session's bookkeeping for one transport (under mu).
+type linkState struct {
+	kind    TransportKind
+	state   LinkState
+	err     string
+	upAt    time.Duration
+	hadRecv bool
+
+	lastRecv        time.Duration
+	lastPong        time.Duration
+	firstUnanswered time.Duration // send time of the oldest ping not followed by a pong; 0 if none
+	nextPing        time.Duration
+	streak          int // consecutive answered pings
+
+	rtt     RTTEstimator
+	jin     Jitter
+	jout    Jitter
+	last3   [3]time.Duration
+	n3, i3  int
+	pings   uint64
+	pongs   uint64
+	rx, rxB uint64
+
+	// Initial probing.
+	probe struct {
+		running     bool
+		n           int
+		res         [3]time.Duration // 0 = lost
+		lost        int
+		outstanding bool
+		t1          time.Duration
+		sentAt      time.Duration
+		max         time.Duration
+	}
+}
+
+func (l *linkState) up() bool { return l.state == LinkUp }
+
+func (l *linkState) add3(rtt time.Duration) {
+	l.last3[l.i3] = rtt
+	l.i3 = (l.i3 + 1) % 3
+	if l.n3 < 3 {
+		l.n3++
+	}
+}
+
+func (l *linkState) max3() time.Duration {
+	var m time.Duration
+	for _, r := range l.last3[:l.n3] {
+		m = max(m, r)
+	}
+	return m
+}
+
+// silentFor is the time since anything arrived on the link (or since it
+// opened).
+func (l *linkState) silentFor(now time.Duration) time.Duration {
+	return now - max(l.lastRecv, l.upAt)
+}
+
+func (l *linkState) unansweredFor(now time.Duration) time.Duration {
+	if l.firstUnanswered == 0 {
+		return 0
+	}
+	return now - l.firstUnanswered
+}
+
+// Session is a connection to one peer over two transports: a WebRTC data
+// channel and a TCP stream relayed by the signaling server. One of them is
+// active (both peers agree which); the other is kept warm as a standby.
+// See the package doc for the protocol.
+//
+// Send, SendClass, Poll, TryRecv, Recv and Stats are safe for concurrent
+// use and do not allocate. Poll, TryRecv and Recv consume the same queue.
+type Session struct {
+	cfg   Config
+	role  Role
+	room  string
+	log   *slog.Logger
+	clock func() time.Duration // wall-aligned monotonic time
+	start time.Duration
+	ts    timeSync
+
+	rtc      *rtcTransport
+	tcp      atomic.Pointer[tcpTransport]
+	linkPtr  [2]atomic.Pointer[linkBox] // open links, by kind.idx()
+	closeSig func()                     // closes the signaling client
+
+	// Data path.
+	sendMu      sync.Mutex
+	sendBuf     []byte
+	dataSeq     uint32
+	sent        uint64
+	sendDropped uint64
+	txRate      RateMeter // under sendMu (all messages sent)
+	txLink      [2]uint64 // under sendMu: messages sent per link
+	txLinkB     [2]uint64
+	active      atomic.Uint32
+	ended       atomic.Bool
+	testMute    atomic.Bool // drop everything this peer sends
+
+	ring *msgRing
+
+	mu            sync.Mutex
+	phase         phase
+	state         ConnState
+	links         [2]linkState
+	seq           SeqTracker
+	rxRate        RateMeter
+	lossBase      [2]uint64 // expected, received at the last rate window
+	lossRecent    float64
+	malformed     uint64
+	lastRecv      time.Duration
+	silentSince   time.Duration // when an interruption started
+	readyAt       time.Duration
+	linksDeadline [2]time.Duration
+	awaitDeadline time.Duration
+	epoch         uint32 // active transport's epoch (offerer: last decided; answerer: last seen)
+	acked         bool   // offerer: the answerer acknowledged epoch
+	nextSelect    time.Duration
+	lastSwitch    time.Duration
+	switches      int
+	choiceReason  string
+	ctrlSeq       uint32
+	endErr        error
+	loopBuf       []byte
+	pongBufs      [2][]byte // per reader goroutine
+
+	evMu          sync.Mutex
+	events        chan Event
+	evClosed      bool
+	eventsDropped uint64
+
+	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
+	readyErr  error
+	done      chan struct{} // closed when the session has ended
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	ctx       context.Context // canceled when the session ends
+	cancel    context.CancelFunc
+}
+
+// linkBox lets an interface value live in an atomic.Pointer.
+type linkBox struct{ l link }
+
+// sessionParams is what newSession needs besides the config; Connect fills
+// it from the signaling client, tests from in-process pipes.
+type sessionParams struct {
+	cfg      Config // already through withDefaults
+	role     Role
+	room     string
+	sig      signaler                                    // for WebRTC negotiation
+	dialTCP  func(ctx context.Context) (net.Conn, error) // nil: no TCP
+	closeSig func()
+	clock    func() time.Duration
+}
+
+// wallClock returns a clock that reads as the wall time (as a duration
+// since the Unix epoch) when created and then advances monotonically, so
+// peers on different machines estimate the real offset between their
+// clocks, and a wall-clock step never makes it jump.
+func wallClock() func() time.Duration {
+	base := time.Now()
+	unix := time.Duration(base.UnixNano())
+	return func() time.Duration { return unix + time.Since(base) }
+}
+
+func newSession(p sessionParams) (*Session, error) {
+	if p.clock == nil {
+		p.clock = wallClock()
+	}
+	s := &Session{
+		cfg:      p.cfg,
+		role:     p.role,
+		room:     p.room,
+		log:      p.cfg.Logger.With("role", p.role.String()),
+		clock:    p.clock,
+		ts:       &tempSync{},
+		closeSig: p.closeSig,
+		sendBuf:  make([]byte, 0, HeaderLen+p.cfg.MaxMessageSize),
+		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
+		events:   make(chan Event, p.cfg.EventBuffer),
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		closing:  make(chan struct{}),
+		loopBuf:  make([]byte, 0, 256),
+		state:    StateConnecting,
+	}
+	for i := range s.pongBufs {
+		s.pongBufs[i] = make([]byte, 0, 256)
+	}
+	s.start = s.clock()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
+	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
+	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
+	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
+	// The answerer gives up waiting for the offerer's choice after the
+	// offerer's longest wait plus its probes, with a margin.
+	s.awaitDeadline = s.start + max(s.cfg.WebRTCTimeout, s.cfg.TCPTimeout) + 4*s.cfg.ProbeTimeout + 2*time.Second
+
+	if p.cfg.DisableWebRTC || p.sig == nil {
+		s.links[0].state = LinkDisabled
+	} else {
+		rtc, err := newRTCTransport(&s.cfg, p.role, p.sig, s)
+		if err != nil {
+			return nil, err
+		}
+		s.rtc = rtc
+	}
+	if p.cfg.DisableTCP || p.dialTCP == nil {
+		s.links[1].state = LinkDisabled
+	}
+	s.wg.Add(1)
+	go s.loop()
+	if s.links[1].state == LinkConnecting {
+		s.wg.Add(1)
+		go s.dialTCP(p.dialTCP)
+	}
+	if s.rtc != nil && p.role == RoleOfferer {
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WebRTCTimeout)
+		err := s.rtc.start(ctx)
+		cancel()
+		if err != nil {
+			s.onDown(TransportWebRTC, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Session) now() time.Duration { return s.clock() }
+
+func (s *Session) dialTCP(dial func(context.Context) (net.Conn, error)) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
+	conn, err := dial(ctx)
+	cancel()
+	if err != nil {
+		s.onDown(TransportTCP, fmt.Errorf("p2p: tcp relay: %w", err))
+		return
+	}
+	t := newTCPTransport(conn, s.cfg.MaxMessageSize, s)
+	s.mu.Lock()
+	if s.phase == phaseEnded {
+		s.mu.Unlock()
+		_ = t.close()
+		return
+	}
+	s.tcp.Store(t)
+	s.mu.Unlock()
+	t.start()
+	s.onUp(TransportTCP)
+}
+
+// Role returns this peer's role (offerer or answerer), which both peers
+// agree on. The offerer decides the active transport and is the clock
+// leader; use Role as a tie-breaker in game logic too.
+func (s *Session) Role() Role { return s.role }
+
+// Room returns the room code the session was paired in ("" for quick
+// match without a code or for in-process sessions).
+func (s *Session) Room() string { return s.room }
+
+// Events returns the session's event channel. It is buffered
+// (Config.EventBuffer) and the session never blocks on it: when it is
+// full, the oldest event is discarded to make room for the newest (counted
+// in Stats.EventsDropped), so a game that never reads it loses nothing but
+// old events, and the last event (EventDisconnected) is never lost. The
+// channel is closed when the session ends.
+func (s *Session) Events() <-chan Event { return s.events }
+
+// Done is closed when the session has ended (Close, or the peer
+// disconnected). Err then says why.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns why the session ended (ErrClosed, or an error wrapping
+// ErrDisconnected), or nil while it runs.
+func (s *Session) Err() error {
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endErr
+}
+
+// emit delivers an event without blocking, dropping the oldest queued
+// event when the channel is full.
+func (s *Session) emit(ev Event) {
+	ev.At = s.now() - s.start
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.evClosed {
+		return
+	}
+	for {
+		select {
+		case s.events <- ev:
+			return
+		default:
+		}
+		select {
+		case <-s.events:
+			s.eventsDropped++
+		default:
+		}
+	}
+}
+
+// ---- linkHandler ----
+
+func (s *Session) onUp(k TransportKind) {
+	var l link
+	switch k {
+	case TransportWebRTC:
+		l = s.rtc
+	case TransportTCP:
+		l = s.tcp.Load()
+	}
+	now := s.now()
+	s.mu.Lock()
+	ls := &s.links[k.idx()]
+	if s.phase == phaseEnded || ls.state == LinkDown {
+		s.mu.Unlock()
+		return
+	}
+	ls.state = LinkUp
+	ls.upAt = now
+	ls.nextPing = now
+	running := s.phase == phaseRunning
+	s.linkPtr[k.idx()].Store(&linkBox{l: l})
+	s.mu.Unlock()
+	s.log.Debug("p2p: transport up", "transport", k.String())
+	if running {
+		s.emit(Event{Kind: EventTransportUp, Transport: k})
+	}
+}
+
+func (s *Session) onDown(k TransportKind, err error) {
+	s.mu.Lock()
+	ls := &s.links[k.idx()]
+	if s.phase == phaseEnded || ls.state == LinkDown || ls.state == LinkDisabled {
+		s.mu.Unlock()
+		return
+	}
+	ls.state = LinkDown
+	ls.err = err.Error()
+	running := s.phase == phaseRunning
+	s.linkPtr[k.idx()].Store(nil)
+	s.mu.Unlock()
+	s.log.Debug("p2p: transport down", "transport", k.String(), "err", err)
+	if running {
+		s.emit(Event{Kind: EventTransportDown, Transport: k, Err: err})
+	}
+}
+
+func (s *Session) onMessage(k TransportKind, p []byte) {
+	now := s.now()
+	h, payload, err := ParseHeader(p)
+	if err != nil {
+		s.mu.Lock()
+		s.malformed++
+		s.mu.Unlock()
+		return
+	}
+	switch h.Type {
+	case MsgData:
+		if len(payload) > s.cfg.MaxMessageSize {
+			s.mu.Lock()
+			s.malformed++
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		s.received(k, now, len(p))
+		res := s.seq.Add(h.Seq)
+		s.mu.Unlock()
+		if res.Deliver() {
+			s.ring.push(payload)
+		}
+	case MsgPing:
+		// Answer at once, on the link it came in on.
+		t3 := s.now()
+		buf := s.pongBufs[k.idx()]
+		s.mu.Lock()
+		s.received(k, now, len(p))
+		seq := s.nextCtrlSeq()
+		s.mu.Unlock()
+		buf = AppendHeader(buf[:0], Header{Type: MsgPong, Seq: seq})
+		buf, err = s.ts.appendPong(buf, payload, now, t3)
+		if err != nil {
+			s.mu.Lock()
+			s.malformed++
+			s.mu.Unlock()
+			return
+		}
+		s.pongBufs[k.idx()] = buf
+		s.xmit(k, buf)
+	case MsgPong:
+		t1, t2, t3, err := s.ts.parsePong(payload)
+		s.mu.Lock()
+		if err != nil {
+			s.malformed++
+		} else {
+			s.received(k, now, len(p))
+			s.pong(k, now, t1, t2, t3)
+		}
+		s.mu.Unlock()
+	case MsgControl:
+		c, err := parseControl(payload)
+		s.mu.Lock()
+		if err != nil {
+			s.malformed++
+			s.mu.Unlock()
+			return
+		}
+		s.received(k, now, len(p))
+		s.control(k, now, c)
+		s.mu.Unlock()
+	}
+}
+
+// received updates liveness and counters for one valid message. Called
+// with mu held.
+func (s *Session) received(k TransportKind, now time.Duration, n int) {
+	ls := &s.links[k.idx()]
+	ls.lastRecv = now
+	ls.hadRecv = true
+	ls.rx++
+	ls.rxB += uint64(n)
+	s.rxRate.Add(n)
+	s.lastRecv = now
+	if s.state == StateInterrupted {
+		s.state = StateConnected
+		silence := now - s.silentSince
+		s.emit(Event{Kind: EventResumed, Silence: silence})
+	}
+}
+
+func (s *Session) nextCtrlSeq() uint32 {
+	s.ctrlSeq++
+	return s.ctrlSeq
+}
+
+// pong processes the four timestamps of an answered ping. Called with mu
+// held.
+func (s *Session) pong(k TransportKind, t4, t1, t2, t3 time.Duration) {
+	rtt := (t4 - t1) - (t3 - t2)
+	if rtt < 0 || t1 > t4 {
+		s.malformed++
+		return
+	}
+	ls := &s.links[k.idx()]
+	ls.pongs++
+	ls.lastPong = t4
+	ls.firstUnanswered = 0
+	ls.streak++
+	ls.rtt.Add(rtt)
+	ls.add3(rtt)
+	ls.jout.Add(t2 - t1)
+	ls.jin.Add(t4 - t3)
+	s.ts.addSample(t1, t2, t3, t4)
+	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == t1 {
+		pr.res[pr.n] = rtt
+		pr.n++
+		pr.outstanding = false
+	}
+}
+
+// control handles a control message. Called with mu held.
+func (s *Session) control(k TransportKind, now time.Duration, c control) {
+	if s.phase == phaseEnded {
+		return
+	}
+	switch c.Kind {
+	case ctrlSelect:
+		if s.role != RoleAnswerer {
+			s.malformed++
+			return
+		}
+		if c.Epoch > s.epoch || s.phase != phaseRunning {
+			from := TransportKind(s.active.Load())
+			s.epoch = c.Epoch
+			s.active.Store(uint32(c.Transport))
+			if s.phase != phaseRunning {
+				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", c.Transport)
+				s.becomeRunning(now)
+			} else if from != c.Transport {
+				s.switches++
+				s.choiceReason = fmt.Sprintf("offerer switched to %v (epoch %d)", c.Transport, c.Epoch)
+				s.emit(Event{Kind: EventTransportChanged, From: from, Transport: c.Transport, Reason: "chosen by the offerer"})
+			}
+		}
+		// Acknowledge every select (also repeats: our ack may have been lost).
+		if c.Epoch == s.epoch {
+			s.sendControlLocked(control{Kind: ctrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
+		}
+	case ctrlSelectAck:
+		if s.role == RoleOfferer && c.Epoch == s.epoch {
+			s.acked = true
+		}
+	case ctrlBye:
+		s.endLocked(fmt.Errorf("%w: the peer closed the session", ErrDisconnected), "the peer closed the session", 0)
+	}
+}
+
+// sendControlLocked sends c on every open link (through the loop buffer).
+// Called with mu held; transports' sends do not block.
+func (s *Session) sendControlLocked(c control) {
+	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgControl, Seq: s.nextCtrlSeq()})
+	b = appendControl(b, c)
+	s.loopBuf = b
+	for i := range s.links {
+		if s.links[i].up() {
+			s.xmit(s.links[i].kind, b)
+		}
+	}
+}
+
+// xmit sends a non-data message on link k, counting it.
+func (s *Session) xmit(k TransportKind, p []byte) {
+	b := s.linkPtr[k.idx()].Load()
+	if b == nil || s.testMute.Load() {
+		return
+	}
+	if b.l.send(p) == nil {
+		s.sendMu.Lock()
+		s.txRate.Add(len(p))
+		s.txLink[k.idx()]++
+		s.txLinkB[k.idx()] += uint64(len(p))
+		s.sendMu.Unlock()
+	}
+}
+
+// becomeRunning ends the connecting phase. Called with mu held.
+func (s *Session) becomeRunning(now time.Duration) {
+	s.phase = phaseRunning
+	s.state = StateConnected
+	s.readyAt = now
+	s.lastRecv = now
+	s.lastSwitch = now
+	for i := range s.links {
+		s.links[i].probe.running = false
+	}
+	s.log.Debug("p2p: session running", "transport", TransportKind(s.active.Load()).String(), "reason", s.choiceReason)
+	close(s.ready)
+}
+
+// failConnect ends the connecting phase with an error. Called with mu held.
+func (s *Session) failConnect(err error) {
+	s.readyErr = err
+	close(s.ready)
+	s.endLocked(err, "", 0)
+}
+
+// endLocked ends the session (once). Called with mu held.
+func (s *Session) endLocked(err error, reason string, silence time.Duration) {
+	if s.phase == phaseEnded {
+		return
+	}
+	wasRunning := s.phase == phaseRunning
+	s.phase = phaseEnded
+	s.endErr = err
+	s.ended.Store(true)
+	if errors.Is(err, ErrClosed) {
+		s.state = StateClosed
+	} else {
+		s.state = StateDisconnected
+		if wasRunning {
+			s.emit(Event{Kind: EventDisconnected, Reason: reason, Silence: silence, Err: err})
+		}
+	}
+	s.cancel()
+}
+
+// loop runs the session's timers until it ends, then tears it down.
+func (s *Session) loop() {
+	defer s.wg.Done()
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.closing:
+			s.mu.Lock()
+			s.endLocked(ErrClosed, "", 0)
+			s.mu.Unlock()
+		case <-s.ctx.Done():
+		}
+		s.mu.Lock()
+		if s.phase == phaseEnded {
+			s.mu.Unlock()
+			s.teardown()
+			return
+		}
+		s.tick(s.now())
+		s.mu.Unlock()
+	}
+}
+
+// tick does one round of housekeeping. Called with mu held.
+func (s *Session) tick(now time.Duration) {
+	s.sendMu.Lock()
+	s.txRate.Update(now)
+	s.sendMu.Unlock()
+	if s.rxRate.Update(now) {
+		// A rate window just closed: recent loss over it.
+		e, r := s.seq.Expected(), s.seq.Received()
+		de, dr := e-s.lossBase[0], r-s.lossBase[1]
+		s.lossRecent = 0
+		if de > 0 && dr < de {
+			s.lossRecent = float64(de-dr) / float64(de)
+		}
+		s.lossBase = [2]uint64{e, r}
+	}
+	for i := range s.links {
+		ls := &s.links[i]
+		if ls.state == LinkConnecting && now >= s.linksDeadline[i] {
+			ls.state = LinkDown
+			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
+			if i == 0 {
+				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
+			}
+		}
+		// A ping left unanswered for ProbeTimeout breaks the streak.
+		if ls.firstUnanswered != 0 && now-ls.firstUnanswered > s.cfg.ProbeTimeout {
+			ls.streak = 0
+		}
+	}
+	switch s.phase {
+	case phaseLinks:
+		s.tickLinks(now)
+	case phaseProbe, phaseAwait:
+		s.tickProbe(now)
+	case phaseRunning:
+		s.tickRunning(now)
+	}
+}
+
+func (s *Session) tickLinks(now time.Duration) {
+	resolved := true
+	anyUp := false
+	for i := range s.links {
+		st := s.links[i].state
+		if st == LinkConnecting {
+			resolved = false
+		}
+		if st == LinkUp {
+			anyUp = true
+		}
+	}
+	// With a preferred transport that is already up there is no need to
+	// wait for the other one.
+	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
+		resolved = true
+	}
+	if !resolved {
+		if s.role == RoleAnswerer && now > s.awaitDeadline {
+			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
+		}
+		return
+	}
+	if !anyUp {
+		s.failConnect(s.noTransportErr(""))
+		return
+	}
+	s.phase = phaseProbe
+	for i := range s.links {
+		if s.links[i].up() {
+			s.links[i].probe.running = true
+		}
+	}
+	s.tickProbe(now)
+}
+
+func (s *Session) noTransportErr(why string) error {
+	msg := ErrNoTransport.Error()
+	if why != "" {
+		msg += ": " + why
+	}
+	for i := range s.links {
+		ls := &s.links[i]
+		msg += fmt.Sprintf("; %v: %v", ls.kind, ls.state)
+		if ls.err != "" {
+			msg += " (" + ls.err + ")"
+		}
+	}
+	return fmt.Errorf("%w%s", ErrNoTransport, msg[len(ErrNoTransport.Error()):])
+}
+
+// tickProbe sends the three sequential probes on each open link and, on
+// the offerer, chooses once every probe is answered or lost.
+func (s *Session) tickProbe(now time.Duration) {
+	done := true
+	for i := range s.links {
+		ls := &s.links[i]
+		pr := &ls.probe
+		if !pr.running {
+			continue
+		}
+		if !ls.up() {
+			pr.running = false
+			continue
+		}
+		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout {
+			pr.res[pr.n] = 0
+			pr.lost++
+			pr.n++
+			pr.outstanding = false
+		}
+		if pr.n == 3 {
+			pr.running = false
+			pr.max = 0
+			for _, r := range pr.res {
+				if r == 0 {
+					r = s.cfg.ProbeTimeout
+				}
+				pr.max = max(pr.max, r)
+			}
+			continue
+		}
+		done = false
+		if !pr.outstanding {
+			pr.outstanding = true
+			pr.sentAt = now
+			pr.t1 = s.sendPing(ls.kind, now)
+		}
+	}
+	if s.role == RoleAnswerer {
+		if done {
+			s.phase = phaseAwait
+		}
+		if now > s.awaitDeadline {
+			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
+		}
+		return
+	}
+	if !done {
+		return
+	}
+	k, reason := s.initialChoice()
+	if k == TransportUnknown {
+		s.failConnect(s.noTransportErr("every probe was lost"))
+		return
+	}
+	s.choiceReason = reason
+	s.decide(now, k)
+	s.becomeRunning(now)
+}
+
+// initialChoice applies the seed's rule to the probe results: a transport
+// that answered at least one probe is usable; with Config.Prefer set and
+// usable, it wins; otherwise the lower 3-probe maximum wins, ties to WebRTC.
+func (s *Session) initialChoice() (TransportKind, string) {
+	usable := func(ls *linkState) bool { return ls.up() && ls.probe.n == 3 && ls.probe.lost < 3 }
+	w, t := &s.links[0], &s.links[1]
+	wu, tu := usable(w), usable(t)
+	switch {
+	case !wu && !tu:
+		return TransportUnknown, ""
+	case wu && !tu:
+		return TransportWebRTC, fmt.Sprintf("only webrtc works (3-probe ping %v; tcp %v)", w.probe.max, s.whyNot(t))
+	case tu && !wu:
+		return TransportTCP, fmt.Sprintf("only tcp works (3-probe ping %v; webrtc %v)", t.probe.max, s.whyNot(w))
+	}
+	if p := s.cfg.Prefer; p != TransportUnknown {
+		return p, fmt.Sprintf("preferred by config (3-probe ping webrtc %v, tcp %v)", w.probe.max, t.probe.max)
+	}
+	if t.probe.max < w.probe.max {
+		return TransportTCP, fmt.Sprintf("lower 3-probe ping: tcp %v < webrtc %v", t.probe.max, w.probe.max)
+	}
+	return TransportWebRTC, fmt.Sprintf("lower or equal 3-probe ping: webrtc %v <= tcp %v", w.probe.max, t.probe.max)
+}
+
+func (s *Session) whyNot(ls *linkState) string {
+	switch {
+	case ls.state == LinkDisabled:
+		return "disabled"
+	case ls.state == LinkUp && ls.probe.lost == 3:
+		return "lost all 3 probes"
+	case ls.err != "":
+		return ls.state.String() + ": " + ls.err
+	}
+	return ls.state.String()
+}
+
+// decide makes k the active transport under a new epoch and starts telling
+// the answerer (offerer only). Called with mu held.
+func (s *Session) decide(now time.Duration, k TransportKind) {
+	s.epoch++
+	s.acked = false
+	s.active.Store(uint32(k))
+	s.lastSwitch = now
+	s.nextSelect = now
+	s.sendSelect(now)
+}
+
+func (s *Session) sendSelect(now time.Duration) {
+	s.sendControlLocked(control{Kind: ctrlSelect, Epoch: s.epoch, Transport: TransportKind(s.active.Load())})
+	s.nextSelect = now + s.cfg.PingInterval
+}
+
+// sendPing sends a timestamped ping on link k and returns its t1.
+// Called with mu held.
+func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
+	ls := &s.links[k.idx()]
+	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgPing, Seq: s.nextCtrlSeq()})
+	b = s.ts.appendPing(b, now)
+	s.loopBuf = b
+	ls.pings++
+	if ls.firstUnanswered == 0 {
+		ls.firstUnanswered = now
+	}
+	s.xmit(k, b)
+	return now
+}
+
+func (s *Session) tickRunning(now time.Duration) {
+	// Liveness over all transports.
+	silence := now - s.lastRecv
+	switch {
+	case silence >= s.cfg.DisconnectAfter:
+		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
+			"timeout", silence)
+		return
+	case silence >= s.cfg.InterruptAfter && s.state == StateConnected:
+		s.state = StateInterrupted
+		s.silentSince = s.lastRecv
+		s.emit(Event{Kind: EventInterrupted, Silence: silence})
+	}
+
+	active := TransportKind(s.active.Load())
+	if s.role == RoleOfferer {
+		s.policy(now, active)
+		active = TransportKind(s.active.Load())
+		if !s.acked && now >= s.nextSelect {
+			s.sendSelect(now)
+		}
+	}
+	// Pings: the active transport at the calibrator's rate but at least
+	// every PingInterval; the standby every StandbyPingInterval.
+	iv := min(s.cfg.PingInterval, s.ts.pingInterval(now))
+	for i := range s.links {
+		ls := &s.links[i]
+		if !ls.up() || now < ls.nextPing {
+			continue
+		}
+		s.sendPing(ls.kind, now)
+		if ls.kind == active {
+			ls.nextPing = now + iv
+		} else {
+			ls.nextPing = now + s.cfg.StandbyPingInterval
+		}
+	}
+}
+
+// failing reports whether the active link should be abandoned, and why.
+func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
+	switch {
+	case !ls.up():
+		if ls.err != "" {
+			return true, fmt.Sprintf("%v down: %s", ls.kind, ls.err)
+		}
+		return true, fmt.Sprintf("%v down", ls.kind)
+	case ls.silentFor(now) > s.cfg.FailoverAfter:
+		return true, fmt.Sprintf("%v silent for %v", ls.kind, ls.silentFor(now).Round(time.Millisecond))
+	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.s.Smoothed:
+		return true, fmt.Sprintf("%v pings unanswered for %v", ls.kind, ls.unansweredFor(now).Round(time.Millisecond))
+	}
+	return false, ""
+}
+
+// works reports whether a standby link is fit to take over: open, and its
+// last ping was answered recently.
+func (s *Session) works(now time.Duration, ls *linkState) bool {
+	window := 3*s.cfg.StandbyPingInterval + ls.rtt.s.Smoothed
+	return ls.up() && ls.streak >= 1 && now-ls.lastPong < window && ls.silentFor(now) < window
+}
+
+// policy is the offerer's failover and switching rule. Called with mu held.
+func (s *Session) policy(now time.Duration, active TransportKind) {
+	a := &s.links[active.idx()]
+	o := &s.links[active.other().idx()]
+	fail, why := s.failing(now, a)
+	if fail {
+		if s.works(now, o) {
+			s.switchTo(now, o.kind, "failover: "+why)
+		}
+		return
+	}
+	if !s.works(now, o) || o.streak < 3 || o.n3 < 3 || a.n3 < 3 || now-s.lastSwitch < 3*time.Second {
+		return
+	}
+	if p := s.cfg.Prefer; p != TransportUnknown {
+		if o.kind == p {
+			s.switchTo(now, o.kind, fmt.Sprintf("preferred %v works again (ping %v)", p, o.max3()))
+		}
+		return
+	}
+	am, om := a.max3(), o.max3()
+	margin := max(s.cfg.SwitchMargin, am/10)
+	if om+margin < am {
+		s.switchTo(now, o.kind, fmt.Sprintf("%v pings better: %v vs %v", o.kind, om, am))
+	}
+}
+
+func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
+	from := TransportKind(s.active.Load())
+	s.switches++
+	s.choiceReason = reason
+	s.decide(now, k)
+	s.log.Info("p2p: transport changed", "from", from.String(), "to", k.String(), "reason", reason)
+	s.emit(Event{Kind: EventTransportChanged, From: from, Transport: k, Reason: reason})
+}
+
+// teardown closes everything once the loop has seen the session end.
+func (s *Session) teardown() {
+	s.mu.Lock()
+	closedByUs := errors.Is(s.endErr, ErrClosed)
+	if closedByUs {
+		s.sendControlLocked(control{Kind: ctrlBye, Reason: byeClosed})
+	}
+	s.mu.Unlock()
+	if closedByUs {
+		s.flushBye()
+	}
+	s.linkPtr[0].Store(nil)
+	s.linkPtr[1].Store(nil)
+	if s.rtc != nil {
+		_ = s.rtc.close()
+	}
+	if t := s.tcp.Load(); t != nil {
+		_ = t.close()
+	}
+	if s.closeSig != nil {
+		s.closeSig()
+	}
+	close(s.done)
+}
+
+// flushBye gives the bye messages a moment to leave.
+func (s *Session) flushBye() {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		pending := false
+		if s.rtc != nil && s.rtc.raw.Load() != nil && s.rtc.dc.BufferedAmount() > 0 {
+			pending = true
+		}
+		if t := s.tcp.Load(); t != nil && t.unwritten() {
+			pending = true
+		}
+		if !pending {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Close ends the session: it tells the peer (a bye message on every open
+// transport, best effort), closes both transports and the signaling
+// connection, and waits for the session's goroutines. Messages still
+// queued can be drained with Poll/TryRecv after Close. It is idempotent and
+// returns nil.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.wg.Wait()
+		s.evMu.Lock()
+		s.evClosed = true
+		close(s.events)
+		s.evMu.Unlock()
+	})
+	return nil
+}
+
+// ---- data path ----
+
+// Send sends p to the peer as one unreliable message on the active
+// transport: it may be lost, duplicated messages are filtered, and order is
+// not guaranteed. It copies p, never blocks and does not allocate. When
+// the transport cannot take the message (its send buffer is full, or it is
+// down and the other is too), the message is dropped and counted in
+// Stats.SendDropped: Send returns nil, as for a lost packet. Errors: a
+// *MessageSizeError for len(p) > Config.MaxMessageSize, ErrClosed after
+// Close, an error wrapping ErrDisconnected once the peer is gone.
+//
+// Send is SendClass(0, p).
+func (s *Session) Send(p []byte) error { return s.SendClass(0, p) }
+
+// SendClass is Send with a latest-only class for the TCP transport: while
+// the TCP socket is busy, a message replaces an unsent older message of the
+// same class, so stale game states never queue up. Use one class per
+// independent stream of states (class 0..TCPClasses-1). "Busy" includes
+// the moment the writer goroutine is writing the previous frame, so a burst
+// of messages of one class sent back to back keeps only its last one on
+// TCP: send at most one message per class per tick, or give messages that
+// must not replace each other different classes. On WebRTC the class is
+// ignored.
+func (s *Session) SendClass(class int, p []byte) error {
+	if len(p) > s.cfg.MaxMessageSize {
+		return &MessageSizeError{Size: len(p), Limit: s.cfg.MaxMessageSize}
+	}
+	if class < 0 || class >= TCPClasses {
+		return fmt.Errorf("p2p: class %d out of range [0,%d)", class, TCPClasses)
+	}
+	if s.ended.Load() {
+		return s.endError()
+	}
+	s.sendMu.Lock()
+	b := s.sendLink()
+	if b == nil || s.testMute.Load() {
+		s.sendDropped++
+		s.sendMu.Unlock()
+		return nil
+	}
+	buf := AppendHeader(s.sendBuf[:0], Header{Type: MsgData, Seq: s.dataSeq})
+	buf = append(buf, p...)
+	if err := b.l.sendData(class, buf); err != nil {
+		s.sendDropped++
+		s.sendMu.Unlock()
+		return nil
+	}
+	s.dataSeq++
+	s.sent++
+	s.txRate.Add(len(buf))
+	s.txLink[b.l.kind().idx()]++
+	s.txLinkB[b.l.kind().idx()] += uint64(len(buf))
+	s.sendMu.Unlock()
+	return nil
+}
+
+// sendLink returns the active link if it is open, else the other one if
+// that is open (the answerer's emergency path while the offerer decides).
+func (s *Session) sendLink() *linkBox {
+	k := TransportKind(s.active.Load())
+	if k == TransportUnknown {
+		return nil
+	}
+	if b := s.linkPtr[k.idx()].Load(); b != nil {
+		return b
+	}
+	return s.linkPtr[k.other().idx()].Load()
+}
+
+func (s *Session) endError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endErr == nil {
+		return ErrClosed
+	}
+	return s.endErr
+}
+
+// Poll hands every queued message to fn, oldest first, and returns how many
+// it handed over. It never blocks; p is valid only during the call. Use it
+// once per game tick. It does not allocate.
+func (s *Session) Poll(fn func(p []byte)) int {
+	s.ring.consMu.Lock()
+	defer s.ring.consMu.Unlock()
+	n := 0
+	for {
+		m, ok := s.ring.popSwap()
+		if !ok {
+			return n
+		}
+		fn(m)
+		n++
+	}
+}
+
+// TryRecv copies the oldest queued message into buf and returns its length
+// and true, or 0 and false if there is none. It never blocks. If buf is too
+// short the message stays queued and a *MessageSizeError is returned.
+func (s *Session) TryRecv(buf []byte) (int, bool, error) {
+	s.ring.consMu.Lock()
+	defer s.ring.consMu.Unlock()
+	n, ok := s.ring.peekLen()
+	if !ok {
+		return 0, false, nil
+	}
+	if n > len(buf) {
+		return 0, false, &MessageSizeError{Size: n, Limit: len(buf)}
+	}
+	m, _ := s.ring.popSwap()
+	return copy(buf, m), true, nil
+}
+
+// Recv waits for a message and copies it into buf. It returns ctx.Err()
+// when ctx ends, and the session's error once it has ended and the queue is
+// empty (so nothing received before the end is lost).
+func (s *Session) Recv(ctx context.Context, buf []byte) (int, error) {
+	for {
+		n, ok, err := s.TryRecv(buf)
+		if ok || err != nil {
+			return n, err
+		}
+		select {
+		case <-s.ring.notify:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-s.done:
+			if s.ring.len() == 0 {
+				return 0, s.endError()
+			}
+		}
+	}
+}
+
+// Stats returns a snapshot of the link statistics. It does not allocate.
+func (s *Session) Stats() Stats {
+	now := s.now()
+	var st Stats
+	s.mu.Lock()
+	st.State = s.state
+	st.Role = s.role
+	st.Transport = TransportKind(s.active.Load())
+	st.ChoiceReason = s.choiceReason
+	st.Switches = s.switches
+	if s.phase == phaseRunning || s.phase == phaseEnded && s.readyAt != 0 {
+		st.Uptime = now - s.readyAt
+		st.SinceLastRecv = now - s.lastRecv
+	}
+	st.Received = s.seq.Received()
+	st.Expected = s.seq.Expected()
+	st.Lost = s.seq.Lost()
+	st.Loss = s.seq.Loss()
+	st.LossRecent = s.lossRecent
+	st.Duplicates = s.seq.Duplicates()
+	st.Reordered = s.seq.Reordered()
+	st.Late = s.seq.Late()
+	st.Malformed = s.malformed
+	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
+	st.RxBytesPerSec = s.rxRate.BytesPerSec()
+	st.ClockOffset, st.ClockUncertainty, st.ClockSynced = s.ts.offset(now)
+	for i := range s.links {
+		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
+	}
+	s.mu.Unlock()
+
+	if a := st.Transport; a != TransportUnknown {
+		ls := st.Link(a)
+		st.RTT, st.Jitter, st.JitterOut = ls.RTT, ls.Jitter, ls.JitterOut
+	}
+	if s.rtc != nil {
+		st.LocalCandidate, st.RemoteCandidate = s.rtc.candidates()
+	}
+	st.RecvOverflow = s.ring.droppedCount()
+	s.sendMu.Lock()
+	st.Sent = s.sent
+	st.SendDropped = s.sendDropped
+	st.TxPacketsPerSec = s.txRate.PacketsPerSec()
+	st.TxBytesPerSec = s.txRate.BytesPerSec()
+	st.WebRTC.TxPackets, st.WebRTC.TxBytes = s.txLink[0], s.txLinkB[0]
+	st.TCP.TxPackets, st.TCP.TxBytes = s.txLink[1], s.txLinkB[1]
+	s.sendMu.Unlock()
+	if t := s.tcp.Load(); t != nil {
+		st.SendDropped += t.superseded()
+	}
+	s.evMu.Lock()
+	st.EventsDropped = s.eventsDropped
+	s.evMu.Unlock()
+	return st
+}
+
+func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
+	out.Kind = ls.kind
+	out.State = ls.state
+	out.Err = ls.err
+	if ls.kind == TransportKind(s.active.Load()) {
+		f, _ := s.failing(now, ls)
+		out.Healthy = !f && ls.pongs > 0
+	} else {
+		out.Healthy = s.works(now, ls)
+	}
+	out.Probe = ls.probe.res
+	out.ProbeMax = ls.probe.max
+	out.ProbeLost = ls.probe.lost
+	out.Last3Max = ls.max3()
+	out.RTT = ls.rtt.Stats()
+	out.Jitter = ls.jin.Value()
+	out.JitterOut = ls.jout.Value()
+	out.PingsSent = ls.pings
+	out.PongsReceived = ls.pongs
+	out.RxPackets, out.RxBytes = ls.rx, ls.rxB
+	out.SinceLastRecv = -1
+	if ls.hadRecv {
+		out.SinceLastRecv = now - ls.lastRecv
+	}
+}
+
+// waitReady waits for the initial transport choice.
+func (s *Session) waitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return s.readyErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
