@@ -1,0 +1,766 @@
+package physics
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/bits"
+	"strconv"
+)
+
+// Wire format constants. See the package documentation for the layout.
+const (
+	// SnapshotVersion is the first byte of every snapshot.
+	SnapshotVersion = 1
+	// MaxPacketSize is the largest snapshot the codec writes or accepts, in
+	// bytes (fits one UDP datagram on any path).
+	MaxPacketSize = 1200
+	// MaxSnapshotObjects is the most objects one snapshot may carry.
+	MaxSnapshotObjects = 64
+	// MaxSnapshotBodies is the most bodies one snapshot may carry.
+	MaxSnapshotBodies = 512
+)
+
+// Quantization steps. Positions are quantized to PosStep (root bodies over the
+// bounds, child bodies as residuals), angles to 2π/2^RootAngleBits (roots) and
+// 2π/2^ChildAngleBits (children), linear velocities to VelStep and angular
+// velocities to AngVelStep.
+const (
+	PosStep        = 0.001    // m
+	VelStep        = 1.0 / 64 // m/s
+	AngVelStep     = 1.0 / 32 // rad/s
+	RootAngleBits  = 14       // bits per root angle
+	ChildAngleBits = 11       // bits per child angle
+	rootAngleStep  = 2 * math.Pi / (1 << RootAngleBits)
+	childAngleStep = 2 * math.Pi / (1 << ChildAngleBits)
+)
+
+// Worst-case quantization errors of a snapshot round trip, for states inside
+// the limits by at least one step (at the very edge of the bounds or the speed
+// limits the encoder moves a value one more step inward so that the decoded
+// state still validates; the error there is at most twice these). A few 1e-12
+// of float rounding come on top.
+const (
+	MaxPosError        = PosStep / 2        // 0.5 mm
+	MaxRootAngleError  = rootAngleStep / 2  // 0.0027°
+	MaxChildAngleError = childAngleStep / 2 // 0.044°
+	MaxAngleError      = MaxChildAngleError
+	MaxVelError        = VelStep / 2    // 3.9 mm/s
+	MaxAngVelError     = AngVelStep / 2 // 0.016 rad/s (0.9°/s)
+)
+
+// Wire widths of the object header. The Exp-Golomb orders of velocity values
+// are chosen per object by the encoder (whichever makes the object shortest)
+// and sent in the object header: kRoot for root velocities, kVel for child
+// velocity residuals, kAngVel for child angular velocity residuals. Child
+// position residuals use order 0.
+const (
+	egID       = 0
+	egCount    = 0
+	egPos      = 0
+	hpBits     = 10
+	actionBits = 4
+	kRootBits  = 3 // order 0..7
+	kVelBits   = 2 // order 0..3
+	kAngBits   = 3 // order 0..7
+
+	velShiftBits = 2
+	maxVelShift  = 3
+)
+
+// SnapshotTarget is the size the encoder aims at for a snapshot of one
+// object, in bytes. Each object gets the bits a lone object would have in a
+// SnapshotTarget-byte snapshot with the same header. When an object would
+// take more (violent motion: fast limbs, large solver errors), the encoder
+// sends its child bodies' velocity residuals with quanta 2, 4 or 8 times
+// coarser (ObjectState.VelShift) until it fits. Positions and angles are never
+// coarsened, and root bodies' velocities are always sent at full precision.
+// At VelShift 3 the budget is not enforced further, so the target is not a
+// hard limit (MaxPacketSize is).
+const SnapshotTarget = 64
+
+// Codec errors. Every codec error is a *CodecError wrapping one of these or
+// one of ErrNotFinite, ErrOutOfRange, ErrBodyCount, ErrUnknownObject,
+// ErrInvalidID.
+var (
+	ErrTruncated      = errors.New("truncated")
+	ErrTooLarge       = errors.New("too large")
+	ErrVersion        = errors.New("unsupported version")
+	ErrConfigMismatch = errors.New("codec configuration mismatch")
+	ErrTrailingData   = errors.New("trailing data")
+	ErrOrder          = errors.New("object ids not strictly increasing")
+)
+
+// CodecError reports a bad snapshot: what was wrong (Err), where (byte
+// Offset in the packet; Object and Body when known, Body -1 otherwise), which
+// Field, and the offending Value.
+type CodecError struct {
+	Op     string // "encode" or "decode"
+	Offset int
+	Object ObjectID
+	Body   int
+	Field  string
+	Value  float64
+	Err    error
+}
+
+func (e *CodecError) Error() string {
+	s := "physics: " + e.Op + " snapshot"
+	if e.Object != 0 {
+		s += " " + e.Object.String()
+		if e.Body >= 0 {
+			s += " body " + strconv.Itoa(e.Body)
+		}
+	}
+	s += " at byte " + strconv.Itoa(e.Offset)
+	if e.Field != "" {
+		s += ": " + e.Field + " = " + strconv.FormatFloat(e.Value, 'g', -1, 64)
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *CodecError) Unwrap() error { return e.Err }
+
+// Snapshot is the state of some objects at one moment of the sender's game
+// time. Decoding into a Snapshot reuses its slices, so a Snapshot kept and
+// decoded into again allocates nothing once it has grown.
+type Snapshot struct {
+	// Time is the sender's game time in microseconds (the sync layer
+	// defines the clock).
+	Time int64
+	// Seq is the sender's sequence number.
+	Seq uint32
+	// Objects in strictly increasing ID order.
+	Objects []ObjectState
+}
+
+// ObjectState is one object of a Snapshot. HP, Action and Facing are set for
+// fighters only (zero for other objects).
+type ObjectState struct {
+	ID     ObjectID
+	HP     int
+	Action Action
+	Facing Facing
+	Bodies []BodyState
+	// VelShift is set by AppendSnapshot and DecodeSnapshot: child bodies'
+	// velocities and angular velocities were sent with quanta 2^VelShift
+	// times VelStep and AngVelStep (0 normally; see ObjectBudgetBits). The
+	// velocity error bounds scale by the same factor.
+	VelShift uint8
+}
+
+// Reset empties s for reuse, keeping its capacity.
+func (s *Snapshot) Reset(time int64, seq uint32) {
+	s.Time, s.Seq = time, seq
+	s.Objects = s.Objects[:0]
+}
+
+// next appends an object slot, reusing an old one's body slice.
+func (s *Snapshot) next() *ObjectState {
+	n := len(s.Objects)
+	if n < cap(s.Objects) {
+		s.Objects = s.Objects[:n+1]
+	} else {
+		s.Objects = append(s.Objects, ObjectState{})
+	}
+	os := &s.Objects[n]
+	os.Bodies = os.Bodies[:0]
+	os.HP, os.Action, os.Facing, os.VelShift = 0, ActionUnknown, FacingUnknown, 0
+	return os
+}
+
+// Add appends the current state of o (its bodies, and for a fighter its HP,
+// action and facing). Add objects in increasing id order (World.Objects is).
+// Allocation-free once s has grown.
+func (s *Snapshot) Add(o *Object) {
+	os := s.next()
+	os.ID = o.id
+	os.Bodies = o.ReadState(os.Bodies)
+	if f := o.fighter; f != nil {
+		os.HP, os.Action, os.Facing = f.hp, f.action, f.facing
+	}
+}
+
+// Object returns the state of object id in s, or nil.
+func (s *Snapshot) Object(id ObjectID) *ObjectState {
+	for i := range s.Objects {
+		if s.Objects[i].ID == id {
+			return &s.Objects[i]
+		}
+	}
+	return nil
+}
+
+// LayoutSource finds the layout of an object by id (nil if unknown). A World
+// and a *LayoutTable are LayoutSources.
+type LayoutSource interface {
+	Layout(id ObjectID) *Layout
+}
+
+// Codec encodes and decodes snapshots. Both peers must use the same limits
+// (the arena bounds and speed limits: a one-byte fingerprint in every packet
+// catches a mismatch) and the same layouts for the same ids. A Codec holds no
+// per-call state: it is safe for concurrent use if its LayoutSource is.
+type Codec struct {
+	limits  Limits
+	layouts LayoutSource
+	tag     byte
+
+	nx, ny uint64 // root position quantum counts over the bounds
+	bx, by uint   // bits of root positions
+	nv, nw int64  // largest |q| of root linear / angular velocity
+	bv, bw uint   // bits of root velocities
+}
+
+// NewCodec returns a codec quantizing over limits (defaults filled in; Bounds
+// must be set) and finding layouts in layouts.
+func NewCodec(limits Limits, layouts LayoutSource) (*Codec, error) {
+	limits = limits.withDefaults()
+	if err := limits.check(); err != nil {
+		return nil, err
+	}
+	if layouts == nil {
+		return nil, fmt.Errorf("%w: codec needs a LayoutSource", ErrInvalidConfig)
+	}
+	c := &Codec{limits: limits, layouts: layouts}
+	size := limits.Bounds.Size()
+	c.nx = uint64(math.Floor(size.X / PosStep))
+	c.ny = uint64(math.Floor(size.Y / PosStep))
+	c.bx, c.by = uint(bits.Len64(c.nx)), uint(bits.Len64(c.ny))
+	c.nv = int64(math.Floor(limits.MaxSpeed / VelStep))
+	c.nw = int64(math.Floor(limits.MaxAngularSpeed / AngVelStep))
+	h := fnv.New32a()
+	var b [8]byte
+	for _, v := range [...]float64{limits.Bounds.Min.X, limits.Bounds.Min.Y, limits.Bounds.Max.X,
+		limits.Bounds.Max.Y, limits.MaxSpeed, limits.MaxAngularSpeed, limits.MaxAngle} {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+		h.Write(b[:])
+	}
+	s := h.Sum32()
+	c.tag = byte(s ^ s>>8 ^ s>>16 ^ s>>24)
+	return c, nil
+}
+
+// Codec returns a codec for this world's limits and objects.
+func (w *World) Codec() *Codec {
+	c, err := NewCodec(w.limits, w)
+	if err != nil {
+		panic("physics: world limits rejected by codec: " + err.Error()) // validated in NewWorld
+	}
+	return c
+}
+
+// Limits returns the codec's limits.
+func (c *Codec) Limits() Limits { return c.limits }
+
+// AppendSnapshot appends the encoding of s to dst and returns the extended
+// slice. On error it returns dst unchanged (same length) and a *CodecError:
+// an object without a layout (ErrUnknownObject), ids not increasing
+// (ErrOrder), a body count that does not match the layout (ErrBodyCount), a
+// NaN/Inf or out-of-limits state, too many objects or bodies, or an encoding
+// longer than MaxPacketSize (ErrTooLarge). It allocates only if dst lacks
+// capacity.
+func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
+	start := len(dst)
+	fail := func(id ObjectID, body int, field string, v float64, err error) ([]byte, error) {
+		return dst[:start], &CodecError{Op: "encode", Offset: 0, Object: id, Body: body, Field: field, Value: v, Err: err}
+	}
+	if len(s.Objects) > MaxSnapshotObjects {
+		return fail(0, -1, "objects", float64(len(s.Objects)), ErrTooLarge)
+	}
+	dst = append(dst, SnapshotVersion, c.tag)
+	dst = binary.AppendVarint(dst, s.Time)
+	dst = binary.AppendUvarint(dst, uint64(s.Seq))
+	w := bitWriter{buf: dst}
+	w.writeUE(uint64(len(s.Objects)), egCount)
+	// Each object may use what one object can in a SnapshotTarget-byte
+	// snapshot with this header.
+	budget := SnapshotTarget*8 - 8*(len(dst)-start) - egLen(int64(len(s.Objects)), egCount) - 7
+	var prev ObjectID
+	total := 0
+	for oi := range s.Objects {
+		o := &s.Objects[oi]
+		if !o.ID.IsValid() {
+			return fail(o.ID, -1, "id", 0, ErrInvalidID)
+		}
+		if o.ID <= prev {
+			return fail(o.ID, -1, "id", float64(o.ID), ErrOrder)
+		}
+		l := c.layouts.Layout(o.ID)
+		if l == nil {
+			return fail(o.ID, -1, "id", float64(o.ID), ErrUnknownObject)
+		}
+		n := len(l.Bodies)
+		if len(o.Bodies) != n {
+			return fail(o.ID, -1, "count", float64(len(o.Bodies)), ErrBodyCount)
+		}
+		if total += n; total > MaxSnapshotBodies {
+			return fail(o.ID, -1, "bodies", float64(total), ErrTooLarge)
+		}
+		if err := c.limits.ValidateState(o.ID, o.Bodies, n); err != nil {
+			se := err.(*StateError)
+			return fail(o.ID, se.Body, se.Field, se.Value, se.Err)
+		}
+		w.writeUE(uint64(o.ID-prev-1), egID)
+		prev = o.ID
+		if l.Fighter {
+			if o.HP < 0 || o.HP > MaxWireHP {
+				return fail(o.ID, -1, "hp", float64(o.HP), ErrOutOfRange)
+			}
+			if !o.Action.IsValid() {
+				return fail(o.ID, -1, "action", float64(o.Action), ErrOutOfRange)
+			}
+			if o.Facing != FacingLeft && o.Facing != FacingRight {
+				return fail(o.ID, -1, "facing", float64(o.Facing), ErrOutOfRange)
+			}
+			w.write(uint64(o.HP), hpBits)
+			w.write(uint64(o.Action), actionBits)
+			w.write(uint64(b2u(o.Facing == FacingRight)), 1)
+		}
+		// Quantize at full precision; if the object would exceed its
+		// size budget, send child velocities coarser (VelShift).
+		fixed := egLen(int64(o.ID-prev-1), egID) // the id was already written, unsigned: close enough
+		if l.Fighter {
+			fixed += hpBits + actionBits + 1
+		}
+		for i := range l.Bodies {
+			if l.Bodies[i].Parent < 0 {
+				fixed += int(c.bx + c.by)
+			}
+		}
+		var rec [MaxBodiesPerObject]BodyState // what the decoder will reconstruct
+		var q [MaxBodiesPerObject]quantBody
+		var ks orders
+		var shift uint
+		for shift = 0; ; shift++ {
+			for i := 0; i < n; i++ {
+				if field, v, ok := c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], shift); !ok {
+					return fail(o.ID, i, field, v, ErrOutOfRange)
+				}
+			}
+			ks = chooseOrders(l, q[:n])
+			if shift == maxVelShift || fixed+objectBits(l, q[:n], ks) <= budget {
+				break
+			}
+		}
+		w.write(uint64(shift), velShiftBits)
+		w.write(uint64(ks.root), kRootBits)
+		w.write(uint64(ks.vel), kVelBits)
+		w.write(uint64(ks.ang), kAngBits)
+		for i := 0; i < n; i++ {
+			c.writeBody(&w, l, i, &q[i], ks)
+		}
+		o.VelShift = uint8(shift)
+	}
+	dst = w.flush()
+	if len(dst)-start > MaxPacketSize {
+		return fail(0, -1, "size", float64(len(dst)-start), ErrTooLarge)
+	}
+	return dst, nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// quantBody is one body's quantized values: for a root, the position codes
+// (x, y), the angle code and the velocity quanta (vx, vy, w); for a child, the
+// angle code and the residuals in quanta.
+type quantBody struct {
+	x, y, a   uint64
+	vx, vy, w int64
+	rx, ry    int64 // child position residuals
+}
+
+// orders are the Exp-Golomb orders chosen for one object.
+type orders struct{ root, vel, ang uint }
+
+// chooseOrders picks, per class of value, the order that makes the object
+// shortest.
+func chooseOrders(l *Layout, q []quantBody) orders {
+	var root, vel, ang [8]int
+	for i := range q {
+		b := &q[i]
+		for k := range root {
+			if l.Bodies[i].Parent < 0 {
+				root[k] += egLen(b.vx, k) + egLen(b.vy, k) + egLen(b.w, k)
+			} else {
+				ang[k] += egLen(b.w, k)
+				if k < 1<<kVelBits {
+					vel[k] += egLen(b.vx, k) + egLen(b.vy, k)
+				}
+			}
+		}
+	}
+	return orders{root: argmin(root[:]), vel: argmin(vel[:1<<kVelBits]), ang: argmin(ang[:])}
+}
+
+func argmin(v []int) uint {
+	best := 0
+	for i := range v {
+		if v[i] < v[best] {
+			best = i
+		}
+	}
+	return uint(best)
+}
+
+// objectBits returns the encoded length of an object's bodies and its orders
+// header (the parts that depend on quantization).
+func objectBits(l *Layout, q []quantBody, ks orders) int {
+	n := velShiftBits + kRootBits + kVelBits + kAngBits
+	for i := range q {
+		b := &q[i]
+		if l.Bodies[i].Parent < 0 {
+			n += RootAngleBits + egLen(b.vx, int(ks.root)) + egLen(b.vy, int(ks.root)) + egLen(b.w, int(ks.root))
+			continue
+		}
+		n += ChildAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.rx, egPos) + egLen(b.ry, egPos) +
+			egLen(b.vx, int(ks.vel)) + egLen(b.vy, int(ks.vel))
+	}
+	return n
+}
+
+// egLen returns the length in bits of writeSE(s, k).
+func egLen(s int64, k int) int {
+	return 2*bits.Len64(zigzag(s)>>k+1) - 1 + k
+}
+
+// quantizeBody quantizes body i of layout l into q and stores what the decoder
+// will reconstruct in rec[i] (children are predicted from the reconstructed
+// parent, so errors do not add up along a chain). Near the bounds or the
+// speed limits it moves a value one or two quanta inward so the
+// reconstruction still passes the limits; it fails only if that is not
+// enough (which cannot happen for a validated state).
+func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, q *quantBody, shift uint) (string, float64, bool) {
+	lb := &l.Bodies[i]
+	r := &rec[i]
+	lim := &c.limits
+	if lb.Parent < 0 {
+		q.x = clampU(math.Round((s.Pos.X-lim.Bounds.Min.X)/PosStep), c.nx)
+		q.y = clampU(math.Round((s.Pos.Y-lim.Bounds.Min.Y)/PosStep), c.ny)
+		q.a = quantAngle(s.Angle, rootAngleStep, RootAngleBits)
+		q.vx, q.vy = clampI(math.Round(s.Vel.X/VelStep), c.nv), clampI(math.Round(s.Vel.Y/VelStep), c.nv)
+		q.w = clampI(math.Round(s.AngVel/AngVelStep), c.nw)
+		// Pull the velocity inside the speed limit if rounding pushed it out.
+		for k := 0; k < 4 && float64(q.vx*q.vx+q.vy*q.vy)*VelStep*VelStep > lim.MaxSpeed*lim.MaxSpeed; k++ {
+			q.vx, q.vy = towardZero(q.vx), towardZero(q.vy)
+		}
+		c.rootFromQ(r, q)
+		if err := lim.ValidateBody(0, i, r); err != nil {
+			se := err.(*StateError)
+			return se.Field, se.Value, false
+		}
+		return "", 0, true
+	}
+	parent := &rec[lb.Parent]
+	velStep, angVelStep := VelStep*float64(uint(1)<<shift), AngVelStep*float64(uint(1)<<shift)
+	q.a = quantAngle(s.Angle, childAngleStep, ChildAngleBits)
+	r.Angle = dequantAngle(q.a, childAngleStep, ChildAngleBits)
+	kw := math.Round((s.AngVel - parent.AngVel) / angVelStep)
+	r.AngVel = parent.AngVel + kw*angVelStep
+	for k := 0; k < 2 && math.Abs(r.AngVel) > lim.MaxAngularSpeed; k++ {
+		kw -= math.Copysign(1, r.AngVel)
+		r.AngVel = parent.AngVel + kw*angVelStep
+	}
+	pp, pv := predictChild(lb, &l.Bodies[lb.Parent], parent, r.Angle, r.AngVel)
+	kx := math.Round((s.Pos.X - pp.X) / PosStep)
+	ky := math.Round((s.Pos.Y - pp.Y) / PosStep)
+	kvx := math.Round((s.Vel.X - pv.X) / velStep)
+	kvy := math.Round((s.Vel.Y - pv.Y) / velStep)
+	r.Pos = Vec2{pp.X + kx*PosStep, pp.Y + ky*PosStep}
+	r.Vel = Vec2{pv.X + kvx*velStep, pv.Y + kvy*velStep}
+	// At the edge of the bounds or speed limit, step back inside.
+	for k := 0; k < 2; k++ {
+		b := &lim.Bounds
+		switch {
+		case r.Pos.X < b.Min.X:
+			kx++
+		case r.Pos.X > b.Max.X:
+			kx--
+		}
+		switch {
+		case r.Pos.Y < b.Min.Y:
+			ky++
+		case r.Pos.Y > b.Max.Y:
+			ky--
+		}
+		if r.Vel.X*r.Vel.X+r.Vel.Y*r.Vel.Y > lim.MaxSpeed*lim.MaxSpeed || math.Abs(r.Vel.X) > lim.MaxSpeed || math.Abs(r.Vel.Y) > lim.MaxSpeed {
+			kvx -= math.Copysign(1, r.Vel.X) * b2f(r.Vel.X != 0)
+			kvy -= math.Copysign(1, r.Vel.Y) * b2f(r.Vel.Y != 0)
+		}
+		r.Pos = Vec2{pp.X + kx*PosStep, pp.Y + ky*PosStep}
+		r.Vel = Vec2{pv.X + kvx*velStep, pv.Y + kvy*velStep}
+	}
+	if err := lim.ValidateBody(0, i, r); err != nil {
+		se := err.(*StateError)
+		return se.Field, se.Value, false
+	}
+	for _, k := range [...]float64{kx, ky, kvx, kvy, kw} {
+		if math.Abs(k) > maxResidual {
+			return "residual", k, false
+		}
+	}
+	q.w, q.rx, q.ry, q.vx, q.vy = int64(kw), int64(kx), int64(ky), int64(kvx), int64(kvy)
+	return "", 0, true
+}
+
+// writeBody writes quantized body i.
+func (c *Codec) writeBody(w *bitWriter, l *Layout, i int, q *quantBody, ks orders) {
+	if l.Bodies[i].Parent < 0 {
+		w.write(q.x, c.bx)
+		w.write(q.y, c.by)
+		w.write(q.a, RootAngleBits)
+		w.writeSE(q.vx, ks.root)
+		w.writeSE(q.vy, ks.root)
+		w.writeSE(q.w, ks.root)
+		return
+	}
+	w.write(q.a, ChildAngleBits)
+	w.writeSE(q.w, ks.ang)
+	w.writeSE(q.rx, egPos)
+	w.writeSE(q.ry, egPos)
+	w.writeSE(q.vx, ks.vel)
+	w.writeSE(q.vy, ks.vel)
+}
+
+// maxResidual bounds the magnitude of a child residual (in quanta); larger
+// ones are rejected on both sides.
+const maxResidual = 1 << 34
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func clampU(q float64, n uint64) uint64 {
+	if q <= 0 {
+		return 0
+	}
+	if q >= float64(n) {
+		return n
+	}
+	return uint64(q)
+}
+
+func clampI(q float64, n int64) int64 {
+	if q <= -float64(n) {
+		return -n
+	}
+	if q >= float64(n) {
+		return n
+	}
+	return int64(q)
+}
+
+func towardZero(q int64) int64 {
+	switch {
+	case q > 0:
+		return q - 1
+	case q < 0:
+		return q + 1
+	}
+	return 0
+}
+
+// quantAngle maps an angle to an n-bit code: round(wrap(a)/step) mod 2^n.
+func quantAngle(a, step float64, n uint) uint64 {
+	q := int64(math.Round(WrapAngle(a) / step))
+	return uint64(q) & (1<<n - 1)
+}
+
+// dequantAngle maps an n-bit code back to an angle in [-π, π).
+func dequantAngle(q uint64, step float64, n uint) float64 {
+	s := int64(q)
+	if s >= 1<<(n-1) {
+		s -= 1 << n
+	}
+	return float64(s) * step
+}
+
+func (c *Codec) rootFromQ(r *BodyState, q *quantBody) {
+	r.Pos = Vec2{c.limits.Bounds.Min.X + float64(q.x)*PosStep, c.limits.Bounds.Min.Y + float64(q.y)*PosStep}
+	r.Angle = dequantAngle(q.a, rootAngleStep, RootAngleBits)
+	r.Vel = Vec2{float64(q.vx) * VelStep, float64(q.vy) * VelStep}
+	r.AngVel = float64(q.w) * AngVelStep
+}
+
+// DecodeSnapshot decodes src into s, reusing s's slices. Every decoded body
+// state passes the codec's limits (the same check as Object.WriteState). On
+// error s holds partial data and the error is a *CodecError: ErrTruncated,
+// ErrTooLarge (longer than MaxPacketSize, too many objects or bodies),
+// ErrVersion, ErrConfigMismatch (the sender's limits differ),
+// ErrUnknownObject (no layout for an id), ErrBodyCount (the sender's layout
+// differs), ErrOutOfRange (a value outside the limits, an undefined action, an
+// absurd code), or ErrTrailingData (bytes or non-zero padding after the last
+// object). It never panics, and allocates nothing once s has grown.
+func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
+	fail := func(off int, id ObjectID, body int, field string, v float64, err error) error {
+		return &CodecError{Op: "decode", Offset: off, Object: id, Body: body, Field: field, Value: v, Err: err}
+	}
+	s.Objects = s.Objects[:0]
+	if len(src) > MaxPacketSize {
+		return fail(MaxPacketSize, 0, -1, "size", float64(len(src)), ErrTooLarge)
+	}
+	if len(src) < 2 {
+		return fail(len(src), 0, -1, "header", float64(len(src)), ErrTruncated)
+	}
+	if src[0] != SnapshotVersion {
+		return fail(0, 0, -1, "version", float64(src[0]), ErrVersion)
+	}
+	if src[1] != c.tag {
+		return fail(1, 0, -1, "config", float64(src[1]), ErrConfigMismatch)
+	}
+	off := 2
+	t, n := binary.Varint(src[off:])
+	if n <= 0 {
+		if n == 0 {
+			return fail(off, 0, -1, "time", 0, ErrTruncated)
+		}
+		return fail(off, 0, -1, "time", 0, ErrOutOfRange)
+	}
+	off += n
+	seq, n := binary.Uvarint(src[off:])
+	if n <= 0 {
+		if n == 0 {
+			return fail(off, 0, -1, "seq", 0, ErrTruncated)
+		}
+		return fail(off, 0, -1, "seq", 0, ErrOutOfRange)
+	}
+	if seq > math.MaxUint32 {
+		return fail(off, 0, -1, "seq", float64(seq), ErrOutOfRange)
+	}
+	off += n
+	s.Time, s.Seq = t, uint32(seq)
+	r := bitReader{buf: src[off:]}
+	at := func() int { return off + r.bytePos() }
+	count := r.readUE(egCount)
+	if r.short {
+		return fail(at(), 0, -1, "objects", 0, ErrTruncated)
+	}
+	if r.long || count > MaxSnapshotObjects {
+		return fail(at(), 0, -1, "objects", float64(count), ErrTooLarge)
+	}
+	var prev ObjectID
+	total := 0
+	for oi := uint64(0); oi < count; oi++ {
+		delta := r.readUE(egID)
+		if r.short {
+			return fail(at(), 0, -1, "object header", 0, ErrTruncated)
+		}
+		if r.long || delta > math.MaxUint16 || uint64(prev)+delta+1 > math.MaxUint16 {
+			return fail(at(), 0, -1, "id", float64(uint64(prev)+delta+1), ErrOutOfRange)
+		}
+		id := prev + ObjectID(delta) + 1
+		prev = id
+		l := c.layouts.Layout(id)
+		if l == nil {
+			return fail(at(), id, -1, "id", float64(id), ErrUnknownObject)
+		}
+		if total += len(l.Bodies); total > MaxSnapshotBodies {
+			return fail(at(), id, -1, "bodies", float64(total), ErrTooLarge)
+		}
+		os := s.next()
+		os.ID = id
+		if l.Fighter {
+			hp := int(r.read(hpBits))
+			a := Action(r.read(actionBits))
+			right := r.read(1) == 1
+			if r.short {
+				return fail(at(), id, -1, "fighter", 0, ErrTruncated)
+			}
+			if hp > MaxWireHP {
+				return fail(at(), id, -1, "hp", float64(hp), ErrOutOfRange)
+			}
+			if !a.IsValid() {
+				return fail(at(), id, -1, "action", float64(a), ErrOutOfRange)
+			}
+			os.HP, os.Action, os.Facing = hp, a, FacingLeft
+			if right {
+				os.Facing = FacingRight
+			}
+		}
+		shift := uint(r.read(velShiftBits))
+		ks := orders{root: uint(r.read(kRootBits)), vel: uint(r.read(kVelBits)), ang: uint(r.read(kAngBits))}
+		if r.short {
+			return fail(at(), id, -1, "orders", 0, ErrTruncated)
+		}
+		if shift > maxVelShift {
+			return fail(at(), id, -1, "velshift", float64(shift), ErrOutOfRange)
+		}
+		os.VelShift = uint8(shift)
+		for i := range l.Bodies {
+			os.Bodies = append(os.Bodies, BodyState{})
+			if err := c.decodeBody(&r, l, i, os.Bodies, ks, shift); err != nil {
+				if se, ok := err.(*StateError); ok {
+					return fail(at(), id, i, se.Field, se.Value, se.Err)
+				}
+				return fail(at(), id, i, "body", 0, err)
+			}
+		}
+	}
+	// Only zero padding may follow, up to the end of the byte.
+	if pad := (8 - r.pos&7) & 7; pad > 0 {
+		if v := r.read(pad); v != 0 {
+			return fail(at(), 0, -1, "padding", float64(v), ErrTrailingData)
+		}
+	}
+	if rest := len(r.buf) - r.bytePos(); rest > 0 {
+		return fail(at(), 0, -1, "trailing bytes", float64(rest), ErrTrailingData)
+	}
+	return nil
+}
+
+func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint) error {
+	lb := &l.Bodies[i]
+	b := &bodies[i]
+	if lb.Parent < 0 {
+		var q quantBody
+		q.x, q.y, q.a = r.read(c.bx), r.read(c.by), r.read(RootAngleBits)
+		q.vx, q.vy, q.w = r.readSE(ks.root), r.readSE(ks.root), r.readSE(ks.root)
+		if r.short {
+			return ErrTruncated
+		}
+		switch {
+		case q.x > c.nx:
+			return &StateError{Body: i, Field: "pos.x", Value: float64(q.x), Err: ErrOutOfRange}
+		case q.y > c.ny:
+			return &StateError{Body: i, Field: "pos.y", Value: float64(q.y), Err: ErrOutOfRange}
+		case r.long || q.vx > c.nv || q.vx < -c.nv:
+			return &StateError{Body: i, Field: "vel.x", Value: float64(q.vx) * VelStep, Err: ErrOutOfRange}
+		case q.vy > c.nv || q.vy < -c.nv:
+			return &StateError{Body: i, Field: "vel.y", Value: float64(q.vy) * VelStep, Err: ErrOutOfRange}
+		case q.w > c.nw || q.w < -c.nw:
+			return &StateError{Body: i, Field: "angvel", Value: float64(q.w) * AngVelStep, Err: ErrOutOfRange}
+		}
+		c.rootFromQ(b, &q)
+		return c.limits.ValidateBody(0, i, b)
+	}
+	parent := &bodies[lb.Parent]
+	qa := r.read(ChildAngleBits)
+	kw := r.readSE(ks.ang)
+	kx, ky := r.readSE(egPos), r.readSE(egPos)
+	kvx, kvy := r.readSE(ks.vel), r.readSE(ks.vel)
+	if r.short {
+		return ErrTruncated
+	}
+	for _, k := range [...]int64{kw, kx, ky, kvx, kvy} {
+		if r.long || k > maxResidual || k < -maxResidual {
+			return &StateError{Body: i, Field: "residual", Value: float64(k), Err: ErrOutOfRange}
+		}
+	}
+	velStep, angVelStep := VelStep*float64(uint(1)<<shift), AngVelStep*float64(uint(1)<<shift)
+	b.Angle = dequantAngle(qa, childAngleStep, ChildAngleBits)
+	b.AngVel = parent.AngVel + float64(kw)*angVelStep
+	pp, pv := predictChild(lb, &l.Bodies[lb.Parent], parent, b.Angle, b.AngVel)
+	b.Pos = Vec2{pp.X + float64(kx)*PosStep, pp.Y + float64(ky)*PosStep}
+	b.Vel = Vec2{pv.X + float64(kvx)*velStep, pv.Y + float64(kvy)*velStep}
+	return c.limits.ValidateBody(0, i, b)
+}

@@ -1,0 +1,680 @@
+package physics
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ByteArena/box2d"
+)
+
+// Fighter is an active ragdoll: ten bodies held together by motorised
+// revolute joints, kept upright by a balance controller and moved by its
+// input. Everything it does is forces, torques and joint-motor targets, so it
+// stays physical: it can be pushed, knocked down, and it gets back up.
+//
+// Its controller runs inside World.Step, before box2d steps. A fighter whose
+// peer does not own it (a remote fighter being corrected toward received
+// states) should be switched off with SetControlled(false).
+type Fighter struct {
+	obj    *Object
+	world  *World
+	tuning Tuning
+
+	joints        [numJoints]*box2d.B2RevoluteJoint
+	limits        [numJoints][2]float64 // limits for the current facing
+	limitsPending [numJoints]bool       // limits still widened after a turn
+
+	facing     Facing
+	hp, maxHP  int
+	controlled bool
+
+	input, prevInput Input
+	buffered         [3]int // ticks left for a pressed jump, punch, kick
+
+	action      Action
+	actionTicks int
+	grounded    bool
+	fallTicks   int
+
+	attack     Action // ActionPunch, ActionKick or ActionUnknown
+	phase      AttackPhase
+	phaseTicks int
+	cooldown   int
+	strikeBody int // body index of the striking limb
+	punches    int // punches thrown (alternates the arm)
+	hitVictims []ObjectID
+
+	gait float64 // walking cycle phase, radians
+}
+
+const (
+	bufJump = iota
+	bufPunch
+	bufKick
+)
+
+// Pose targets (joint angles, facing right) per situation.
+var (
+	poseStance = [numJoints]float64{jNeck: 0, jShoulderL: 0.6, jElbowL: 1.9, jShoulderR: 0.9, jElbowR: 1.7,
+		jHipL: 0.35, jKneeL: -0.4, jHipR: -0.25, jKneeR: -0.2}
+	poseBlock = [numJoints]float64{jNeck: 0, jShoulderL: 1.4, jElbowL: 2.5, jShoulderR: 1.6, jElbowR: 2.4,
+		jHipL: 0.9, jKneeL: -1.3, jHipR: 0.2, jKneeR: -1.0}
+	poseAir = [numJoints]float64{jNeck: 0, jShoulderL: 1.0, jElbowL: 1.2, jShoulderR: 1.2, jElbowR: 1.0,
+		jHipL: 0.8, jKneeL: -1.4, jHipR: 0.4, jKneeR: -1.2}
+	poseGetUp = [numJoints]float64{jNeck: 0, jShoulderL: 0.5, jElbowL: 1.0, jShoulderR: 0.5, jElbowR: 1.0,
+		jHipL: 0.6, jKneeL: -0.9, jHipR: 0.3, jKneeR: -0.6}
+)
+
+// ID returns the fighter's object id.
+func (f *Fighter) ID() ObjectID { return f.obj.id }
+
+// Object returns the fighter's object (bodies, state, layout, shapes).
+func (f *Fighter) Object() *Object { return f.obj }
+
+// Tuning returns the fighter's tuning (defaults filled in).
+func (f *Fighter) Tuning() Tuning { return f.tuning }
+
+// SetInput sets the controls for the next steps (until changed).
+func (f *Fighter) SetInput(in Input) { f.input = in & InputMask }
+
+// Input returns the current controls.
+func (f *Fighter) Input() Input { return f.input }
+
+// Action returns what the fighter is doing.
+func (f *Fighter) Action() Action { return f.action }
+
+// AttackPhase returns the phase of the punch or kick in progress, or
+// PhaseNone.
+func (f *Fighter) AttackPhase() AttackPhase { return f.phase }
+
+// StrikingPart returns the limb that hits during the active phase of the
+// attack in progress (a lower arm for a punch, the right lower leg for a
+// kick), or PartUnknown.
+func (f *Fighter) StrikingPart() BodyPart {
+	if f.phase == PhaseNone {
+		return PartUnknown
+	}
+	return PartOf(f.strikeBody)
+}
+
+// Cooldown returns the ticks left before the fighter may attack again.
+func (f *Fighter) Cooldown() int { return f.cooldown }
+
+// Facing returns the direction the fighter faces.
+func (f *Fighter) Facing() Facing { return f.facing }
+
+// Grounded reports whether a foot touched something below it at the last
+// update.
+func (f *Fighter) Grounded() bool { return f.grounded }
+
+// HP returns the fighter's health; MaxHP its full health.
+func (f *Fighter) HP() int    { return f.hp }
+func (f *Fighter) MaxHP() int { return f.maxHP }
+
+// Controlled reports whether the fighter's controller runs (see
+// SetControlled).
+func (f *Fighter) Controlled() bool { return f.controlled }
+
+// SetControlled switches the controller on or off. Off, the fighter is a limp
+// ragdoll (its joints keep their limits and a little friction) whose state
+// comes from elsewhere, e.g. correction toward a remote peer's snapshots; its
+// HP, action and facing are then set with SetRemoteState.
+func (f *Fighter) SetControlled(on bool) {
+	if on == f.controlled {
+		return
+	}
+	f.controlled = on
+	f.endAttack()
+	f.fallTicks = 0
+	if on && f.action != ActionKO {
+		f.setAction(ActionGettingUp)
+	}
+}
+
+// SetRemoteState sets HP, action and facing from a snapshot, for a fighter
+// whose controller is off. Facing turns the joint limits around. It returns an
+// error (and changes nothing) for out-of-range values.
+func (f *Fighter) SetRemoteState(hp int, a Action, facing Facing) error {
+	if hp < 0 || hp > f.maxHP {
+		return fmt.Errorf("%w: %v: hp %d, want 0..%d", ErrOutOfRange, f.obj.id, hp, f.maxHP)
+	}
+	if !a.IsValid() {
+		return fmt.Errorf("%w: %v: action %d", ErrOutOfRange, f.obj.id, a)
+	}
+	if facing != FacingLeft && facing != FacingRight {
+		return fmt.Errorf("%w: %v: facing %d", ErrOutOfRange, f.obj.id, facing)
+	}
+	f.hp, f.action = hp, a
+	f.setFacing(facing)
+	return nil
+}
+
+// SetHP sets the fighter's health, clamped to [0, MaxHP]. At 0 the fighter is
+// knocked out.
+func (f *Fighter) SetHP(hp int) {
+	f.hp = max(0, min(hp, f.maxHP))
+	if f.hp == 0 && f.controlled {
+		f.endAttack()
+		f.setAction(ActionKO)
+	}
+}
+
+// Revive restores hp (clamped to 1..MaxHP) to a knocked-out or fallen
+// fighter and makes it get up.
+func (f *Fighter) Revive(hp int) {
+	f.hp = max(1, min(hp, f.maxHP))
+	f.endAttack()
+	f.setAction(ActionGettingUp)
+}
+
+// KnockDown makes the fighter fall limp (then get up), as a strong hit does.
+// It does nothing to a knocked-out fighter.
+func (f *Fighter) KnockDown() {
+	if f.action == ActionKO {
+		return
+	}
+	f.endAttack()
+	f.setAction(ActionDown)
+}
+
+// Damage returns how much HP hit h takes from this fighter, without applying
+// it:
+//
+//	damage = round(Impulse · DamagePerImpulse · part multiplier · block factor)
+//
+// clamped to [1, MaxHitDamage], where the part multiplier is HeadMultiplier
+// for the head, TorsoMultiplier for the torso and LimbMultiplier otherwise,
+// and the block factor is BlockFactor if the fighter was blocking when hit
+// (h.Blocked) and 1 otherwise. A hit on another fighter takes 0.
+func (f *Fighter) Damage(h HitEvent) int {
+	if h.Victim != f.obj.id || !(h.Impulse > 0) || !isFinite(h.Impulse) {
+		return 0
+	}
+	t := &f.tuning
+	m := t.LimbMultiplier
+	switch h.Part {
+	case PartHead:
+		m = t.HeadMultiplier
+	case PartTorso:
+		m = t.TorsoMultiplier
+	}
+	if h.Blocked {
+		m *= t.BlockFactor
+	}
+	d := math.Round(h.Impulse * t.DamagePerImpulse * m)
+	return int(max(1, min(d, float64(t.MaxHitDamage))))
+}
+
+// ApplyHit applies hit h to this fighter, the victim, and returns the damage
+// taken (see Damage). The victim's owner calls it: the sync layer decides
+// which peer that is. An unblocked hit of at least KnockdownImpulse knocks
+// the fighter down; HP reaching 0 knocks it out.
+func (f *Fighter) ApplyHit(h HitEvent) int {
+	d := f.Damage(h)
+	if d == 0 || f.hp == 0 {
+		return 0
+	}
+	f.SetHP(f.hp - d)
+	if f.hp > 0 && !h.Blocked && h.Impulse >= f.tuning.KnockdownImpulse {
+		f.KnockDown()
+	}
+	return d
+}
+
+// striking reports whether body index i is the striking limb of an attack in
+// its active phase.
+func (f *Fighter) striking(i int) bool {
+	return f.controlled && f.phase == PhaseActive && i == f.strikeBody
+}
+
+func (f *Fighter) hasHit(id ObjectID) bool {
+	for _, v := range f.hitVictims {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Fighter) setAction(a Action) {
+	if a != f.action {
+		f.action = a
+		f.actionTicks = 0
+	}
+}
+
+func (f *Fighter) endAttack() {
+	f.attack, f.phase, f.phaseTicks = ActionUnknown, PhaseNone, 0
+}
+
+// afterWrite runs after WriteState teleported the fighter.
+func (f *Fighter) afterWrite() { f.fallTicks = 0 }
+
+// setFacing turns the fighter around: joint limits are mirrored. So that no
+// joint is snapped across, a joint whose angle is outside its new limits gets
+// the union of old and new limits until its motor has brought it inside.
+func (f *Fighter) setFacing(to Facing) {
+	if to == f.facing {
+		return
+	}
+	f.facing = to
+	for j, rj := range f.joints {
+		lo, hi := mirrorLimits(jointLimits[j], to)
+		f.limits[j] = [2]float64{lo, hi}
+		a := jointAngle(rj)
+		if a >= lo && a <= hi {
+			rj.SetLimits(lo, hi)
+			f.limitsPending[j] = false
+			continue
+		}
+		rj.SetLimits(min(lo, rj.M_lowerAngle, a), max(hi, rj.M_upperAngle, a))
+		f.limitsPending[j] = true
+	}
+}
+
+// settleLimits narrows widened limits once the joint is inside its own.
+func (f *Fighter) settleLimits() {
+	for j, rj := range f.joints {
+		if !f.limitsPending[j] {
+			continue
+		}
+		lo, hi := f.limits[j][0], f.limits[j][1]
+		if a := jointAngle(rj); a >= lo && a <= hi {
+			rj.SetLimits(lo, hi)
+			f.limitsPending[j] = false
+		}
+	}
+}
+
+func jointAngle(rj *box2d.B2RevoluteJoint) float64 {
+	return rj.M_bodyB.M_sweep.A - rj.M_bodyA.M_sweep.A - rj.M_referenceAngle
+}
+
+// footDown reports whether lower leg body i touches something that is static
+// or lower than it.
+func (f *Fighter) footDown(i int) bool {
+	b := f.obj.bodies[i]
+	for ce := b.M_contactList; ce != nil; ce = ce.Next {
+		if ce.Contact.GetFlags()&box2d.B2Contact_Flag.E_touchingFlag == 0 {
+			continue
+		}
+		if ce.Other.M_type == box2d.B2BodyType.B2_staticBody || ce.Other.M_sweep.C.Y < b.M_sweep.C.Y {
+			return true
+		}
+	}
+	return false
+}
+
+// nearestRival returns the torso x of the nearest other fighter, if any.
+func (f *Fighter) nearestRival(x float64) (float64, bool) {
+	best, found := 0.0, false
+	for _, r := range f.world.fighters {
+		if r == f {
+			continue
+		}
+		rx := r.obj.bodies[0].M_sweep.C.X
+		if !found || math.Abs(rx-x) < math.Abs(best-x) {
+			best, found = rx, true
+		}
+	}
+	return best, found
+}
+
+// update is the controller: sense, decide, act. Called by World.Step.
+func (f *Fighter) update() {
+	t := &f.tuning
+	f.settleLimits()
+	if !f.controlled {
+		for j := range f.joints {
+			f.limp(j)
+		}
+		return
+	}
+	torso := f.obj.bodies[0]
+	theta := WrapAngle(torso.M_sweep.A)
+	x := torso.M_sweep.C.X
+	f.grounded = f.footDown(PartLowerLegL.Index()) || f.footDown(PartLowerLegR.Index())
+
+	// Input edges and buffering.
+	pressed := f.input &^ f.prevInput
+	f.prevInput = f.input
+	for k, bit := range [...]Input{InputJump, InputPunch, InputKick} {
+		if pressed&bit != 0 {
+			f.buffered[k] = t.InputBufferTicks + 1
+		}
+	}
+
+	// Face the nearest rival (not mid-strike, not while down).
+	// With no rival, face the way it walks.
+	if f.canTurn() {
+		if rx, ok := f.nearestRival(x); ok {
+			if rx > x+0.1 {
+				f.setFacing(FacingRight)
+			} else if rx < x-0.1 {
+				f.setFacing(FacingLeft)
+			}
+		} else if d := f.walkDir(); d != 0 && f.action != ActionJump {
+			f.setFacing(Facing(d))
+		}
+	}
+
+	f.actionTicks++
+	if f.cooldown > 0 {
+		f.cooldown--
+	}
+	switch f.action {
+	case ActionKO:
+	case ActionDown:
+		if f.hp > 0 && f.actionTicks >= t.DownTicks {
+			f.setAction(ActionGettingUp)
+		}
+	case ActionGettingUp:
+		if math.Abs(theta) < 0.35 && torso.M_sweep.C.Y > 0.85*t.StandHeight && f.grounded {
+			f.setAction(ActionIdle)
+		} else if f.actionTicks > t.GetUpMaxTicks {
+			f.setAction(ActionDown) // lie down briefly and try again
+			f.actionTicks = t.DownTicks * 3 / 4
+		}
+	default:
+		if math.Abs(theta) > t.FallAngle {
+			f.fallTicks++
+		} else {
+			f.fallTicks = 0
+		}
+		if f.fallTicks >= t.FallTicks {
+			f.fallTicks = 0
+			f.endAttack()
+			f.setAction(ActionDown)
+			break
+		}
+		f.decide()
+	}
+	for k := range f.buffered {
+		if f.buffered[k] > 0 {
+			f.buffered[k]--
+		}
+	}
+	f.act(theta)
+}
+
+func (f *Fighter) canTurn() bool {
+	switch f.action {
+	case ActionDown, ActionKO:
+		return false
+	}
+	return f.phase != PhaseWindup && f.phase != PhaseActive
+}
+
+// decide advances attacks and picks the action of an upright fighter.
+func (f *Fighter) decide() {
+	t := &f.tuning
+	if f.phase != PhaseNone {
+		f.phaseTicks++
+		var dur int
+		switch {
+		case f.attack == ActionPunch && f.phase == PhaseWindup:
+			dur = t.PunchWindup
+		case f.attack == ActionPunch && f.phase == PhaseActive:
+			dur = t.PunchActive
+		case f.attack == ActionPunch:
+			dur = t.PunchRecovery
+		case f.phase == PhaseWindup:
+			dur = t.KickWindup
+		case f.phase == PhaseActive:
+			dur = t.KickActive
+		default:
+			dur = t.KickRecovery
+		}
+		if f.phaseTicks >= dur {
+			f.phaseTicks = 0
+			f.phase++
+			if f.phase > PhaseRecovery {
+				if f.attack == ActionPunch {
+					f.cooldown = t.PunchCooldown
+				} else {
+					f.cooldown = t.KickCooldown
+				}
+				f.endAttack()
+			}
+		}
+		if f.phase != PhaseNone {
+			return
+		}
+	}
+	if f.action == ActionJump && !(f.grounded && f.actionTicks > 8) {
+		// Airborne: attacks are allowed, nothing else.
+		f.startAttack()
+		return
+	}
+	if f.startAttack() {
+		return
+	}
+	switch {
+	case f.buffered[bufJump] > 0 && f.grounded:
+		f.buffered[bufJump] = 0
+		f.jump()
+	case f.input&InputBlock != 0:
+		f.setAction(ActionBlock)
+	case (f.input&InputLeft != 0) != (f.input&InputRight != 0):
+		f.setAction(ActionWalk)
+	default:
+		f.setAction(ActionIdle)
+	}
+}
+
+// startAttack starts a buffered punch or kick if the fighter may attack.
+func (f *Fighter) startAttack() bool {
+	if f.cooldown > 0 || f.phase != PhaseNone {
+		return false
+	}
+	switch {
+	case f.buffered[bufPunch] > 0:
+		f.buffered[bufPunch] = 0
+		f.attack = ActionPunch
+		f.strikeBody = PartLowerArmR.Index()
+		if f.punches%2 == 1 {
+			f.strikeBody = PartLowerArmL.Index()
+		}
+		f.punches++
+	case f.buffered[bufKick] > 0:
+		f.buffered[bufKick] = 0
+		f.attack = ActionKick
+		f.strikeBody = PartLowerLegR.Index()
+	default:
+		return false
+	}
+	f.phase, f.phaseTicks = PhaseWindup, 0
+	f.hitVictims = f.hitVictims[:0]
+	f.setAction(f.attack)
+	return true
+}
+
+func (f *Fighter) jump() {
+	t := &f.tuning
+	dir := f.walkDir()
+	for _, b := range f.obj.bodies {
+		m := b.M_mass
+		b.ApplyLinearImpulseToCenter(box2d.B2Vec2{X: m * dir * 0.5 * t.WalkSpeed, Y: m * t.JumpSpeed}, true)
+	}
+	f.setAction(ActionJump)
+}
+
+// walkDir returns -1, 0 or +1 from the left/right input.
+func (f *Fighter) walkDir() float64 {
+	l, r := f.input&InputLeft != 0, f.input&InputRight != 0
+	switch {
+	case r && !l:
+		return 1
+	case l && !r:
+		return -1
+	}
+	return 0
+}
+
+// act sets joint motors and applies the balance and movement forces for the
+// current action.
+func (f *Fighter) act(theta float64) {
+	t := &f.tuning
+	s := f.facing.sign()
+	var pose [numJoints]float64
+	strength := 1.0
+	lean := -0.05 * s // a slight forward lean
+
+	switch f.action {
+	case ActionDown, ActionKO:
+		for j := range f.joints {
+			f.limp(j)
+		}
+		return
+	case ActionGettingUp:
+		pose = poseGetUp
+		if math.Abs(theta) < 0.6 {
+			pose = poseStance
+		}
+		lean = 0
+	case ActionBlock:
+		pose = poseBlock
+	case ActionJump:
+		pose = poseAir
+	case ActionWalk:
+		pose = poseStance
+		f.gait += 2 * math.Pi * t.StepRate * Dt
+		if f.gait > 2*math.Pi {
+			f.gait -= 2 * math.Pi
+		}
+		sn, cs := math.Sincos(f.gait)
+		// Walking backward runs the cycle backward.
+		if f.walkDir()*s < 0 {
+			cs = -cs
+		}
+		pose[jHipL] = 0.05 + t.StepHipAmp*sn
+		pose[jHipR] = 0.05 - t.StepHipAmp*sn
+		pose[jKneeL] = -0.15 - t.StepKneeLift*max(0, cs)
+		pose[jKneeR] = -0.15 - t.StepKneeLift*max(0, -cs)
+		lean = -0.1 * f.walkDir()
+	default:
+		pose = poseStance
+	}
+
+	// Attack overrides.
+	torques := f.jointTorques()
+	var fast [numJoints]bool
+	if f.phase != PhaseNone {
+		if f.attack == ActionPunch {
+			js, je := jShoulderR, jElbowR
+			if f.strikeBody == PartLowerArmL.Index() {
+				js, je = jShoulderL, jElbowL
+			}
+			switch f.phase {
+			case PhaseWindup:
+				pose[js], pose[je] = 0.4, 2.3
+			case PhaseActive:
+				pose[js], pose[je] = 1.55, 0.05
+				fast[js], fast[je] = true, true
+				lean = -0.2 * s
+			}
+		} else {
+			switch f.phase {
+			case PhaseWindup:
+				pose[jHipR], pose[jKneeR] = 1.3, -2.0
+				pose[jHipL], pose[jKneeL] = 0.0, -0.2
+				lean = 0.2 * s
+			case PhaseActive:
+				pose[jHipR], pose[jKneeR] = 1.45, -0.05
+				pose[jHipL], pose[jKneeL] = 0.0, -0.1
+				fast[jHipR], fast[jKneeR] = true, true
+				lean = 0.3 * s
+			}
+		}
+	}
+	// Hip targets are thigh angles from the vertical (world frame) once the
+	// torso is roughly upright, so the legs stay under the fighter whatever
+	// the torso's lean; the upright torque alone then straightens the torso.
+	worldHips := math.Abs(theta) < 0.6
+	for j := range f.joints {
+		maxSpeed, torque := t.MotorMaxSpeed, torques[j]*strength
+		if fast[j] {
+			maxSpeed, torque = t.StrikeMotorSpeed, torque*t.StrikeTorqueScale
+		}
+		target := s * pose[j]
+		if worldHips && (j == jHipL || j == jHipR) {
+			target -= theta
+		}
+		f.drive(j, target, torque, maxSpeed)
+	}
+
+	// Balance and movement.
+	torso := f.obj.bodies[0]
+	mass := f.obj.mass
+	weight := mass * f.world.cfg.Gravity
+	w := torso.M_angularVelocity
+	torque := t.UprightKp*AngleDiff(lean, theta) - t.UprightKd*w
+	if f.action != ActionGettingUp {
+		// Balance gives out with the lean: full up to half of FallAngle,
+		// nothing beyond FallAngle, so a hard enough push makes it fall.
+		torque *= max(0, min(1, 2*(t.FallAngle-math.Abs(theta))/t.FallAngle))
+	}
+	c := torso.M_sweep.C
+	v := torso.M_linearVelocity
+	var force Vec2
+	var accel float64
+	point := Vec2{c.X, c.Y}
+	switch {
+	case f.action == ActionGettingUp:
+		r := min(1, float64(f.actionTicks)/float64(max(1, t.GetUpRampTicks)))
+		torque *= r
+		// Lift at the shoulders, keep the torso over the feet.
+		sn, cs := math.Sincos(torso.M_sweep.A)
+		point = Vec2{torso.M_xf.P.X, torso.M_xf.P.Y}.Add(rotCS(Vec2{0, shoulderY}, sn, cs))
+		lift := t.GetUpLiftK*(t.StandHeight-c.Y) - t.GetUpLiftC*v.Y
+		force.Y = r * max(0, min(lift, t.GetUpMaxLift*weight))
+		feet := (f.obj.bodies[PartLowerLegL.Index()].M_sweep.C.X + f.obj.bodies[PartLowerLegR.Index()].M_sweep.C.X) / 2
+		force.X = r * mass * max(-5, min(5, 6*(feet-c.X)-4*v.X))
+	case f.grounded && f.action != ActionJump:
+		h := t.StandHeight
+		if f.action == ActionBlock {
+			h = t.CrouchHeight
+		}
+		force.Y = max(0, min(t.SupportK*(h-c.Y)-t.SupportC*v.Y, t.SupportMax*weight))
+		target := 0.0
+		if f.action == ActionWalk {
+			target = f.walkDir() * t.WalkSpeed
+		}
+		accel = max(-t.WalkAccel, min(t.WalkAccel, 10*(target-v.X)))
+	default: // in the air
+		torque *= t.AirUprightScale
+		accel = t.AirAccel * f.walkDir()
+	}
+	// Horizontal assist acts on every body in proportion to its mass, so
+	// it moves the fighter without tipping it.
+	if accel != 0 {
+		for _, b := range f.obj.bodies {
+			b.ApplyForceToCenter(box2d.B2Vec2{X: b.M_mass * accel, Y: 0}, true)
+		}
+	}
+	if f.phase == PhaseActive {
+		push := t.PunchForce
+		if f.attack == ActionKick {
+			push = t.KickForce
+		}
+		b := f.obj.bodies[f.strikeBody]
+		b.ApplyForceToCenter(box2d.B2Vec2{X: s * push, Y: 0}, true)
+	}
+	torso.ApplyTorque(torque, true)
+	torso.ApplyForce(box2d.B2Vec2{X: force.X, Y: force.Y}, box2d.B2Vec2{X: point.X, Y: point.Y}, true)
+}
+
+// drive sets joint j's motor to move toward target (a joint angle).
+func (f *Fighter) drive(j int, target, torque, maxSpeed float64) {
+	rj := f.joints[j]
+	speed := f.tuning.MotorGain * (target - jointAngle(rj))
+	speed = max(-maxSpeed, min(maxSpeed, speed))
+	rj.SetMotorSpeed(speed)
+	rj.SetMaxMotorTorque(torque)
+}
+
+// limp makes joint j a weak friction joint.
+func (f *Fighter) limp(j int) {
+	f.joints[j].SetMotorSpeed(0)
+	f.joints[j].SetMaxMotorTorque(f.tuning.LimpTorque)
+}

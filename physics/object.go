@@ -1,0 +1,180 @@
+package physics
+
+import (
+	"math"
+
+	"github.com/ByteArena/box2d"
+)
+
+// Object is a set of box2d bodies with a stable identity: a fighter, a prop,
+// or bodies the game created itself (World.AddBodies). Body i of an object is
+// the same body on every peer. Objects are created by a World and live until
+// World.RemoveObject.
+//
+// Reading is cheap and allocation-free (ReadState, ReadBody, Transform).
+// WriteState validates first and changes nothing when the input is invalid.
+type Object struct {
+	id      ObjectID
+	kind    ObjectKind
+	world   *World
+	bodies  []*box2d.B2Body
+	layout  Layout
+	shapes  []Shape
+	mass    float64
+	fighter *Fighter // nil unless kind == KindFighter
+	created bool     // bodies were created by this package (destroyed on removal)
+}
+
+// ID returns the object's id.
+func (o *Object) ID() ObjectID { return o.id }
+
+// Kind returns what the object is.
+func (o *Object) Kind() ObjectKind { return o.kind }
+
+// Fighter returns the fighter this object is, or nil.
+func (o *Object) Fighter() *Fighter { return o.fighter }
+
+// NumBodies returns the number of bodies.
+func (o *Object) NumBodies() int { return len(o.bodies) }
+
+// Bodies returns the object's bodies in body index order. The slice is shared:
+// do not modify it. The bodies themselves may be pushed around (forces,
+// impulses, SetTransform) by correction code between steps.
+func (o *Object) Bodies() []*box2d.B2Body { return o.bodies }
+
+// Body returns body i.
+func (o *Object) Body(i int) *box2d.B2Body { return o.bodies[i] }
+
+// Layout returns the object's layout (shared; do not modify).
+func (o *Object) Layout() *Layout { return &o.layout }
+
+// Mass returns the mass of body i in kg (0 for static bodies).
+func (o *Object) Mass(i int) float64 { return o.bodies[i].M_mass }
+
+// TotalMass returns the summed mass of the object's bodies in kg.
+func (o *Object) TotalMass() float64 { return o.mass }
+
+// Shapes returns the collision shapes of every body, for drawing: body index,
+// kind, and geometry in the body's frame. Computed once; shared, do not
+// modify. Combine with Transform(i) to draw.
+func (o *Object) Shapes() []Shape { return o.shapes }
+
+// Transform returns the position of body i's origin and its angle.
+func (o *Object) Transform(i int) (pos Vec2, angle float64) {
+	b := o.bodies[i]
+	return Vec2{b.M_xf.P.X, b.M_xf.P.Y}, b.M_sweep.A
+}
+
+// ReadBody returns the state of body i.
+func (o *Object) ReadBody(i int) BodyState { return ReadBody(o.bodies[i]) }
+
+// ReadState appends the state of every body, in body index order, to dst and
+// returns the extended slice. It allocates only if dst lacks capacity.
+func (o *Object) ReadState(dst []BodyState) []BodyState {
+	for _, b := range o.bodies {
+		dst = append(dst, BodyState{
+			Pos:    Vec2{b.M_xf.P.X, b.M_xf.P.Y},
+			Angle:  b.M_sweep.A,
+			Vel:    Vec2{b.M_linearVelocity.X, b.M_linearVelocity.Y},
+			AngVel: b.M_angularVelocity,
+		})
+	}
+	return dst
+}
+
+// Validate checks src as a state for this object (body count, NaN/Inf, bounds,
+// speeds) against the world's limits without writing anything. Errors are
+// *StateError.
+func (o *Object) Validate(src []BodyState) error {
+	return o.world.limits.ValidateState(o.id, src, len(o.bodies))
+}
+
+// WriteState sets every body of the object to src (teleport plus velocities)
+// and wakes the bodies. It validates all of src first (see Validate) and
+// returns the error without touching any body if anything is wrong, so
+// nothing invalid reaches box2d. It must not be called during World.Step
+// (from a box2d callback): that returns ErrWorldLocked.
+//
+// Angles are taken modulo 2π: a root body gets the representative nearest its
+// current angle, a child the one that keeps its current angle relative to its
+// parent (so joint limits never see a 2π jump).
+//
+// WriteState allocates nothing itself; box2d's SetTransform may grow its
+// broad-phase move buffer.
+func (o *Object) WriteState(src []BodyState) error {
+	if err := o.Validate(src); err != nil {
+		return err
+	}
+	if o.world.b2.IsLocked() {
+		return ErrWorldLocked
+	}
+	var old [MaxBodiesPerObject]float64
+	for i, b := range o.bodies {
+		old[i] = b.M_sweep.A
+	}
+	for i, b := range o.bodies {
+		s := &src[i]
+		angle := s.Angle
+		if p := o.layout.Bodies[i].Parent; p >= 0 {
+			// Keep the current branch of (child - parent).
+			parentNew := o.bodies[p].M_sweep.A
+			angle = parentNew + (old[i] - old[p]) + AngleDiff(s.Angle-parentNew, old[i]-old[p])
+		} else {
+			angle = old[i] + AngleDiff(s.Angle, old[i])
+		}
+		b.SetTransform(box2d.B2Vec2{X: s.Pos.X, Y: s.Pos.Y}, angle)
+		if b.M_type != box2d.B2BodyType.B2_staticBody {
+			b.M_linearVelocity = box2d.B2Vec2{X: s.Vel.X, Y: s.Vel.Y}
+			b.M_angularVelocity = s.AngVel
+			b.SetAwake(true)
+		}
+	}
+	if o.fighter != nil {
+		o.fighter.afterWrite()
+	}
+	return nil
+}
+
+// unwindAngles keeps the object's angles small: when a root body has turned
+// more than unwindTurns full turns, it and every body jointed below it are
+// turned back by the same multiple of 2π (which changes nothing physical, joint
+// angles included).
+func (o *Object) unwindAngles() {
+	const limit = 2 * math.Pi * unwindTurns
+	var shift [MaxBodiesPerObject]float64
+	any := false
+	for i, b := range o.bodies {
+		if p := o.layout.Bodies[i].Parent; p >= 0 {
+			shift[i] = shift[p]
+		} else if a := b.M_sweep.A; a >= limit || a <= -limit {
+			shift[i] = 2 * math.Pi * math.Round(a/(2*math.Pi))
+		}
+		any = any || shift[i] != 0
+	}
+	if !any {
+		return
+	}
+	for i, b := range o.bodies {
+		b.M_sweep.A -= shift[i]
+		b.M_sweep.A0 -= shift[i]
+	}
+}
+
+const unwindTurns = 8
+
+// clampSpeeds enforces the world's speed limits on the object's bodies.
+func (o *Object) clampSpeeds(l *Limits) {
+	for _, b := range o.bodies {
+		v := &b.M_linearVelocity
+		if s2 := v.X*v.X + v.Y*v.Y; s2 > l.MaxSpeed*l.MaxSpeed {
+			k := l.MaxSpeed / math.Sqrt(s2) * (1 - 1e-9)
+			v.X *= k
+			v.Y *= k
+		}
+		if b.M_angularVelocity > l.MaxAngularSpeed {
+			b.M_angularVelocity = l.MaxAngularSpeed
+		} else if b.M_angularVelocity < -l.MaxAngularSpeed {
+			b.M_angularVelocity = -l.MaxAngularSpeed
+		}
+	}
+}
