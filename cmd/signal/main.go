@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,13 +32,23 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stderr, func(string) {
+		stop() // after the first signal, a second one kills the process
+	}, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "signal:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stderr *os.File) error {
+// run serves until ctx is done, then shuts down gracefully. onShutdown is
+// called when shutdown starts; ready, if not nil, gets the listen address.
+func run(ctx context.Context, args []string, stderr io.Writer, onShutdown func(string), ready func(addr string)) error {
 	fs := flag.NewFlagSet("signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg signaling.Config
@@ -97,18 +108,21 @@ func run(args []string, stderr *os.File) error {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
+	if ready != nil {
+		ready(l.Addr().String())
+	}
 
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	stop() // a second signal kills the process
-	log.Info("signal received, shutting down", "timeout", shutdownTimeout.String())
+	if onShutdown != nil {
+		onShutdown(context.Cause(ctx).Error())
+	}
+	log.Info("shutting down", "cause", context.Cause(ctx).Error(), "timeout", shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
