@@ -263,30 +263,48 @@ func TestRelayStream(t *testing.T) {
 
 func TestRelayRefusals(t *testing.T) {
 	checkLeaks(t)
-	_, url := startServer(t, Config{RelayWaitTimeout: 100 * time.Millisecond})
+	s, url := startServer(t, Config{})
+	{
+		// The peer never comes: peer_timeout.
+		_, url := startServer(t, Config{RelayWaitTimeout: 50 * time.Millisecond})
+		a := dial(t, url, ClientConfig{})
+		b := dial(t, url, ClientConfig{})
+		pa, _ := pairByCode(t, a, b)
+		if _, err := DialRelay(ctxT(t), url, pa.Token); !errors.Is(err, ErrPeerTimeout) {
+			t.Fatalf("lone relay: %v", err)
+		}
+		// The token may be used again after a timeout.
+		if _, err := DialRelay(ctxT(t), url, pa.Token); !errors.Is(err, ErrPeerTimeout) {
+			t.Fatalf("lone relay again: %v", err)
+		}
+	}
 	a := dial(t, url, ClientConfig{})
 	b := dial(t, url, ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
-
-	// The peer never comes: peer_timeout; the token may then be used again.
-	if _, err := DialRelay(ctxT(t), url, pa.Token); !errors.Is(err, ErrPeerTimeout) {
-		t.Fatalf("lone relay: %v", err)
+	tokenState := func(tok RelayToken) uint8 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t := s.tokens[tok]
+		return t.p.state[t.side]
 	}
-	// Giving up (ctx) also frees the token.
+
+	// Giving up (ctx) frees the token.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	_, err := DialRelay(ctx, url, pa.Token)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("canceled relay: %v", err)
 	}
+	// The server frees the token when it sees the request gone.
+	waitFor(t, func() bool { return tokenState(pa.Token) == sideIdle })
 	// The pairing ends while A waits: refused, and the tokens are revoked.
 	errc := make(chan error, 1)
 	go func() { _, err := DialRelay(ctxT(t), url, pa.Token); errc <- err }()
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, func() bool { return tokenState(pa.Token) == sideWaiting })
 	if err := b.Leave(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; !errors.Is(err, ErrBadToken) && !errors.Is(err, ErrPeerTimeout) {
+	if err := <-errc; !errors.Is(err, ErrBadToken) {
 		t.Fatalf("revoked while waiting: %v", err)
 	}
 	if _, err := DialRelay(ctxT(t), url, pb.Token); !errors.Is(err, ErrBadToken) {
