@@ -12,6 +12,7 @@ import (
 	"github.com/pion/transport/v4"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -139,6 +140,18 @@ type Config struct {
 	RecvQueue int
 	// EventBuffer is the capacity of the Events channel. Zero means 64.
 	EventBuffer int
+
+	// ---- Clock ----
+
+	// Clock is the local monotonic clock the session stamps pings with and
+	// times everything by. Nil means the wall time at Connect advancing
+	// monotonically, so the offset between two machines' clocks is their
+	// real wall-clock difference.
+	Clock clocksync.Clock
+	// ClockSync configures the clock calibrator (pings, estimator, game
+	// clock). Its Role is ignored: the offerer is the clock leader, the
+	// answerer follows.
+	ClockSync clocksync.Config
 
 	// Logger receives the session's logs (and pion's, at Debug level). Nil
 	// discards them.

@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // Session errors.
@@ -65,7 +68,8 @@ type linkState struct {
 	lastRecv        time.Duration
 	lastPong        time.Duration
 	firstUnanswered time.Duration // send time of the oldest ping not followed by a pong; 0 if none
-	nextPing        time.Duration
+	nextPing        time.Duration // standby
+	lastActivePing  time.Duration
 	streak          int // consecutive answered pings
 
 	rtt     RTTEstimator
@@ -133,9 +137,11 @@ type Session struct {
 	role  Role
 	room  string
 	log   *slog.Logger
-	clock func() time.Duration // wall-aligned monotonic time
+	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
-	ts    timeSync
+	cal   *clocksync.Calibrator // under mu
+
+	minClockSamples int
 
 	rtc      *rtcTransport
 	tcp      atomic.Pointer[tcpTransport]
@@ -209,44 +215,67 @@ type sessionParams struct {
 	sig      signaler                                    // for WebRTC negotiation
 	dialTCP  func(ctx context.Context) (net.Conn, error) // nil: no TCP
 	closeSig func()
-	clock    func() time.Duration
+	clock    clocksync.Clock // nil: wallClock
 }
 
-// wallClock returns a clock that reads as the wall time (as a duration
-// since the Unix epoch) when created and then advances monotonically, so
-// peers on different machines estimate the real offset between their
-// clocks, and a wall-clock step never makes it jump.
-func wallClock() func() time.Duration {
-	base := time.Now()
-	unix := time.Duration(base.UnixNano())
-	return func() time.Duration { return unix + time.Since(base) }
+// ClockEpoch is the origin of the default session clock.
+var ClockEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// wallClock is the default session clock: it reads as the wall time (as a
+// duration since ClockEpoch, which keeps it within clocksync's timestamp
+// range) when created and then advances monotonically, so peers on
+// different machines estimate the real offset between their wall clocks,
+// and a wall-clock step during the session never makes it jump.
+type wallClock struct {
+	base time.Time
+	at   time.Duration
 }
+
+func newWallClock() *wallClock {
+	b := time.Now()
+	return &wallClock{base: b, at: b.Sub(ClockEpoch)}
+}
+
+func (c *wallClock) Now() time.Duration { return c.at + time.Since(c.base) }
 
 func newSession(p sessionParams) (*Session, error) {
 	if p.clock == nil {
-		p.clock = wallClock()
+		p.clock = p.cfg.Clock
+	}
+	if p.clock == nil {
+		p.clock = newWallClock()
+	}
+	cc := p.cfg.ClockSync
+	cc.Role = clocksync.RoleFollower
+	if p.role == RoleOfferer {
+		cc.Role = clocksync.RoleLeader
+	}
+	cal, err := clocksync.NewCalibrator(cc, p.clock)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
 	}
 	s := &Session{
-		cfg:      p.cfg,
-		role:     p.role,
-		room:     p.room,
-		log:      p.cfg.Logger.With("role", p.role.String()),
-		clock:    p.clock,
-		ts:       &tempSync{},
-		closeSig: p.closeSig,
-		sendBuf:  make([]byte, 0, HeaderLen+p.cfg.MaxMessageSize),
-		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:   make(chan Event, p.cfg.EventBuffer),
-		ready:    make(chan struct{}),
-		done:     make(chan struct{}),
-		closing:  make(chan struct{}),
-		loopBuf:  make([]byte, 0, 256),
-		state:    StateConnecting,
+		cfg:             p.cfg,
+		role:            p.role,
+		room:            p.room,
+		log:             p.cfg.Logger.With("role", p.role.String()),
+		clock:           p.clock,
+		cal:             cal,
+		minClockSamples: cmp.Or(cc.MinSamples, clocksync.DefaultMinSamples),
+		closeSig:        p.closeSig,
+		sendBuf:         make([]byte, 0, HeaderLen+p.cfg.MaxMessageSize),
+		ring:            newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
+		events:          make(chan Event, p.cfg.EventBuffer),
+		ready:           make(chan struct{}),
+		done:            make(chan struct{}),
+		closing:         make(chan struct{}),
+		loopBuf:         make([]byte, 0, 256),
+		state:           StateConnecting,
 	}
 	for i := range s.pongBufs {
 		s.pongBufs[i] = make([]byte, 0, 256)
 	}
-	s.start = s.clock()
+	s.start = s.clock.Now()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
@@ -285,7 +314,7 @@ func newSession(p sessionParams) (*Session, error) {
 	return s, nil
 }
 
-func (s *Session) now() time.Duration { return s.clock() }
+func (s *Session) now() time.Duration { return s.clock.Now() }
 
 func (s *Session) dialTCP(dial func(context.Context) (net.Conn, error)) {
 	defer s.wg.Done()
@@ -438,31 +467,32 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 			s.ring.push(payload)
 		}
 	case MsgPing:
-		// Answer at once, on the link it came in on.
-		t3 := s.now()
+		// Answer at once, on the link it came in on. The calibrator stamps
+		// t2 and t3.
 		buf := s.pongBufs[k.idx()]
 		s.mu.Lock()
-		s.received(k, now, len(p))
-		seq := s.nextCtrlSeq()
-		s.mu.Unlock()
-		buf = AppendHeader(buf[:0], Header{Type: MsgPong, Seq: seq})
-		buf, err = s.ts.appendPong(buf, payload, now, t3)
+		buf = AppendHeader(buf[:0], Header{Type: MsgPong, Seq: s.nextCtrlSeq()})
+		buf, err = s.cal.HandlePing(payload, buf)
 		if err != nil {
-			s.mu.Lock()
-			s.malformed++
+			s.badClockMsg(err)
 			s.mu.Unlock()
 			return
 		}
+		s.received(k, now, len(p))
+		s.mu.Unlock()
 		s.pongBufs[k.idx()] = buf
 		s.xmit(k, buf)
 	case MsgPong:
-		t1, t2, t3, err := s.ts.parsePong(payload)
+		pg, err := clocksync.ParsePong(payload)
 		s.mu.Lock()
+		if err == nil {
+			err = s.cal.HandlePong(payload)
+		}
 		if err != nil {
-			s.malformed++
+			s.badClockMsg(err)
 		} else {
 			s.received(k, now, len(p))
-			s.pong(k, now, t1, t2, t3)
+			s.pong(k, now, pg.T1, pg.T2, pg.T3)
 		}
 		s.mu.Unlock()
 	case MsgControl:
@@ -518,7 +548,6 @@ func (s *Session) pong(k TransportKind, t4, t1, t2, t3 time.Duration) {
 	ls.add3(rtt)
 	ls.jout.Add(t2 - t1)
 	ls.jin.Add(t4 - t3)
-	s.ts.addSample(t1, t2, t3, t4)
 	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == t1 {
 		pr.res[pr.n] = rtt
 		pr.n++
@@ -560,6 +589,19 @@ func (s *Session) control(k TransportKind, now time.Duration, c control) {
 		}
 	case ctrlBye:
 		s.endLocked(fmt.Errorf("%w: the peer closed the session", ErrDisconnected), "the peer closed the session", 0)
+	}
+}
+
+// badClockMsg counts a ping or pong the calibrator refused. Malformed ones
+// count as Malformed; stale or unknown pongs (answers to pings that timed
+// out, duplicates) only in the calibrator's Rejected counter. Called with
+// mu held.
+func (s *Session) badClockMsg(err error) {
+	s.log.Debug("p2p: clock message refused", "err", err)
+	var we *clocksync.WireError
+	var te *clocksync.TimestampError
+	if errors.As(err, &we) || errors.As(err, &te) || errors.Is(err, clocksync.ErrRoleConflict) {
+		s.malformed++
 	}
 }
 
@@ -864,14 +906,21 @@ func (s *Session) sendSelect(now time.Duration) {
 func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 	ls := &s.links[k.idx()]
 	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgPing, Seq: s.nextCtrlSeq()})
-	b = s.ts.appendPing(b, now)
+	b = s.cal.AppendPing(b)
 	s.loopBuf = b
+	t1 := now
+	if pg, err := clocksync.ParsePing(b[HeaderLen:]); err == nil {
+		t1 = pg.T1
+	}
 	ls.pings++
 	if ls.firstUnanswered == 0 {
 		ls.firstUnanswered = now
 	}
+	if k == TransportKind(s.active.Load()) {
+		ls.lastActivePing = now
+	}
 	s.xmit(k, b)
-	return now
+	return t1
 }
 
 func (s *Session) tickRunning(now time.Duration) {
@@ -896,18 +945,20 @@ func (s *Session) tickRunning(now time.Duration) {
 			s.sendSelect(now)
 		}
 	}
-	// Pings: the active transport at the calibrator's rate but at least
-	// every PingInterval; the standby every StandbyPingInterval.
-	iv := min(s.cfg.PingInterval, s.ts.pingInterval(now))
+	// Pings: the active transport when the calibrator wants one but at
+	// least every PingInterval; the standby every StandbyPingInterval.
 	for i := range s.links {
 		ls := &s.links[i]
-		if !ls.up() || now < ls.nextPing {
+		if !ls.up() {
 			continue
 		}
-		s.sendPing(ls.kind, now)
 		if ls.kind == active {
-			ls.nextPing = now + iv
-		} else {
+			if now >= s.cal.NextPing() || now >= ls.lastActivePing+s.cfg.PingInterval {
+				s.sendPing(ls.kind, now)
+			}
+			ls.nextPing = now + s.cfg.StandbyPingInterval
+		} else if now >= ls.nextPing {
+			s.sendPing(ls.kind, now)
 			ls.nextPing = now + s.cfg.StandbyPingInterval
 		}
 	}
@@ -1190,7 +1241,12 @@ func (s *Session) Stats() Stats {
 	st.Malformed = s.malformed
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
-	st.ClockOffset, st.ClockUncertainty, st.ClockSynced = s.ts.offset(now)
+	est := s.cal.Estimate()
+	if est.Samples > 0 {
+		st.ClockOffset = est.OffsetAt(now)
+		st.ClockUncertainty = est.UncertaintyAt(now)
+	}
+	st.ClockSynced = s.cal.Synced() && est.Samples >= s.minClockSamples
 	for i := range s.links {
 		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
 	}
