@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -755,5 +756,65 @@ func TestConfigValidation(t *testing.T) {
 	if c.MaxMessageBytes != 16<<10 || c.RatePerSec != 20 || c.RateBurst != 40 || c.IdleTimeout != time.Minute ||
 		c.MaxConns != 10000 || c.MaxRooms != 5000 || c.MaxRelays != 1000 || c.RelayWaitTimeout != 30*time.Second {
 		t.Fatalf("defaults %+v", c)
+	}
+}
+
+// dialRelayPair attaches both players of a pairing to the relay.
+func dialRelayPair(t *testing.T, url string, pa, pb Pairing) (net.Conn, net.Conn, error) {
+	t.Helper()
+	var ca, cb net.Conn
+	var ea, eb error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token) }()
+	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token) }()
+	wg.Wait()
+	if ca != nil {
+		t.Cleanup(func() { ca.Close() })
+	}
+	if cb != nil {
+		t.Cleanup(func() { cb.Close() })
+	}
+	return ca, cb, errors.Join(ea, eb)
+}
+
+func TestRelayIdleAndLimit(t *testing.T) {
+	checkLeaks(t)
+	s, url := startServer(t, Config{MaxRelays: 1, RelayIdleTimeout: 500 * time.Millisecond, RelayWaitTimeout: 100 * time.Millisecond})
+	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	c, d := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	pa, pb := pairByCode(t, a, b)
+	pc, pd := pairByCode(t, c, d)
+	ra, rb, err := dialRelayPair(t, url, pa, pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second stream is over MaxRelays: too_many_relays.
+	if _, _, err := dialRelayPair(t, url, pc, pd); !errors.Is(err, ErrTooManyRelays) {
+		t.Fatalf("second relay: %v", err)
+	}
+	// Traffic in one direction only keeps the stream alive past the idle timeout.
+	for i := 0; i < 6; i++ {
+		if _, err := ra.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		var one [1]byte
+		if _, err := io.ReadFull(rb, one[:]); err != nil || one[0] != byte(i) {
+			t.Fatalf("byte %d: %v %v", i, one, err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	// Then silence: the server closes both sides.
+	rb.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := rb.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("idle stream: %v", err)
+	}
+	ra.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := ra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("idle stream, other side: %v", err)
+	}
+	waitFor(t, func() bool { return s.Stats().RelaysActive == 0 })
+	if st := s.Stats(); st.RelayBytes != 6 || st.RelaysRefused == 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
