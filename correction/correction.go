@@ -1,0 +1,545 @@
+// Package correction moves the local copy of a remotely owned object toward
+// the states its owner sends, so that both peers show the same fight without
+// visible jerks.
+//
+// Each peer simulates the whole world, but is the authority only for what it
+// owns. For everything the rival owns, the peer receives timestamped states
+// (see physics.Snapshot) and steers its own bodies toward them. A Corrector
+// does that for one object (a ragdoll of many bodies, or a single crate),
+// body by body. It knows nothing about who owns what or how states travel:
+// the caller feeds it the received states (SetTarget) and calls Apply once per
+// tick, before the world steps.
+//
+// # Methods
+//
+// Four methods are selectable, to compare them (cmd/ragsim plays whole
+// matches with each):
+//
+//   - MethodSnap sets each body to the received state when it arrives
+//     (position, angle and velocities). Exact but jerky: every late or
+//     reordered packet is a visible jump.
+//   - MethodMidpoint moves each body halfway from where it is to the
+//     received position and angle when a state arrives (the seed's first
+//     smoothing): a low-pass filter, still a teleport.
+//   - MethodSeed is exactly the algorithm of the article this design comes
+//     from, applied once per received state: target = midpoint of the
+//     current and received position; error = target − current; if |error| <
+//     MaxSoftError, push the body with a force k·error (a spring; the article
+//     found that normalising the error worked badly); otherwise set the
+//     position to the midpoint (hard snap). During violent events (a large
+//     change of velocity between two states, or in the local simulation) the
+//     hard path is used for a while. Angles are handled the same way with a
+//     torque and MaxSoftAngle.
+//   - MethodRagsync (the default) goes beyond it and acts every tick, not
+//     only when a state arrives:
+//     1. Latency compensation: the target is the received state extrapolated
+//     by its age (the synced game time now minus the time the owner sent
+//     it), using the received velocities, capped at MaxExtrapolation. Between
+//     packets the target keeps moving (dead reckoning), so the body is not
+//     pulled back toward where the rival was a round trip ago.
+//     2. A damped spring per body, with velocity matching: the body gets the
+//     acceleration a = k·e + c·ė, where e is the position error, ė the
+//     velocity error (target velocity − body velocity) and c = 2ζ√k
+//     (ζ = DampingRatio, 1 = critically damped). The spring does not
+//     oscillate around a target that has stopped, and a body that moves at
+//     the right speed is left alone. The same for angles with a torque
+//     I·(kθ·eθ + cθ·ėθ). Forces are scaled by each body's mass (and
+//     inertia), so one stiffness fits a 5 kg torso and a 1 kg forearm.
+//     3. A hard path for large errors and impacts that moves each body a
+//     fraction HardBlend (½: the seed's midpoint) of the way to the target
+//     per tick and takes the target's velocity, so even a hard snap is
+//     spread over a few ticks instead of one visible jump.
+//
+// # Divergence
+//
+// A Monitor watches the size of the error. Single large gaps happen (a hit
+// landed on one screen a tick earlier); only a run of consecutive critical
+// gaps longer than a set count means the two worlds have really diverged (a
+// "position disconnect", as the article calls it).
+//
+// # Units and time
+//
+// Positions in metres, angles in radians, game time in microseconds of the
+// shared game clock (clocksync), the same unit as physics.Snapshot.Time.
+package correction
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Method selects how a Corrector moves a body toward its owner's state.
+type Method uint8
+
+// Methods. The zero value, MethodUnknown, makes Config use the default,
+// MethodRagsync.
+const (
+	MethodUnknown Method = iota
+	MethodSnap
+	MethodMidpoint
+	MethodSeed
+	MethodRagsync
+)
+
+// Methods lists every selectable method, in a stable order.
+var Methods = []Method{MethodSnap, MethodMidpoint, MethodSeed, MethodRagsync}
+
+func (m Method) String() string {
+	switch m {
+	case MethodSnap:
+		return "snap"
+	case MethodMidpoint:
+		return "midpoint"
+	case MethodSeed:
+		return "seed"
+	case MethodRagsync:
+		return "ragsync"
+	}
+	return fmt.Sprintf("Method(%d)", uint8(m))
+}
+
+// ErrUnknownMethod is returned by ParseMethod for a name it does not know.
+var ErrUnknownMethod = errors.New("correction: unknown method")
+
+// ParseMethod returns the method named s ("snap", "midpoint", "seed",
+// "ragsync"; case-insensitive).
+func ParseMethod(s string) (Method, error) {
+	for _, m := range Methods {
+		if strings.EqualFold(s, m.String()) {
+			return m, nil
+		}
+	}
+	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, seed or ragsync)", ErrUnknownMethod, s)
+}
+
+// perPacket reports whether the method acts only when a new state arrives.
+func (m Method) perPacket() bool { return m != MethodRagsync }
+
+// Config tunes a Corrector. The zero value is the default: MethodRagsync with
+// the defaults documented on each field.
+type Config struct {
+	// Method is the correction method. Zero: MethodRagsync.
+	Method Method
+
+	// Stiffness is the spring constant k, in 1/s²: the correcting force on a
+	// body of mass m with position error e is m·k·e. For MethodSeed, e is
+	// the error to the midpoint, as in the article. Zero: 60 for MethodSeed,
+	// 150 for MethodRagsync.
+	Stiffness float64
+
+	// AngularStiffness is the spring constant for angles, in 1/s²: torque =
+	// I·kθ·eθ for rotational inertia I. Zero: the same value as Stiffness.
+	AngularStiffness float64
+
+	// DampingRatio ζ of the ragsync spring: 1 is critically damped (fastest
+	// approach without overshoot), below 1 oscillates. Zero: 1.
+	DampingRatio float64
+
+	// MaxSoftError is the position error in metres above which the hard path
+	// is used (the article's MAX_SOFT_CORRECTION_ERROR). Zero: 0.5 m.
+	MaxSoftError float64
+
+	// MaxSoftAngle is the angle error in radians above which the hard path is
+	// used. Zero: 1 rad (about 57°).
+	MaxSoftAngle float64
+
+	// HardBlend is the fraction of the error the ragsync hard path removes
+	// per tick. Zero: 0.5 (the seed's midpoint). 1 snaps in one tick.
+	HardBlend float64
+
+	// ImpactDeltaV is the change of a body's velocity, in m/s, that marks a
+	// violent event (a hit, a crash): between two consecutive received
+	// states, or within one local simulation step. Zero: 6 m/s.
+	ImpactDeltaV float64
+
+	// ImpactHold is how long, in game-time microseconds, the hard path stays
+	// on after a violent event. Zero: 100 ms.
+	ImpactHold int64
+
+	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
+	// game-time microseconds: a state older than this is extrapolated only
+	// this far. Zero: 250 ms. Negative: no extrapolation.
+	MaxExtrapolation int64
+}
+
+// Defaults; see Config.
+const (
+	DefaultSeedStiffness    = 60.0
+	DefaultRagsyncStiffness = 150.0
+	DefaultDampingRatio     = 1.0
+	DefaultMaxSoftError     = 0.5
+	DefaultMaxSoftAngle     = 1.0
+	DefaultHardBlend        = 0.5
+	DefaultImpactDeltaV     = 6.0
+	DefaultImpactHold       = 100_000
+	DefaultMaxExtrapolation = 250_000
+)
+
+// ErrInvalidConfig is wrapped by the errors Config.Validate returns.
+var ErrInvalidConfig = errors.New("correction: invalid config")
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Method == MethodUnknown {
+		c.Method = MethodRagsync
+	}
+	if c.Stiffness == 0 {
+		c.Stiffness = DefaultRagsyncStiffness
+		if c.Method == MethodSeed {
+			c.Stiffness = DefaultSeedStiffness
+		}
+	}
+	if c.AngularStiffness == 0 {
+		c.AngularStiffness = c.Stiffness
+	}
+	if c.DampingRatio == 0 {
+		c.DampingRatio = DefaultDampingRatio
+	}
+	if c.MaxSoftError == 0 {
+		c.MaxSoftError = DefaultMaxSoftError
+	}
+	if c.MaxSoftAngle == 0 {
+		c.MaxSoftAngle = DefaultMaxSoftAngle
+	}
+	if c.HardBlend == 0 {
+		c.HardBlend = DefaultHardBlend
+	}
+	if c.ImpactDeltaV == 0 {
+		c.ImpactDeltaV = DefaultImpactDeltaV
+	}
+	if c.ImpactHold == 0 {
+		c.ImpactHold = DefaultImpactHold
+	}
+	if c.MaxExtrapolation == 0 {
+		c.MaxExtrapolation = DefaultMaxExtrapolation
+	}
+	return c
+}
+
+// Validate reports the first unusable field of c (after defaults).
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if c.Method > MethodRagsync {
+		return fmt.Errorf("%w: Method = %d", ErrInvalidConfig, c.Method)
+	}
+	for _, f := range [...]struct {
+		name   string
+		v, max float64
+	}{
+		{"Stiffness", c.Stiffness, 10000},
+		{"AngularStiffness", c.AngularStiffness, 10000},
+		{"DampingRatio", c.DampingRatio, 100},
+		{"MaxSoftError", c.MaxSoftError, 1000},
+		{"MaxSoftAngle", c.MaxSoftAngle, 100},
+		{"HardBlend", c.HardBlend, 1},
+		{"ImpactDeltaV", c.ImpactDeltaV, 10000},
+	} {
+		if !(f.v > 0) || f.v > f.max { // also rejects NaN
+			return fmt.Errorf("%w: %s = %g, want (0, %g]", ErrInvalidConfig, f.name, f.v, f.max)
+		}
+	}
+	if c.ImpactHold < 0 {
+		return fmt.Errorf("%w: ImpactHold = %d, want >= 0", ErrInvalidConfig, c.ImpactHold)
+	}
+	return nil
+}
+
+// Stats counts what a Corrector (or several, added up) did.
+type Stats struct {
+	// Targets is the number of states received (SetTarget calls accepted).
+	Targets uint64
+	// SoftCorrections counts body-ticks corrected with the spring.
+	SoftCorrections uint64
+	// HardSnaps counts body-ticks corrected on the hard path (position set).
+	HardSnaps uint64
+	// Impacts counts violent events that switched an object to the hard
+	// path.
+	Impacts uint64
+	// Bodies is the number of bodies of the object.
+	Bodies int
+	// Error is the position error of each body, in metres, measured at the
+	// last Apply before correcting: distance from the body to its target
+	// (the latency-compensated target for MethodRagsync, the last received
+	// state for the others).
+	Error [physics.MaxBodiesPerObject]float64
+	// AngleError is the absolute angle error of each body, in radians.
+	AngleError [physics.MaxBodiesPerObject]float64
+	// MaxError is the largest Error of the last Apply.
+	MaxError float64
+}
+
+// Add accumulates the counters of o into s (the per-body errors are not
+// added; MaxError becomes the larger of the two).
+func (s *Stats) Add(o Stats) {
+	s.Targets += o.Targets
+	s.SoftCorrections += o.SoftCorrections
+	s.HardSnaps += o.HardSnaps
+	s.Impacts += o.Impacts
+	s.MaxError = math.Max(s.MaxError, o.MaxError)
+}
+
+// Corrector steers the bodies of one remotely owned object toward the states
+// its owner sends. It is not safe for concurrent use; it is meant to be
+// driven from the game's tick. A Corrector allocates only in New.
+type Corrector struct {
+	cfg Config
+	n   int
+
+	// The latest received state and the game time its owner sent it at.
+	target     [physics.MaxBodiesPerObject]physics.BodyState
+	targetTime int64
+	hasTarget  bool
+	pending    bool // a new target has not been applied yet (per-packet methods)
+
+	// Velocity of each body right after the last Apply, to detect violent
+	// events in the local simulation step that followed.
+	lastVel    [physics.MaxBodiesPerObject]physics.Vec2
+	hasLastVel bool
+
+	impactUntil int64 // game time until which the hard path is forced
+	impactArmed bool  // an impact was detected and its hold not yet started
+
+	stats Stats
+}
+
+// New returns a Corrector for an object of n bodies (1 ≤ n ≤
+// physics.MaxBodiesPerObject).
+func New(cfg Config, n int) (*Corrector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if n < 1 || n > physics.MaxBodiesPerObject {
+		return nil, fmt.Errorf("%w: %d bodies, want 1..%d", ErrInvalidConfig, n, physics.MaxBodiesPerObject)
+	}
+	c := &Corrector{cfg: cfg.WithDefaults(), n: n}
+	c.stats.Bodies = n
+	return c, nil
+}
+
+// Config returns the corrector's configuration with defaults filled in.
+func (c *Corrector) Config() Config { return c.cfg }
+
+// Method returns the correction method in use.
+func (c *Corrector) Method() Method { return c.cfg.Method }
+
+// Stats returns what the corrector did so far and the errors of the last
+// Apply.
+func (c *Corrector) Stats() Stats { return c.stats }
+
+// HasTarget reports whether a state has been received since New or Reset.
+func (c *Corrector) HasTarget() bool { return c.hasTarget }
+
+// Target returns the last received state of body i and the game time it was
+// sent at.
+func (c *Corrector) Target(i int) (physics.BodyState, int64) { return c.target[i], c.targetTime }
+
+// Reset forgets the received state and the impact detector (for example
+// after the object changed owner). Counters are kept.
+func (c *Corrector) Reset() {
+	c.hasTarget, c.pending, c.hasLastVel, c.impactArmed = false, false, false, false
+	c.impactUntil = 0
+}
+
+// ErrBodyCount is returned by SetTarget for a state with the wrong number of
+// bodies.
+var ErrBodyCount = errors.New("correction: wrong number of bodies")
+
+// SetTarget records a state received from the object's owner, sent at game
+// time sentAt (µs). The caller has already filtered it (newer than the last
+// one, not too old) and validated it (finite, in bounds); SetTarget only
+// checks the body count. It copies states and allocates nothing.
+//
+// A large change of velocity against the previous target marks a violent
+// event (see Config.ImpactDeltaV).
+func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
+	if len(states) != c.n {
+		return fmt.Errorf("%w: got %d, want %d", ErrBodyCount, len(states), c.n)
+	}
+	if c.hasTarget {
+		dv2 := c.cfg.ImpactDeltaV * c.cfg.ImpactDeltaV
+		for i := range c.n {
+			d := states[i].Vel.Sub(c.target[i].Vel)
+			if d.Dot(d) > dv2 {
+				c.impactArmed = true
+				break
+			}
+		}
+	}
+	copy(c.target[:c.n], states)
+	c.targetTime = sentAt
+	c.hasTarget = true
+	c.pending = true
+	c.stats.Targets++
+	return nil
+}
+
+// Apply corrects bodies (the object's bodies, in body index order, len == n)
+// at game time now (µs). Call it once per tick, before the world steps, and
+// never during a step. Per-packet methods (snap, midpoint, seed) act only
+// when a new target arrived since the last Apply; ragsync acts every tick.
+// Apply allocates nothing.
+func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) {
+	if len(bodies) != c.n {
+		panic(fmt.Sprintf("correction: Apply with %d bodies, corrector has %d", len(bodies), c.n))
+	}
+	// A violent event in the local step since the last Apply?
+	if c.hasLastVel {
+		dv2 := c.cfg.ImpactDeltaV * c.cfg.ImpactDeltaV
+		for i, b := range bodies {
+			d := physics.Vec2{X: b.M_linearVelocity.X - c.lastVel[i].X, Y: b.M_linearVelocity.Y - c.lastVel[i].Y}
+			if d.Dot(d) > dv2 {
+				c.impactArmed = true
+				break
+			}
+		}
+	}
+	if c.impactArmed {
+		c.impactArmed = false
+		c.impactUntil = now + c.cfg.ImpactHold
+		c.stats.Impacts++
+	}
+	impact := now < c.impactUntil
+
+	if c.hasTarget && (c.pending || !c.cfg.Method.perPacket()) {
+		c.pending = false
+		switch c.cfg.Method {
+		case MethodSnap:
+			c.applySnap(bodies)
+		case MethodMidpoint:
+			c.applyMidpoint(bodies)
+		case MethodSeed:
+			c.applySeed(bodies, impact)
+		default:
+			c.applyRagsync(bodies, now, impact)
+		}
+	}
+	for i, b := range bodies {
+		c.lastVel[i] = physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
+	}
+	c.hasLastVel = true
+}
+
+// recordError stores the error of body i before correcting it.
+func (c *Corrector) recordError(i int, e physics.Vec2, ea float64) float64 {
+	d := e.Len()
+	c.stats.Error[i] = d
+	c.stats.AngleError[i] = math.Abs(ea)
+	if d > c.stats.MaxError {
+		c.stats.MaxError = d
+	}
+	return d
+}
+
+func (c *Corrector) beginApply() { c.stats.MaxError = 0 }
+
+func (c *Corrector) applySnap(bodies []*box2d.B2Body) {
+	c.beginApply()
+	for i, b := range bodies {
+		t := &c.target[i]
+		c.recordError(i, t.Pos.Sub(pos(b)), physics.AngleDiff(t.Angle, b.M_sweep.A))
+		setTransform(b, t.Pos, t.Angle)
+		b.M_linearVelocity = box2d.B2Vec2{X: t.Vel.X, Y: t.Vel.Y}
+		b.M_angularVelocity = t.AngVel
+		b.SetAwake(true)
+		c.stats.HardSnaps++
+	}
+}
+
+func (c *Corrector) applyMidpoint(bodies []*box2d.B2Body) {
+	c.beginApply()
+	for i, b := range bodies {
+		t := &c.target[i]
+		e := t.Pos.Sub(pos(b))
+		ea := physics.AngleDiff(t.Angle, b.M_sweep.A)
+		c.recordError(i, e, ea)
+		setTransform(b, pos(b).Add(e.Scale(0.5)), b.M_sweep.A+ea*0.5)
+		b.SetAwake(true)
+		c.stats.HardSnaps++
+	}
+}
+
+// applySeed is the article's applyState, once per received state.
+func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
+	c.beginApply()
+	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness
+	for i, b := range bodies {
+		t := &c.target[i]
+		p := pos(b)
+		full := t.Pos.Sub(p)
+		fullA := physics.AngleDiff(t.Angle, b.M_sweep.A)
+		c.recordError(i, full, fullA)
+		// target = (this + received) / 2; error = target - this.
+		e := full.Scale(0.5)
+		ea := fullA * 0.5
+		if !impact && e.Len() < c.cfg.MaxSoftError && math.Abs(ea) < c.cfg.MaxSoftAngle {
+			m := b.M_mass
+			b.ApplyForceToCenter(box2d.B2Vec2{X: m * k * e.X, Y: m * k * e.Y}, true)
+			b.ApplyTorque(b.M_I*ka*ea, true)
+			c.stats.SoftCorrections++
+			continue
+		}
+		setTransform(b, p.Add(e), b.M_sweep.A+ea)
+		b.SetAwake(true)
+		c.stats.HardSnaps++
+	}
+}
+
+// applyRagsync is ragsync's method; see the package documentation.
+func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool) {
+	c.beginApply()
+	age := now - c.targetTime
+	if age < 0 || c.cfg.MaxExtrapolation < 0 {
+		age = 0
+	} else if age > c.cfg.MaxExtrapolation {
+		age = c.cfg.MaxExtrapolation
+	}
+	dt := float64(age) * 1e-6
+	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness
+	damp := 2 * c.cfg.DampingRatio * math.Sqrt(k)
+	dampA := 2 * c.cfg.DampingRatio * math.Sqrt(ka)
+	const h = 1.0 / physics.TickRate
+	for i, b := range bodies {
+		t := &c.target[i]
+		tp := t.Pos.Add(t.Vel.Scale(dt))
+		ta := t.Angle + t.AngVel*dt
+		p := pos(b)
+		e := tp.Sub(p)
+		ea := physics.AngleDiff(ta, b.M_sweep.A)
+		d := c.recordError(i, e, ea)
+		v := physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
+		if impact || d > c.cfg.MaxSoftError || math.Abs(ea) > c.cfg.MaxSoftAngle {
+			a := c.cfg.HardBlend
+			setTransform(b, p.Add(e.Scale(a)), b.M_sweep.A+ea*a)
+			b.M_linearVelocity = box2d.B2Vec2{X: t.Vel.X, Y: t.Vel.Y}
+			b.M_angularVelocity = t.AngVel
+			b.SetAwake(true)
+			c.stats.HardSnaps++
+			continue
+		}
+		// Damped spring with velocity matching, applied as an impulse for
+		// this tick: Δv = (k·e + c·ė)·h. With the defaults k·h² ≈ 0.04 and
+		// c·h ≈ 0.4, well inside the stable range of box2d's
+		// semi-implicit Euler step.
+		ev := t.Vel.Sub(v)
+		dv := e.Scale(k * h).Add(ev.Scale(damp * h))
+		dw := (ka*ea + dampA*(t.AngVel-b.M_angularVelocity)) * h
+		m := b.M_mass
+		b.ApplyLinearImpulseToCenter(box2d.B2Vec2{X: m * dv.X, Y: m * dv.Y}, true)
+		b.ApplyAngularImpulse(b.M_I*dw, true)
+		c.stats.SoftCorrections++
+	}
+}
+
+// pos returns the origin of b, reading box2d's fields (its getters copy the
+// whole body).
+func pos(b *box2d.B2Body) physics.Vec2 { return physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y} }
+
+func setTransform(b *box2d.B2Body, p physics.Vec2, angle float64) {
+	b.SetTransform(box2d.B2Vec2{X: p.X, Y: p.Y}, angle)
+}

@@ -1,0 +1,422 @@
+package correction
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/physics"
+)
+
+const tickUS = int64(1_000_000) / physics.TickRate
+
+// rig is a world without gravity holding one free 1 kg box, so every motion
+// comes from the corrector.
+type rig struct {
+	w    *box2d.B2World
+	body *box2d.B2Body
+	bs   []*box2d.B2Body
+	now  int64
+}
+
+func newRig(t testing.TB, x, y float64) *rig {
+	t.Helper()
+	w := box2d.MakeB2World(box2d.MakeB2Vec2(0, 0))
+	bd := box2d.MakeB2BodyDef()
+	bd.Type = box2d.B2BodyType.B2_dynamicBody
+	bd.Position.Set(x, y)
+	b := w.CreateBody(&bd)
+	s := box2d.MakeB2PolygonShape()
+	s.SetAsBox(0.5, 0.5) // 1 m² at density 1: 1 kg
+	b.CreateFixture(&s, 1)
+	return &rig{w: &w, body: b, bs: []*box2d.B2Body{b}}
+}
+
+func (r *rig) step() {
+	r.w.Step(1.0/physics.TickRate, 8, 3)
+	r.now += tickUS
+}
+
+func (r *rig) state() physics.BodyState { return physics.ReadBody(r.body) }
+
+func at(x, y float64) []physics.BodyState { return []physics.BodyState{{Pos: physics.V(x, y)}} }
+
+func mustNew(t testing.TB, cfg Config, n int) *Corrector {
+	t.Helper()
+	c, err := New(cfg, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestParseMethod(t *testing.T) {
+	for _, m := range Methods {
+		got, err := ParseMethod(m.String())
+		if err != nil || got != m {
+			t.Errorf("ParseMethod(%q) = %v, %v", m, got, err)
+		}
+	}
+	if _, err := ParseMethod("lerp"); !errors.Is(err, ErrUnknownMethod) {
+		t.Errorf("ParseMethod(lerp) error = %v, want ErrUnknownMethod", err)
+	}
+	if (Config{}).WithDefaults().Method != MethodRagsync {
+		t.Error("zero Config does not default to ragsync")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	bad := []Config{
+		{Stiffness: -1},
+		{Stiffness: math.NaN()},
+		{HardBlend: 2},
+		{DampingRatio: -0.5},
+		{Method: Method(99)},
+		{ImpactHold: -1},
+	}
+	for _, c := range bad {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
+		}
+		if _, err := New(c, 1); err == nil {
+			t.Errorf("%+v: New accepted it", c)
+		}
+	}
+	if _, err := New(Config{}, 0); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("New with 0 bodies: %v", err)
+	}
+	if _, err := New(Config{}, physics.MaxBodiesPerObject+1); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("New with too many bodies: %v", err)
+	}
+	c := mustNew(t, Config{}, 2)
+	if err := c.SetTarget(at(0, 0), 0); !errors.Is(err, ErrBodyCount) {
+		t.Errorf("SetTarget with 1 of 2 bodies: %v", err)
+	}
+}
+
+func TestSnapSetsReceivedStateOncePerPacket(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodSnap}, 1)
+	target := []physics.BodyState{{Pos: physics.V(3, 1), Angle: 0.5, Vel: physics.V(1, 0), AngVel: 2}}
+	if err := c.SetTarget(target, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Apply(r.bs, r.now)
+	got := r.state()
+	if got.Pos != target[0].Pos || got.Angle != 0.5 || got.Vel != target[0].Vel || got.AngVel != 2 {
+		t.Fatalf("after snap: %+v, want %+v", got, target[0])
+	}
+	if e := c.Stats().Error[0]; math.Abs(e-math.Hypot(3, 1)) > 1e-12 {
+		t.Errorf("recorded error %v, want %v", e, math.Hypot(3, 1))
+	}
+	// Without a new packet, the body moves freely.
+	r.body.SetTransform(box2d.MakeB2Vec2(-2, 0), 0)
+	c.Apply(r.bs, r.now)
+	if p := r.state().Pos; p.X != -2 {
+		t.Errorf("snap acted again without a new state: x = %v", p.X)
+	}
+	if s := c.Stats(); s.HardSnaps != 1 || s.Targets != 1 {
+		t.Errorf("stats %+v, want 1 target and 1 hard snap", s)
+	}
+}
+
+func TestMidpointMovesHalfway(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodMidpoint}, 1)
+	c.SetTarget(at(2, -1), 0)
+	c.Apply(r.bs, r.now)
+	if p := r.state().Pos; math.Abs(p.X-1) > 1e-12 || math.Abs(p.Y+0.5) > 1e-12 {
+		t.Errorf("midpoint moved to %v, want (1,-0.5)", p)
+	}
+}
+
+func TestSeedSoftPathPushesWithSpringForce(t *testing.T) {
+	r := newRig(t, 0, 0)
+	cfg := Config{Method: MethodSeed, Stiffness: 60}
+	c := mustNew(t, cfg, 1)
+	c.SetTarget(at(0.4, 0), 0) // midpoint error 0.2 < MaxSoftError
+	c.Apply(r.bs, r.now)
+	if p := r.state().Pos; p.X != 0 {
+		t.Fatalf("soft path teleported the body to %v", p)
+	}
+	r.step()
+	// F = m·k·e = 1·60·0.2 = 12 N for one step: Δv = 12/60 = 0.2 m/s.
+	if v := r.state().Vel.X; math.Abs(v-0.2) > 1e-9 {
+		t.Errorf("velocity after one step %v, want 0.2", v)
+	}
+	// The force lasts one step: no new packet, no further acceleration.
+	c.Apply(r.bs, r.now)
+	r.step()
+	if v := r.state().Vel.X; math.Abs(v-0.2) > 1e-9 {
+		t.Errorf("velocity changed without a new packet: %v", v)
+	}
+	if s := c.Stats(); s.SoftCorrections != 1 || s.HardSnaps != 0 {
+		t.Errorf("stats %+v, want one soft correction", s)
+	}
+}
+
+func TestSeedHardPathSnapsToMidpoint(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodSeed}, 1)
+	c.SetTarget(at(3, 0), 0) // midpoint error 1.5 > 0.5
+	c.Apply(r.bs, r.now)
+	if p := r.state().Pos; math.Abs(p.X-1.5) > 1e-12 {
+		t.Errorf("hard path moved to %v, want x=1.5 (midpoint)", p)
+	}
+	if s := c.Stats(); s.HardSnaps != 1 {
+		t.Errorf("stats %+v, want a hard snap", s)
+	}
+}
+
+func TestSeedImpactUsesHardPath(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodSeed}, 1)
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.1, 0)}}, 0)
+	c.Apply(r.bs, r.now)
+	r.step()
+	// The owner's state shows a violent change of velocity (a kick landed).
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.2, 0), Vel: physics.V(12, 0)}}, tickUS)
+	before := r.state().Pos.X
+	c.Apply(r.bs, r.now)
+	after := r.state().Pos.X
+	if want := before + (0.2-before)/2; math.Abs(after-want) > 1e-9 {
+		t.Errorf("after impact x=%v, want the midpoint %v (hard path despite a small error)", after, want)
+	}
+	if s := c.Stats(); s.Impacts != 1 || s.HardSnaps != 1 {
+		t.Errorf("stats %+v, want 1 impact and 1 hard snap", s)
+	}
+	// The hold expires: a later small correction is soft again.
+	for range 10 {
+		r.step()
+	}
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(r.state().Pos.X+0.1, 0), Vel: physics.V(12, 0)}}, r.now)
+	c.Apply(r.bs, r.now)
+	if s := c.Stats(); s.SoftCorrections != 2 {
+		t.Errorf("stats %+v, want the correction after the hold to be soft", s)
+	}
+}
+
+func TestLocalImpactDetected(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{}, 1)
+	c.SetTarget(at(0, 0), 0)
+	c.Apply(r.bs, r.now)
+	// Something in the local world hits the body hard during the step.
+	r.body.ApplyLinearImpulseToCenter(box2d.MakeB2Vec2(20, 0), true)
+	r.step()
+	c.Apply(r.bs, r.now)
+	if s := c.Stats(); s.Impacts != 1 || s.HardSnaps != 1 {
+		t.Errorf("stats %+v, want the local hit to force the hard path", s)
+	}
+}
+
+// A ragsync spring toward a target that has stopped converges without
+// overshooting (critically damped), whatever the starting error.
+func TestRagsyncNoOscillationAfterTargetStops(t *testing.T) {
+	for _, start := range []float64{0.05, 0.3, 0.49} {
+		r := newRig(t, start, 0)
+		c := mustNew(t, Config{}, 1)
+		c.SetTarget(at(0, 0), 0)
+		minX := start
+		for range 180 {
+			c.Apply(r.bs, r.now)
+			r.step()
+			x := r.state().Pos.X
+			minX = math.Min(minX, x)
+		}
+		if minX < -0.001*start {
+			t.Errorf("start %v: overshot to x=%v (oscillation)", start, minX)
+		}
+		if x := r.state().Pos.X; math.Abs(x) > 1e-3 {
+			t.Errorf("start %v: still %v m off after 3 s", start, x)
+		}
+		if v := r.state().Vel.X; math.Abs(v) > 1e-3 {
+			t.Errorf("start %v: still moving at %v m/s", start, v)
+		}
+		if s := c.Stats(); s.HardSnaps != 0 || s.SoftCorrections != 180 {
+			t.Errorf("start %v: stats %+v, want only soft corrections", start, s)
+		}
+	}
+}
+
+// An underdamped spring (as a contrast) does oscillate: the test above can
+// tell the difference.
+func TestRagsyncUnderdampedOscillates(t *testing.T) {
+	r := newRig(t, 0.3, 0)
+	c := mustNew(t, Config{DampingRatio: 0.1}, 1)
+	c.SetTarget(at(0, 0), 0)
+	minX := 0.3
+	for range 120 {
+		c.Apply(r.bs, r.now)
+		r.step()
+		minX = math.Min(minX, r.state().Pos.X)
+	}
+	if minX > -0.1 {
+		t.Errorf("ζ=0.1 never overshot (min x %v): the damping test would not catch oscillation", minX)
+	}
+}
+
+// A rival moving at constant speed, whose states arrive 100 ms old: with
+// latency compensation the local copy sits where the rival is now; without
+// it, it trails by speed × age.
+func TestRagsyncCompensatesLatency(t *testing.T) {
+	const speed, ageUS = 3.0, 100_000
+	run := func(cfg Config) (lag float64) {
+		r := newRig(t, 0, 0)
+		c := mustNew(t, cfg, 1)
+		for range 180 {
+			// The owner's state, sent ageUS ago.
+			sent := r.now - ageUS
+			truePos := speed * float64(sent) * 1e-6
+			c.SetTarget([]physics.BodyState{{Pos: physics.V(truePos, 0), Vel: physics.V(speed, 0)}}, sent)
+			c.Apply(r.bs, r.now)
+			r.step()
+		}
+		return speed*float64(r.now)*1e-6 - r.state().Pos.X
+	}
+	if lag := run(Config{}); math.Abs(lag) > 0.01 {
+		t.Errorf("with compensation the copy is %v m behind, want < 1 cm", lag)
+	}
+	if lag := run(Config{MaxExtrapolation: -1}); math.Abs(lag-speed*ageUS*1e-6) > 0.02 {
+		t.Errorf("without compensation the copy is %v m behind, want about %v", lag, speed*ageUS*1e-6)
+	}
+}
+
+// Between packets the ragsync target keeps moving with the received
+// velocity, up to MaxExtrapolation.
+func TestRagsyncExtrapolationIsCapped(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{MaxExtrapolation: 50_000}, 1)
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(0, 0), Vel: physics.V(1, 0)}}, 0)
+	r.now = 1_000_000 // a second later, no new packet
+	c.Apply(r.bs, r.now)
+	if e := c.Stats().Error[0]; math.Abs(e-0.05) > 1e-9 {
+		t.Errorf("error against a 1 s old target = %v, want 0.05 (capped at 50 ms)", e)
+	}
+}
+
+func TestRagsyncHardPathBlendsOverTicks(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{}, 1)
+	c.SetTarget(at(2, 0), 0)
+	var xs []float64
+	for range 3 {
+		c.Apply(r.bs, r.now)
+		xs = append(xs, r.state().Pos.X)
+		r.step()
+	}
+	// 2 m error: halve it per tick while above MaxSoftError (0.5 m).
+	want := []float64{1, 1.5}
+	for i, w := range want {
+		if math.Abs(xs[i]-w) > 1e-9 {
+			t.Errorf("tick %d: x=%v, want %v", i, xs[i], w)
+		}
+	}
+	s := c.Stats()
+	if s.HardSnaps != 2 || s.SoftCorrections != 1 {
+		t.Errorf("stats %+v: want 2 hard ticks then soft", s)
+	}
+}
+
+func TestAnglesCorrected(t *testing.T) {
+	for _, m := range Methods {
+		r := newRig(t, 0, 0)
+		c := mustNew(t, Config{Method: m}, 1)
+		// Target angle just across the ±π seam: the short way round is 0.2 rad.
+		r.body.SetTransform(box2d.MakeB2Vec2(0, 0), math.Pi-0.1)
+		target := []physics.BodyState{{Angle: -math.Pi + 0.1}}
+		for i := range 120 {
+			c.SetTarget(target, r.now)
+			c.Apply(r.bs, r.now)
+			r.step()
+			if i == 0 && m != MethodSnap {
+				if d := math.Abs(c.Stats().AngleError[0] - 0.2); d > 1e-9 {
+					t.Errorf("%v: angle error %v, want 0.2 (short way round)", m, c.Stats().AngleError[0])
+				}
+			}
+		}
+		if d := math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)); d > 0.01 {
+			t.Errorf("%v: angle still %v rad off after 2 s", m, d)
+		}
+	}
+}
+
+// SetTarget and Apply allocate nothing of their own. Methods that set
+// positions call box2d's SetTransform, which allocates inside box2d (its
+// dynamic tree); those may allocate exactly as much as a bare SetTransform.
+func TestApplyAllocatesNothing(t *testing.T) {
+	drain := func(r *rig) {
+		// What the next world step does (UpdatePairs ends with it): empty
+		// the broad-phase move buffer SetTransform fills, which would
+		// otherwise keep growing without steps.
+		r.w.M_contactManager.M_broadPhase.M_moveCount = 0
+	}
+	r := newRig(t, 0, 0)
+	x := 0.1
+	box2dOwn := testing.AllocsPerRun(200, func() {
+		x = -x
+		r.body.SetTransform(box2d.MakeB2Vec2(x, 0), 0)
+		drain(r)
+	})
+	for _, m := range Methods {
+		r := newRig(t, 0, 0)
+		c := mustNew(t, Config{Method: m}, 1)
+		target := at(0.1, 0) // small: the soft path for seed and ragsync
+		allocs := testing.AllocsPerRun(200, func() {
+			target[0].Pos.X = -target[0].Pos.X
+			c.SetTarget(target, r.now)
+			c.Apply(r.bs, r.now)
+			r.now += tickUS
+			drain(r)
+		})
+		want := 0.0
+		if m == MethodSnap || m == MethodMidpoint {
+			want = box2dOwn // one SetTransform per tick
+		}
+		if allocs > want {
+			t.Errorf("%v: SetTarget+Apply allocates %v times, box2d's own share is %v", m, allocs, want)
+		}
+	}
+}
+
+func TestMonitorCountsRuns(t *testing.T) {
+	m := Monitor{CriticalGap: 1, MaxRun: 3}
+	// Single critical gaps and short runs are tolerated.
+	for _, g := range []float64{2, 0.1, 2, 2, 2, 0.5} {
+		if m.Observe(g) {
+			t.Fatalf("disconnect on a run of at most 3")
+		}
+	}
+	// A run of 4 trips exactly once.
+	trips := 0
+	for i, g := range []float64{5, 5, 5, 5, 5, 5} {
+		if m.Observe(g) {
+			trips++
+			if i != 3 {
+				t.Errorf("tripped at gap %d, want at the 4th", i)
+			}
+		}
+	}
+	if trips != 1 || !m.Disconnected() {
+		t.Errorf("trips=%d disconnected=%v, want 1 and true", trips, m.Disconnected())
+	}
+	m.Observe(0)
+	if m.Disconnected() || m.Run() != 0 {
+		t.Error("a good gap did not end the run")
+	}
+	if m.Observe(math.NaN()); m.Run() != 1 {
+		t.Error("NaN gap not counted as critical")
+	}
+	s := m.Stats()
+	if s.Disconnects != 1 || s.LongestRun != 6 || s.Critical != 11 {
+		t.Errorf("stats %+v, want 1 disconnect, longest run 6, 11 critical", s)
+	}
+	var zero Monitor // defaults: 1.5 m, 30
+	for i := range 31 {
+		if zero.Observe(1.6) != (i == 30) {
+			t.Fatalf("default monitor: observation %d", i)
+		}
+	}
+}
