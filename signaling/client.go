@@ -141,8 +141,9 @@ type Client struct {
 	termErr  error
 	closeErr error
 
-	lastRecv  atomic.Int64 // unix nanos of the last message received
-	closeOnce sync.Once
+	lastRecv   atomic.Int64 // unix nanos of the last message received
+	delivering atomic.Bool  // the reader waits for Recv to take an event
+	closeOnce  sync.Once
 }
 
 type pendingReq struct {
@@ -490,6 +491,18 @@ func (c *Client) dispatch(m Message) bool {
 	select {
 	case c.events <- ev:
 		return true
+	default:
+	}
+	// The buffer is full: wait for Recv. Meanwhile nothing is read, so the
+	// keepalive must not take missing pongs for a dead server.
+	c.delivering.Store(true)
+	defer func() {
+		c.lastRecv.Store(time.Now().UnixNano())
+		c.delivering.Store(false)
+	}()
+	select {
+	case c.events <- ev:
+		return true
 	case <-c.ctx.Done():
 		return false
 	}
@@ -507,7 +520,7 @@ func (c *Client) keepAlive() {
 			return
 		case <-t.C:
 		}
-		if time.Since(time.Unix(0, c.lastRecv.Load())) > 2*c.cfg.KeepAlive {
+		if !c.delivering.Load() && time.Since(time.Unix(0, c.lastRecv.Load())) > 2*c.cfg.KeepAlive {
 			c.setTerm(ErrServerUnresponsive)
 			c.conn.CloseNow()
 			return

@@ -106,7 +106,8 @@
 // request with its own token arrives (Config.RelayWaitTimeout). Then both
 // get "HTTP/1.1 101 Switching Protocols" and the connection becomes a raw
 // byte stream to the peer. A refusal is an HTTP error whose body is a JSON
-// error message: 400 bad_message (not a relay upgrade), 403 bad_token
+// error message: 426 bad_message (not a relay upgrade), 400
+// unsupported_version, 403 bad_token
 // (unknown, malformed or revoked), 409 token_used, 503 too_many_relays or
 // shutting_down, 504 peer_timeout. A token whose holder gave up waiting (or
 // timed out) may be used again; one that reached 101 may not. When the
