@@ -1053,7 +1053,7 @@ func (s *Session) flushBye() {
 	deadline := time.Now().Add(100 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		pending := false
-		if s.rtc != nil && s.rtc.raw.Load() != nil && s.rtc.dc.BufferedAmount() > 0 {
+		if r := s.rtc.rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
 			pending = true
 		}
 		if t := s.tcp.Load(); t != nil && t.unwritten() {

@@ -15,14 +15,13 @@ import (
 	"github.com/pion/webrtc/v4"
 )
 
-// dataChannelLabel and dataChannelID identify the session's data channel.
-// It is pre-negotiated (both peers create it with the same ID), so no
-// in-band DCEP open handshake is needed and the channel exists on both
-// sides as soon as SCTP is up.
-const (
-	dataChannelLabel = "ragsync"
-	dataChannelID    = 0
-)
+// dataChannelLabel names the session's data channel. The offerer creates
+// it; the answerer accepts it through the in-band open handshake (DCEP),
+// and refuses any other channel. (A pre-negotiated channel would save the
+// handshake, but pion/datachannel v1.6.2 never applies the reliability
+// parameters of negotiated channels: they silently stay reliable and
+// ordered.)
+const dataChannelLabel = "ragsync"
 
 // rtcTransport is the WebRTC transport: one PeerConnection with one
 // unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
@@ -57,7 +56,10 @@ type rtcTransport struct {
 	testDrop dropFlag
 }
 
-type rawChannel struct{ rw datachannel.ReadWriteCloser }
+type rawChannel struct {
+	rw datachannel.ReadWriteCloser
+	dc *webrtc.DataChannel
+}
 
 // newRTCTransport creates the PeerConnection and the data channel. The
 // offerer then calls start to send its offer; the answerer waits for
@@ -89,19 +91,20 @@ func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcT
 	if err != nil {
 		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
 	}
-	ordered, negotiated := false, true
-	var maxRetransmits, id uint16 = 0, dataChannelID
-	dc, err := pc.CreateDataChannel(dataChannelLabel, &webrtc.DataChannelInit{
-		Ordered:        &ordered,
-		MaxRetransmits: &maxRetransmits,
-		Negotiated:     &negotiated,
-		ID:             &id,
-	})
-	if err != nil {
-		_ = pc.Close()
-		return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
+	var dc *webrtc.DataChannel
+	if role == RoleOfferer {
+		ordered := false
+		var maxRetransmits uint16
+		dc, err = pc.CreateDataChannel(dataChannelLabel, &webrtc.DataChannelInit{
+			Ordered:        &ordered,
+			MaxRetransmits: &maxRetransmits,
+		})
+		if err != nil {
+			_ = pc.Close()
+			return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
+		}
 	}
-	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, dc: dc}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 
 	pc.OnICECandidate(func(c *webrtc.ICECandidate) {
@@ -128,6 +131,36 @@ func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcT
 			t.down(fmt.Errorf("p2p: webrtc: peer connection %s", s))
 		}
 	})
+	if dc != nil {
+		t.watch(dc)
+	} else {
+		pc.OnDataChannel(func(dc *webrtc.DataChannel) {
+			if err := checkChannel(dc); err != nil {
+				t.log.Info("p2p: webrtc: refusing the peer's data channel", "err", err)
+				_ = dc.Close()
+				return
+			}
+			t.watch(dc)
+		})
+	}
+	return t, nil
+}
+
+// checkChannel verifies that the peer opened the channel we expect.
+func checkChannel(dc *webrtc.DataChannel) error {
+	mr := dc.MaxRetransmits()
+	switch {
+	case dc.Label() != dataChannelLabel:
+		return fmt.Errorf("unexpected data channel %q", dc.Label())
+	case dc.Ordered() || mr == nil || *mr != 0:
+		return fmt.Errorf("data channel %q is not unordered with MaxRetransmits 0", dc.Label())
+	}
+	return nil
+}
+
+// watch detaches dc when it opens and starts reading it. Only the first
+// channel is used.
+func (t *rtcTransport) watch(dc *webrtc.DataChannel) {
 	dc.OnOpen(func() {
 		rw, err := dc.Detach()
 		if err != nil {
@@ -135,18 +168,18 @@ func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcT
 			return
 		}
 		t.mu.Lock()
-		if t.closed {
+		if t.closed || t.dc != nil {
 			t.mu.Unlock()
 			_ = rw.Close()
 			return
 		}
-		t.raw.Store(&rawChannel{rw: rw})
+		t.dc = dc
+		t.raw.Store(&rawChannel{rw: rw, dc: dc})
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go t.readLoop(rw)
 		t.h.onUp(TransportWebRTC)
 	})
-	return t, nil
 }
 
 func candidateType(c *webrtc.ICECandidate) CandidateType {
@@ -167,6 +200,14 @@ func candidateType(c *webrtc.ICECandidate) CandidateType {
 }
 
 func (t *rtcTransport) kind() TransportKind { return TransportWebRTC }
+
+// rawChan returns the open channel, or nil (also for a nil transport).
+func (t *rtcTransport) rawChan() *rawChannel {
+	if t == nil {
+		return nil
+	}
+	return t.raw.Load()
+}
 
 // candidates returns the types of the selected candidate pair.
 func (t *rtcTransport) candidates() (local, remote CandidateType) {
@@ -279,7 +320,7 @@ func (t *rtcTransport) send(p []byte) error {
 	if t.testDrop.Load() {
 		return nil
 	}
-	if t.dc.BufferedAmount() > uint64(t.cfg.SendBuffer) {
+	if r.dc.BufferedAmount() > uint64(t.cfg.SendBuffer) {
 		return ErrTransportBusy
 	}
 	_, err := r.rw.Write(p)

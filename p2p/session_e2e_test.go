@@ -1,0 +1,425 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pion/transport/v4/vnet"
+)
+
+// eventLog collects a session's events.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []Event
+	wg  sync.WaitGroup
+}
+
+func collectEvents(s *Session) *eventLog {
+	l := &eventLog{}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for ev := range s.Events() {
+			l.mu.Lock()
+			l.evs = append(l.evs, ev)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+func (l *eventLog) snapshot() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.evs...)
+}
+
+// waitFor waits until pred holds for the events so far.
+func (l *eventLog) waitFor(t *testing.T, what string, d time.Duration, pred func([]Event) bool) []Event {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		evs := l.snapshot()
+		if pred(evs) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; events: %v", what, evs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func has(kind EventKind) func([]Event) bool {
+	return func(evs []Event) bool { return index(evs, kind, 0) >= 0 }
+}
+
+// index returns the index of the first event of kind at or after from, or -1.
+func index(evs []Event, kind EventKind, from int) int {
+	for i := from; i < len(evs); i++ {
+		if evs[i].Kind == kind {
+			return i
+		}
+	}
+	return -1
+}
+
+// traffic sends a message every interval from each session and drains
+// both, until stopped. It counts what each side received.
+type traffic struct {
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	recvA      atomic.Int64
+	recvB      atomic.Int64
+	sendErrors atomic.Int64
+}
+
+func startTraffic(a, b *Session, interval time.Duration) *traffic {
+	tr := &traffic{stop: make(chan struct{})}
+	run := func(s *Session, got *atomic.Int64) {
+		defer tr.wg.Done()
+		tk := time.NewTicker(interval)
+		defer tk.Stop()
+		msg := make([]byte, 64)
+		for {
+			select {
+			case <-tr.stop:
+				return
+			case <-tk.C:
+			}
+			if err := s.Send(msg); err != nil {
+				tr.sendErrors.Add(1)
+			}
+			got.Add(int64(s.Poll(func([]byte) {})))
+		}
+	}
+	tr.wg.Add(2)
+	go run(a, &tr.recvA)
+	go run(b, &tr.recvB)
+	return tr
+}
+
+func (tr *traffic) halt() { close(tr.stop); tr.wg.Wait() }
+
+// drain counts what arrived after halt.
+func (tr *traffic) drain(a, b *Session) {
+	tr.recvA.Add(int64(a.Poll(func([]byte) {})))
+	tr.recvB.Add(int64(b.Poll(func([]byte) {})))
+}
+
+func TestSessionQuickMatch(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	a, b := pairQuick(t, url, cfgWith(nil), cfgWith(nil))
+	const n = 1000
+	gotA, gotB := exchange(t, a, b, n)
+	time.Sleep(50 * time.Millisecond)
+	sa, sb := a.Stats(), b.Stats()
+	if sa.Transport != sb.Transport {
+		t.Errorf("peers disagree on the transport: %v vs %v", sa.Transport, sb.Transport)
+	}
+	if gotA < n*95/100 || gotB < n*95/100 {
+		t.Errorf("received %d and %d of %d", gotA, gotB, n)
+	}
+	if sa.Received != uint64(gotA) || sb.Received != uint64(gotB) {
+		t.Errorf("Stats.Received %d/%d, drained %d/%d", sa.Received, sb.Received, gotA, gotB)
+	}
+	if sa.Lost != uint64(n-gotA) || sb.Lost != uint64(n-gotB) {
+		t.Errorf("Stats.Lost %d/%d, want %d/%d", sa.Lost, sb.Lost, n-gotA, n-gotB)
+	}
+}
+
+func TestSessionWebRTCDisabled(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	a, b := pairByRoom(t, url, cfgWith(func(c *Config) { c.DisableWebRTC = true }), cfgWith(nil))
+	for _, s := range []*Session{a, b} {
+		st := s.Stats()
+		if st.Transport != TransportTCP {
+			t.Errorf("%v on %v, want tcp (%s)", s.Role(), st.Transport, st.ChoiceReason)
+		}
+	}
+	if st := a.Stats(); st.WebRTC.State != LinkDisabled {
+		t.Errorf("offerer webrtc state %v", st.WebRTC.State)
+	}
+	gotA, gotB := exchange(t, a, b, 200)
+	if gotA < 190 || gotB < 190 {
+		t.Errorf("received %d and %d of 200 over tcp", gotA, gotB)
+	}
+}
+
+func TestSessionWebRTCBlocked(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	// An interface filter that matches nothing: no candidates, so ICE
+	// cannot connect, and the session settles on TCP after WebRTCTimeout.
+	blocked := func(c *Config) {
+		c.InterfaceFilter = func(string) bool { return false }
+		c.WebRTCTimeout = time.Second
+	}
+	a, b := pairByRoom(t, url, cfgWith(blocked), cfgWith(blocked))
+	sa, sb := a.Stats(), b.Stats()
+	if sa.Transport != TransportTCP || sb.Transport != TransportTCP {
+		t.Fatalf("transports %v/%v, want tcp (%s)", sa.Transport, sb.Transport, sa.ChoiceReason)
+	}
+	t.Logf("offerer: %s; webrtc %v (%s)", sa.ChoiceReason, sa.WebRTC.State, sa.WebRTC.Err)
+	gotA, gotB := exchange(t, a, b, 200)
+	if gotA < 190 || gotB < 190 {
+		t.Errorf("received %d and %d of 200 over tcp", gotA, gotB)
+	}
+}
+
+// preferWebRTC makes the initial choice deterministic (on loopback the two
+// transports ping about the same).
+func preferWebRTC(c *Config) { c.Prefer = TransportWebRTC }
+
+// checkFailover asserts that the events show a switch from webrtc to tcp
+// and no interruption or disconnect.
+func checkNoInterruption(t *testing.T, who string, evs []Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.Kind == EventInterrupted || ev.Kind == EventDisconnected {
+			t.Errorf("%s: %v during failover; events %v", who, ev, evs)
+		}
+	}
+}
+
+func TestSessionFailoverOnKill(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	a, b := pairByRoom(t, url, cfgWith(preferWebRTC), cfgWith(preferWebRTC))
+	if a.Stats().Transport != TransportWebRTC {
+		t.Fatalf("initial transport %v", a.Stats().Transport)
+	}
+	ea, eb := collectEvents(a), collectEvents(b)
+	tr := startTraffic(a, b, 5*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+
+	killedAt := a.now() - a.start
+	a.rtc.testKill() // the PeerConnection dies under the offerer
+	isTCP := func(evs []Event) bool {
+		i := index(evs, EventTransportChanged, 0)
+		return i >= 0 && evs[i].Transport == TransportTCP
+	}
+	evA := ea.waitFor(t, "offerer failover", 5*time.Second, isTCP)
+	evB := eb.waitFor(t, "answerer failover", 5*time.Second, isTCP)
+	before := tr.recvA.Load() + tr.recvB.Load()
+	time.Sleep(500 * time.Millisecond)
+	after := tr.recvA.Load() + tr.recvB.Load()
+	tr.halt()
+
+	ch := evA[index(evA, EventTransportChanged, 0)]
+	t.Logf("offerer failed over %v after the kill: %s", ch.At-killedAt, ch.Reason)
+	checkNoInterruption(t, "offerer", evA)
+	checkNoInterruption(t, "answerer", evB)
+	if after-before < 100 {
+		t.Errorf("only %d messages after the failover", after-before)
+	}
+	if a.Err() != nil || b.Err() != nil {
+		t.Errorf("session errors %v, %v", a.Err(), b.Err())
+	}
+	if sa, sb := a.Stats(), b.Stats(); sa.Transport != TransportTCP || sb.Transport != TransportTCP {
+		t.Errorf("transports after failover %v/%v", sa.Transport, sb.Transport)
+	}
+}
+
+func TestSessionFailoverOnSilenceAndBack(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	a, b := pairByRoom(t, url, cfgWith(preferWebRTC), cfgWith(preferWebRTC))
+	ea, eb := collectEvents(a), collectEvents(b)
+	tr := startTraffic(a, b, 5*time.Millisecond)
+	defer tr.halt()
+	time.Sleep(200 * time.Millisecond)
+
+	// The WebRTC path goes silent in both directions (ICE itself stays up).
+	a.rtc.setTestDrop(true)
+	toTCP := func(evs []Event) bool {
+		i := index(evs, EventTransportChanged, 0)
+		return i >= 0 && evs[i].Transport == TransportTCP
+	}
+	ea.waitFor(t, "offerer failover", 5*time.Second, toTCP)
+	eb.waitFor(t, "answerer failover", 5*time.Second, toTCP)
+
+	// It recovers: the preferred transport is taken back.
+	a.rtc.setTestDrop(false)
+	back := func(evs []Event) bool {
+		i := index(evs, EventTransportChanged, 0)
+		return i >= 0 && index(evs, EventTransportChanged, i+1) >= 0
+	}
+	evA := ea.waitFor(t, "offerer switching back", 10*time.Second, back)
+	evB := eb.waitFor(t, "answerer switching back", 10*time.Second, back)
+	for _, evs := range [][]Event{evA, evB} {
+		i := index(evs, EventTransportChanged, 0)
+		j := index(evs, EventTransportChanged, i+1)
+		if evs[i].Transport != TransportTCP || evs[j].Transport != TransportWebRTC {
+			t.Errorf("switches %v then %v", evs[i], evs[j])
+		}
+	}
+	checkNoInterruption(t, "offerer", evA)
+	checkNoInterruption(t, "answerer", evB)
+	t.Logf("offerer: %v", evA)
+}
+
+func TestSessionSilentPeer(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	short := func(c *Config) {
+		c.DisconnectAfter = 1500 * time.Millisecond
+	}
+	a, b := pairByRoom(t, url, cfgWith(short), cfgWith(short))
+	ea := collectEvents(a)
+	tr := startTraffic(a, b, 10*time.Millisecond)
+	defer tr.halt()
+	time.Sleep(200 * time.Millisecond)
+
+	// Silent for a while, then back before the timeout: interrupted, resumed.
+	b.testMute.Store(true)
+	ea.waitFor(t, "interrupted", 5*time.Second, has(EventInterrupted))
+	time.Sleep(200 * time.Millisecond)
+	b.testMute.Store(false)
+	evs := ea.waitFor(t, "resumed", 5*time.Second, has(EventResumed))
+	i, j := index(evs, EventInterrupted, 0), index(evs, EventResumed, 0)
+	if j < i {
+		t.Errorf("resumed before interrupted: %v", evs)
+	}
+	if evs[j].Silence < a.cfg.InterruptAfter {
+		t.Errorf("resumed after %v of silence", evs[j].Silence)
+	}
+	if index(evs, EventDisconnected, 0) >= 0 {
+		t.Fatalf("disconnected: %v", evs)
+	}
+
+	// Silent for good: interrupted, then disconnected.
+	b.testMute.Store(true)
+	evs = ea.waitFor(t, "disconnected", 10*time.Second, has(EventDisconnected))
+	k := index(evs, EventDisconnected, 0)
+	if index(evs[j:k], EventInterrupted, 0) < 0 {
+		t.Errorf("no interruption before the disconnect: %v", evs)
+	}
+	if !errors.Is(evs[k].Err, ErrDisconnected) || evs[k].Silence < a.cfg.DisconnectAfter {
+		t.Errorf("disconnect event %v", evs[k])
+	}
+	<-a.Done()
+	if !errors.Is(a.Err(), ErrDisconnected) {
+		t.Errorf("Err %v", a.Err())
+	}
+	if err := a.Send([]byte("x")); !errors.Is(err, ErrDisconnected) {
+		t.Errorf("Send after disconnect: %v", err)
+	}
+	if st := a.Stats(); st.State != StateDisconnected {
+		t.Errorf("state %v", st.State)
+	}
+}
+
+func TestSessionPeerCloses(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	a, b := pairByRoom(t, url, cfgWith(nil), cfgWith(nil))
+	eb := collectEvents(b)
+	a.Close()
+	evs := eb.waitFor(t, "disconnected", 3*time.Second, has(EventDisconnected))
+	if ev := evs[index(evs, EventDisconnected, 0)]; ev.Reason != "the peer closed the session" {
+		t.Errorf("disconnect %v", ev)
+	}
+	if err := a.Send([]byte("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Send after Close: %v", err)
+	}
+	if _, err := b.Recv(context.Background(), make([]byte, 10)); !errors.Is(err, ErrDisconnected) {
+		t.Errorf("Recv after peer closed: %v", err)
+	}
+}
+
+// vnetPair builds a virtual network: one router with a one-way delay of
+// delay and random loss of loss per packet, and two hosts on it.
+func vnetPair(t *testing.T, delay time.Duration, loss float64) (na, nb *vnet.Net) {
+	t.Helper()
+	r, err := vnet.NewRouter(&vnet.RouterConfig{CIDR: "192.0.2.0/24", MinDelay: delay, LoggerFactory: slogFactory{l: testLogger()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	r.AddChunkFilter(func(vnet.Chunk) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.Float64() >= loss
+	})
+	na, err = vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{"192.0.2.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err = vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{"192.0.2.2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddNet(na); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddNet(nb); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop() })
+	return na, nb
+}
+
+func TestSessionVNetDelayLoss(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	na, nb := vnetPair(t, 50*time.Millisecond, 0.05)
+	onVNet := func(n *vnet.Net) func(*Config) {
+		return func(c *Config) {
+			c.Net = n
+			c.Interfaces = InterfacesAll
+			c.DisableTCP = true // WebRTC is what is under test
+		}
+	}
+	a, b := pairByRoom(t, url, cfgWith(onVNet(na)), cfgWith(onVNet(nb)))
+	ea, eb := collectEvents(a), collectEvents(b)
+	tr := startTraffic(a, b, 16*time.Millisecond) // 60 Hz
+	time.Sleep(3 * time.Second)
+	tr.halt()
+	time.Sleep(300 * time.Millisecond)
+	tr.drain(a, b)
+	sa, sb := a.Stats(), b.Stats()
+	t.Logf("offerer: rtt %v (min %v p95 %v), loss %.1f%%, jitter %v, candidates %v/%v, offset %v ± %v",
+		sa.RTT.Smoothed, sa.RTT.Min, sa.RTT.P95, 100*sa.Loss, sa.Jitter, sa.LocalCandidate, sa.RemoteCandidate,
+		sa.ClockOffset, sa.ClockUncertainty)
+	for _, c := range []struct {
+		name string
+		st   Stats
+		got  int64
+		evs  []Event
+	}{{"offerer", sa, tr.recvA.Load(), ea.snapshot()}, {"answerer", sb, tr.recvB.Load(), eb.snapshot()}} {
+		if c.st.Transport != TransportWebRTC || c.st.State != StateConnected {
+			t.Errorf("%s: %v, %v", c.name, c.st.Transport, c.st.State)
+		}
+		if index(c.evs, EventDisconnected, 0) >= 0 {
+			t.Errorf("%s disconnected: %v", c.name, c.evs)
+		}
+		if c.st.RTT.Min < 95*time.Millisecond || c.st.RTT.Min > 150*time.Millisecond {
+			t.Errorf("%s: min RTT %v, want about 100ms", c.name, c.st.RTT.Min)
+		}
+		// 3 s at 60 Hz = ~180 sent; 5% loss.
+		if c.got < 120 || uint64(c.got) != c.st.Received {
+			t.Errorf("%s received %d (Stats %d)", c.name, c.got, c.st.Received)
+		}
+		// The router drops 5% of all packets (UDP datagrams carrying
+		// SCTP, bundled or not): roughly that share of messages is lost,
+		// never retransmitted.
+		if c.st.Loss < 0.01 || c.st.Loss > 0.2 {
+			t.Errorf("%s: loss %.3f, want about 0.05", c.name, c.st.Loss)
+		}
+	}
+}
+
+var _ = net.IPv4len
