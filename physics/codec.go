@@ -692,9 +692,6 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		if r.short {
 			return fail(at(), id, -1, "orders", 0, ErrTruncated)
 		}
-		if shift > maxVelShift {
-			return fail(at(), id, -1, "velshift", float64(shift), ErrOutOfRange)
-		}
 		os.VelShift = uint8(shift)
 		for i := range l.Bodies {
 			os.Bodies = append(os.Bodies, BodyState{})
@@ -725,6 +722,9 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 		var q quantBody
 		q.x, q.y, q.a = r.read(c.bx), r.read(c.by), r.read(RootAngleBits)
 		q.vx, q.vy, q.w = r.readSE(ks.root), r.readSE(ks.root), r.readSE(ks.root)
+		if r.long {
+			return &StateError{Body: i, Field: "velocity code", Value: maxEGBits, Err: ErrOutOfRange}
+		}
 		if r.short {
 			return ErrTruncated
 		}
@@ -733,7 +733,7 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 			return &StateError{Body: i, Field: "pos.x", Value: float64(q.x), Err: ErrOutOfRange}
 		case q.y > c.ny:
 			return &StateError{Body: i, Field: "pos.y", Value: float64(q.y), Err: ErrOutOfRange}
-		case r.long || q.vx > c.nv || q.vx < -c.nv:
+		case q.vx > c.nv || q.vx < -c.nv:
 			return &StateError{Body: i, Field: "vel.x", Value: float64(q.vx) * VelStep, Err: ErrOutOfRange}
 		case q.vy > c.nv || q.vy < -c.nv:
 			return &StateError{Body: i, Field: "vel.y", Value: float64(q.vy) * VelStep, Err: ErrOutOfRange}
@@ -748,11 +748,14 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 	kw := r.readSE(ks.ang)
 	kx, ky := r.readSE(egPos), r.readSE(egPos)
 	kvx, kvy := r.readSE(ks.vel), r.readSE(ks.vel)
+	if r.long {
+		return &StateError{Body: i, Field: "residual", Value: maxEGBits, Err: ErrOutOfRange}
+	}
 	if r.short {
 		return ErrTruncated
 	}
 	for _, k := range [...]int64{kw, kx, ky, kvx, kvy} {
-		if r.long || k > maxResidual || k < -maxResidual {
+		if k > maxResidual || k < -maxResidual {
 			return &StateError{Body: i, Field: "residual", Value: float64(k), Err: ErrOutOfRange}
 		}
 	}

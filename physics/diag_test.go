@@ -217,3 +217,31 @@ func TestDiagCodec(t *testing.T) {
 	fmt.Println("errors pos", maxPos, "ang°", maxAng*180/math.Pi, "vel", maxVel, "angvel", maxW)
 }
 
+func TestDiagBig(t *testing.T) {
+	diagOn(t)
+	var buf []byte
+	fightStates(t, 1800, func(w *World, s *Snapshot) {
+		c := w.Codec()
+		buf, _ = c.AppendSnapshot(buf[:0], s)
+		if len(buf) < 62 {
+			return
+		}
+		o := &s.Objects[0]
+		l := w.Layout(o.ID)
+		var rec [MaxBodiesPerObject]BodyState
+		var q [MaxBodiesPerObject]quantBody
+		for i := range l.Bodies {
+			c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], uint(o.VelShift))
+		}
+		ks := chooseOrders(l, q[:len(l.Bodies)])
+		fmt.Printf("len %d shift %d action %v ks %+v\n", len(buf), o.VelShift, o.Action, ks)
+		for i := range l.Bodies {
+			b := q[i]
+			if i == 0 {
+				fmt.Printf("  root v=(%d,%d) w=%d bits %d\n", b.vx, b.vy, b.w, egLen(b.vx, int(ks.root))+egLen(b.vy, int(ks.root))+egLen(b.w, int(ks.root)))
+				continue
+			}
+			fmt.Printf("  %d w=%d (%d) r=(%d,%d) (%d) v=(%d,%d) (%d)\n", i, b.w, egLen(b.w, int(ks.ang)), b.rx, b.ry, egLen(b.rx, 0)+egLen(b.ry, 0), b.vx, b.vy, egLen(b.vx, int(ks.vel))+egLen(b.vy, int(ks.vel)))
+		}
+	})
+}

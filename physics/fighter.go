@@ -217,8 +217,32 @@ func (f *Fighter) ApplyHit(h HitEvent) int {
 	f.SetHP(f.hp - d)
 	if f.hp > 0 && !h.Blocked && h.Impulse >= f.tuning.KnockdownImpulse {
 		f.KnockDown()
+		f.knockback(h.Attacker)
 	}
 	return d
+}
+
+// knockback shoves the upper body away from the attacker (a velocity change
+// of KnockbackSpeed on torso, head and arms), so a knocked-down fighter topples
+// instead of crumpling where it stands.
+func (f *Fighter) knockback(attacker ObjectID) {
+	if f.world == nil || f.world.b2.IsLocked() {
+		return
+	}
+	dir := -f.facing.sign() // backward
+	if a := f.world.Fighter(attacker); a != nil && a != f {
+		if a.obj.bodies[0].M_sweep.C.X < f.obj.bodies[0].M_sweep.C.X {
+			dir = 1
+		} else {
+			dir = -1
+		}
+	}
+	// The whole upper body gets the same velocity change, so no joint is
+	// yanked apart.
+	for i := PartTorso.Index(); i <= PartLowerArmR.Index(); i++ {
+		b := f.obj.bodies[i]
+		b.ApplyLinearImpulseToCenter(box2d.B2Vec2{X: dir * f.tuning.KnockbackSpeed * b.M_mass, Y: 0}, true)
+	}
 }
 
 // striking reports whether body index i is the striking limb of an attack in
@@ -622,7 +646,7 @@ func (f *Fighter) act(theta float64) {
 	switch {
 	case f.action == ActionGettingUp:
 		r := min(1, float64(f.actionTicks)/float64(max(1, t.GetUpRampTicks)))
-		torque *= r
+		torque = r * max(-t.GetUpMaxTorque, min(t.GetUpMaxTorque, torque))
 		// Lift at the shoulders, keep the torso over the feet.
 		sn, cs := math.Sincos(torso.M_sweep.A)
 		point = Vec2{torso.M_xf.P.X, torso.M_xf.P.Y}.Add(rotCS(Vec2{0, shoulderY}, sn, cs))
@@ -661,6 +685,21 @@ func (f *Fighter) act(theta float64) {
 		b.ApplyForceToCenter(box2d.B2Vec2{X: s * push, Y: 0}, true)
 	}
 	torso.ApplyTorque(torque, true)
+	if f.action == ActionGettingUp && force != (Vec2{}) {
+		// Share the lift with head and arms in proportion to their mass,
+		// so it raises the upper body without stretching its joints; the
+		// torso's share acts at the shoulders and rights it.
+		var upper float64
+		for i := PartTorso.Index(); i <= PartLowerArmR.Index(); i++ {
+			upper += f.obj.bodies[i].M_mass
+		}
+		for i := PartHead.Index(); i <= PartLowerArmR.Index(); i++ {
+			b := f.obj.bodies[i]
+			k := b.M_mass / upper
+			b.ApplyForceToCenter(box2d.B2Vec2{X: force.X * k, Y: force.Y * k}, true)
+		}
+		force = force.Scale(torso.M_mass / upper)
+	}
 	torso.ApplyForce(box2d.B2Vec2{X: force.X, Y: force.Y}, box2d.B2Vec2{X: point.X, Y: point.Y}, true)
 }
 

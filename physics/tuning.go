@@ -73,12 +73,14 @@ type Tuning struct {
 	BlockFactor      float64 // damage multiplier while blocking
 	MaxHitDamage     int
 	KnockdownImpulse float64 // an unblocked hit this strong knocks the victim down
+	KnockbackSpeed   float64 // m/s given to torso and head when knocked down
 
 	// Falling and getting up. A fighter whose torso leans more than
 	// FallAngle for FallTicks falls (ActionDown), lies limp for DownTicks,
 	// then gets up: a lift force at the shoulders,
 	// F = GetUpLiftK·(StandHeight − y) − GetUpLiftC·vy, clamped to
-	// [0, GetUpMaxLift·weight], and the upright torque, both ramped in over
+	// [0, GetUpMaxLift·weight], and the upright torque (at most
+	// GetUpMaxTorque), both ramped in over
 	// GetUpRampTicks. If it is not up after GetUpMaxTicks it tries again.
 	FallAngle      float64
 	FallTicks      int
@@ -86,6 +88,7 @@ type Tuning struct {
 	GetUpLiftK     float64
 	GetUpLiftC     float64
 	GetUpMaxLift   float64
+	GetUpMaxTorque float64 // cap of the upright torque while getting up
 	GetUpRampTicks int
 	GetUpMaxTicks  int
 }
@@ -133,20 +136,22 @@ func DefaultTuning() Tuning {
 		InputBufferTicks:  8,
 
 		MinHitImpulse:    0.5,
-		DamagePerImpulse: 0.5,
+		DamagePerImpulse: 0.8,
 		HeadMultiplier:   2,
 		TorsoMultiplier:  1,
 		LimbMultiplier:   0.6,
 		BlockFactor:      0.25,
 		MaxHitDamage:     40,
-		KnockdownImpulse: 30,
+		KnockdownImpulse: 25,
+		KnockbackSpeed:   2.5,
 
 		FallAngle:      1.0,
 		FallTicks:      6,
 		DownTicks:      40,
 		GetUpLiftK:     2500,
 		GetUpLiftC:     900,
-		GetUpMaxLift:   1.2,
+		GetUpMaxLift:   1.1,
+		GetUpMaxTorque: 700,
 		GetUpRampTicks: 30,
 		GetUpMaxTicks:  150,
 	}

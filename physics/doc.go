@@ -1,0 +1,116 @@
+// Package physics is ragsync's simulation layer: a Box2D world
+// (github.com/ByteArena/box2d v1.0.2) stepped at a fixed 60 Hz with an arena,
+// active-ragdoll fighters, props, hit events, body state read/write with
+// validation, and the compact snapshot codec peers send each other. It knows
+// nothing about networking or clocks.
+//
+// # World, objects and ids
+//
+// NewWorld builds a static arena (ground at y = 0, side walls, ceiling; 16 m ×
+// 10 m by default). Everything else is an Object with an ObjectID (non-zero,
+// chosen by the game, identical on both peers): a fighter (AddFighter), a
+// crate or ball (AddCrate, AddBall), or box2d bodies the game made itself
+// (AddBodies). An object's bodies have fixed indices. A fighter's are
+//
+//	0 torso (root)      1 head          2 upper arm L   3 lower arm L
+//	4 upper arm R       5 lower arm R   6 upper leg L   7 lower leg L (+foot)
+//	8 upper leg R       9 lower leg R (+foot)
+//
+// (BodyPart(i+1) names body i.) Construction is deterministic: the same
+// configs and ids, added in the same order, build identical worlds.
+//
+// World.Step runs every fighter's controller (Fighter.SetInput), steps box2d
+// once (Dt = 1/60 s), then collects the step's hit events (World.Hits) and
+// touching object pairs (World.Contacts, World.FighterPropContacts). Our code
+// allocates nothing per step; box2d allocates inside.
+//
+// # Fighters
+//
+// A fighter is ten boxes and a circle joined by motorised revolute joints with
+// human-like limits (mirrored when it turns around). It is an active ragdoll:
+// a PD torque keeps the torso upright (fading out past Tuning.FallAngle, so a
+// hard push topples it), a clamped "muscle" force holds the hips at standing
+// height while a foot is down, joint motors servo toward a pose, and walking
+// is a mass-proportional horizontal force plus a gait cycle. Jump, block,
+// punch and kick are poses, motor speeds and forces; attacks have wind-up,
+// active and recovery phases and a cooldown. A fallen fighter lies limp, then
+// gets up with a ramped lift at the shoulders. See Tuning for the numbers.
+//
+// During an attack's active phase, a contact of the striking limb with another
+// fighter is a HitEvent (once per attack and victim). Damage is not applied
+// automatically: the victim's owner calls Fighter.ApplyHit.
+//
+// # Body state and validation
+//
+// BodyState is position (body origin), angle, centre-of-mass velocity and
+// angular velocity. Object.ReadState appends all bodies' states without
+// allocating; Object.WriteState validates everything first against the
+// world's Limits (body count, NaN/Inf, bounds, speeds) and returns a
+// *StateError naming the body and field without touching box2d if anything is
+// wrong. Limits.ValidateState is the same check, for the network layer.
+//
+// # Snapshot wire format (version 1)
+//
+// A snapshot is a few bytes of header, then one bit stream (most significant
+// bit first) padded with zero bits to a whole byte:
+//
+//	byte 0     version (1)
+//	byte 1     configuration tag: a hash of the codec's Limits (bounds and
+//	           speed limits), so peers with different arenas fail loudly
+//	varint     game time in µs (zigzag, encoding/binary.AppendVarint)
+//	uvarint    sequence number (≤ 2^32-1)
+//	bits:
+//	  ue(0)    object count (≤ MaxSnapshotObjects)
+//	  per object, ids strictly increasing:
+//	    ue(0)  id − previous id − 1 (previous id starts at 0)
+//	    fighters only (the layout says so):
+//	      10   HP (≤ MaxWireHP)
+//	      4    action (a defined Action)
+//	      1    facing (1 right, 0 left)
+//	    2      VelShift s (0..3)
+//	    3      order kR of root velocities
+//	    2      order kV of child velocity residuals
+//	    3      order kW of child angular velocity residuals
+//	    per body, in index order:
+//	      root (layout parent −1):
+//	        bx   x: round((x − bounds.min.x)/PosStep), bx = bits(width/PosStep)
+//	        by   y: likewise over the bounds' height
+//	        14   angle: round(wrap(θ)/(2π/2^14)) mod 2^14
+//	        se(kR) vx, vy in VelStep quanta; se(kR) ω in AngVelStep quanta
+//	      child (jointed to an earlier parent):
+//	        11   angle: round(wrap(θ)/(2π/2^11)) mod 2^11
+//	        se(kW) ω − ω̂_parent in quanta of AngVelStep·2^s
+//	        se(0)  x − x̃, y − ỹ in PosStep quanta
+//	        se(kV) vx − ṽx, vy − ṽy in quanta of VelStep·2^s
+//
+// ue(k) is an Exp-Golomb code of order k (ue(0) of n is bitlen(n+1)−1 zeros,
+// then n+1 in binary; order k writes ue(0) of n>>k, then the k low bits of n);
+// se(k) is ue(k) of the zigzag mapping 0, 1, −1, 2, −2 … → 0, 1, 2, 3, 4 ….
+// The encoder picks the orders that make each object shortest.
+//
+// A child's prediction (x̃, ỹ, ṽ) is where its joint puts it given the
+// already decoded parent and its own decoded angle and angular velocity
+// (Layout, predictChild): the joint point a = p_parent + R(θ_parent)·anchor
+// in parent, the child's origin a − R(θ)·anchor in child, and the velocity of
+// a rigid pin joint. The encoder predicts from the values the decoder will
+// have (closed loop), so quantization errors never add up along a chain, and a
+// well-held joint costs a few bits. The decoder finds each object's layout by
+// id (a World or a LayoutTable); an unknown id is an error.
+//
+// Precision (worst case, MaxPosError etc.): positions ±0.5 mm; root angles
+// ±0.011°, child angles ±0.088°; linear velocities ±7.8 mm/s; angular
+// velocities ±0.016 rad/s. When an object would not fit the SnapshotTarget
+// (64 bytes for one object), child velocity quanta are doubled up to three
+// times (VelShift): their errors grow by 2^VelShift while positions and angles
+// keep their precision. A standing or walking fighter takes about 40–50 bytes,
+// a fight averages under 50.
+//
+// Decoding checks everything and never panics: a packet longer than
+// MaxPacketSize (1200 bytes), more than MaxSnapshotObjects objects or
+// MaxSnapshotBodies bodies, a wrong version or configuration tag, a truncated
+// field, an unknown object id, a value outside the limits (every decoded body
+// passes Limits.ValidateBody, so it is safe to write into the world), an
+// undefined action, an absurd code, or trailing bytes or non-zero padding all
+// return a *CodecError saying which field of which object at which byte
+// offset, wrapping an errors.Is-able sentinel.
+package physics

@@ -1,0 +1,477 @@
+package physics
+
+import (
+	"math"
+	"testing"
+)
+
+func TestIdleFighterStaysStanding(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, -2)
+	var worst float64
+	for i := 0; i < 600; i++ {
+		w.Step()
+		a := torsoAngle(f)
+		worst = math.Max(worst, math.Abs(a))
+		if math.Abs(a) > 20*math.Pi/180 {
+			t.Fatalf("step %d: torso at %.1f°, want within ±20°", i, deg(a))
+		}
+		head, hip := f.Object().ReadBody(PartHead.Index()).Pos, hipPoint(f)
+		if head.Y < hip.Y+0.4 {
+			t.Fatalf("step %d: head at y=%.3f not above hips at y=%.3f", i, head.Y, hip.Y)
+		}
+		if f.Action() != ActionIdle {
+			t.Fatalf("step %d: action %v, want idle", i, f.Action())
+		}
+		if i > 30 && !f.Grounded() {
+			t.Fatalf("step %d: an idle fighter should have a foot down", i)
+		}
+	}
+	// It stands where it was put and stays on its feet.
+	if x := f.Object().ReadBody(0).Pos.X; math.Abs(x+2) > 0.3 {
+		t.Errorf("idle fighter drifted to x=%.3f from -2", x)
+	}
+	if y := hipPoint(f).Y; y < 0.75 {
+		t.Errorf("hips at %.3f m: crouching, not standing", y)
+	}
+	t.Logf("worst torso angle %.1f°", deg(worst))
+}
+
+func TestWalk(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, 0)
+	steps(w, 30)
+	x0 := f.Object().ReadBody(0).Pos.X
+	f.SetInput(InputRight)
+	for i := 0; i < 120; i++ {
+		w.Step()
+		if a := torsoAngle(f); math.Abs(a) > 35*math.Pi/180 {
+			t.Fatalf("walking right, step %d: torso at %.1f°", i, deg(a))
+		}
+		if f.Action() != ActionWalk {
+			t.Fatalf("walking right, step %d: action %v", i, f.Action())
+		}
+	}
+	x1 := f.Object().ReadBody(0).Pos.X
+	if x1-x0 < 2 {
+		t.Errorf("2 s walking right moved %.2f m, want at least 2 m", x1-x0)
+	}
+	if f.Facing() != FacingRight {
+		t.Errorf("alone, a fighter walking right should face right, faces %v", f.Facing())
+	}
+	f.SetInput(InputLeft)
+	for i := 0; i < 120; i++ {
+		w.Step()
+		if a := torsoAngle(f); math.Abs(a) > 35*math.Pi/180 {
+			t.Fatalf("walking left, step %d: torso at %.1f°", i, deg(a))
+		}
+	}
+	x2 := f.Object().ReadBody(0).Pos.X
+	if x1-x2 < 2 {
+		t.Errorf("2 s walking left moved %.2f m left, want at least 2 m", x1-x2)
+	}
+	if f.Facing() != FacingLeft {
+		t.Errorf("walking left should face left, faces %v", f.Facing())
+	}
+	// Letting go stops it.
+	f.SetInput(0)
+	steps(w, 60)
+	if v := f.Object().ReadBody(0).Vel.X; math.Abs(v) > 0.3 {
+		t.Errorf("1 s after letting go, still moving at %.2f m/s", v)
+	}
+	if f.Action() != ActionIdle {
+		t.Errorf("action %v after letting go, want idle", f.Action())
+	}
+}
+
+func TestJump(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, 0)
+	steps(w, 30)
+	ground := lowestFoot(f)
+	f.SetInput(InputJump)
+	highest := ground
+	airborne := false
+	for i := 0; i < 90; i++ {
+		w.Step()
+		f.SetInput(InputJump) // holding the key does not jump again
+		highest = math.Max(highest, lowestFoot(f))
+		airborne = airborne || f.Action() == ActionJump
+	}
+	if !airborne {
+		t.Error("action never was jump")
+	}
+	if highest < ground+0.5 {
+		t.Errorf("feet rose to %.2f m (from %.2f), want clearly above the ground (> 0.5 m)", highest, ground)
+	}
+	// It lands on its feet and stands.
+	f.SetInput(0)
+	steps(w, 60)
+	if f.Action() != ActionIdle || lowestFoot(f) > 0.05 {
+		t.Errorf("after landing: action %v, feet at %.3f m", f.Action(), lowestFoot(f))
+	}
+	if a := torsoAngle(f); math.Abs(a) > 20*math.Pi/180 {
+		t.Errorf("landed with the torso at %.1f°", deg(a))
+	}
+}
+
+// strike makes a attack once and returns the hits it produced within 60
+// steps.
+func strike(w *World, a *Fighter, in Input) []HitEvent {
+	var hits []HitEvent
+	a.SetInput(in)
+	for i := 0; i < 60; i++ {
+		w.Step()
+		a.SetInput(0)
+		hits = append(hits, w.Hits()...)
+	}
+	return hits
+}
+
+func TestPunchAndKickHitOnlyInReach(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      Input
+		attack  Action
+		limb    []BodyPart
+		near    float64 // torso distance in reach
+		far     float64 // out of reach
+		phaseOK bool
+	}{
+		{"punch", InputPunch, ActionPunch, []BodyPart{PartLowerArmL, PartLowerArmR}, 0.7, 1.6, true},
+		{"kick", InputKick, ActionKick, []BodyPart{PartLowerLegR}, 0.9, 2.0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, d := range []float64{tc.near, tc.far} {
+				w := newWorld(t)
+				a := addFighter(t, w, 1, -d/2)
+				b := addFighter(t, w, 2, d/2)
+				steps(w, 30)
+				if a.Facing() != FacingRight || b.Facing() != FacingLeft {
+					t.Fatalf("fighters face %v and %v, want each other", a.Facing(), b.Facing())
+				}
+				sawActive := false
+				a.SetInput(tc.in)
+				var hits []HitEvent
+				for i := 0; i < 60; i++ {
+					w.Step()
+					a.SetInput(0)
+					if a.AttackPhase() == PhaseActive {
+						sawActive = true
+						if p := a.StrikingPart(); p != tc.limb[0] && (len(tc.limb) < 2 || p != tc.limb[1]) {
+							t.Fatalf("striking part %v", p)
+						}
+					}
+					hits = append(hits, w.Hits()...)
+				}
+				if !sawActive {
+					t.Fatal("attack never reached its active phase")
+				}
+				if d == tc.far {
+					if len(hits) != 0 {
+						t.Errorf("at %.1f m (out of reach) got hits %+v", d, hits)
+					}
+					continue
+				}
+				if len(hits) != 1 {
+					t.Fatalf("at %.1f m got %d hits, want exactly 1: %+v", d, len(hits), hits)
+				}
+				h := hits[0]
+				if h.Attacker != 1 || h.Victim != 2 || h.Attack != tc.attack || h.Part == PartUnknown ||
+					!(h.Impulse >= a.Tuning().MinHitImpulse) || h.Tick == 0 || h.Tick > w.Tick() || h.Blocked {
+					t.Errorf("bad hit event %+v", h)
+				}
+				if dmg := b.Damage(h); dmg < 1 {
+					t.Errorf("hit %+v does %d damage", h, dmg)
+				}
+				t.Logf("%s at %.1f m: %+v, damage %d", tc.name, d, h, b.Damage(h))
+			}
+		})
+	}
+}
+
+func TestAttackPhasesAndCooldown(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, 0)
+	steps(w, 10)
+	tu := f.Tuning()
+	f.SetInput(InputPunch)
+	var phases []AttackPhase
+	for i := 0; i < tu.PunchWindup+tu.PunchActive+tu.PunchRecovery+2; i++ {
+		w.Step()
+		f.SetInput(InputPunch) // held: no second punch
+		if n := len(phases); n == 0 || phases[n-1] != f.AttackPhase() {
+			phases = append(phases, f.AttackPhase())
+		}
+	}
+	want := []AttackPhase{PhaseWindup, PhaseActive, PhaseRecovery, PhaseNone}
+	if len(phases) != len(want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	for i := range want {
+		if phases[i] != want[i] {
+			t.Fatalf("phases %v, want %v", phases, want)
+		}
+	}
+	if f.Cooldown() == 0 {
+		t.Error("no cooldown after a punch")
+	}
+	// A press during the cooldown is buffered and fires when it ends.
+	f.SetInput(0)
+	w.Step()
+	f.SetInput(InputKick)
+	w.Step()
+	f.SetInput(0)
+	if f.Action() == ActionKick {
+		t.Fatal("kick started during the cooldown")
+	}
+	for i := 0; i < tu.PunchCooldown+2 && f.Action() != ActionKick; i++ {
+		w.Step()
+	}
+	if f.Action() != ActionKick {
+		t.Errorf("buffered kick did not start after the cooldown, action %v", f.Action())
+	}
+}
+
+func TestKnockdownAndGetUp(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -0.45)
+	b := addFighter(t, w, 2, 0.45)
+	steps(w, 30)
+	// A strong kick: the victim's owner applies it, and it knocks down.
+	hits := strike(w, a, InputKick)
+	if len(hits) != 1 {
+		t.Fatalf("kick produced %d hits", len(hits))
+	}
+	h := hits[0]
+	h.Impulse = math.Max(h.Impulse, b.Tuning().KnockdownImpulse)
+	dmg := b.ApplyHit(h)
+	if dmg < 1 || b.HP() != b.MaxHP()-dmg {
+		t.Fatalf("damage %d, HP %d", dmg, b.HP())
+	}
+	if b.Action() != ActionDown {
+		t.Fatalf("after a knockdown hit the victim is %v", b.Action())
+	}
+	fell := false
+	for i := 0; i < 180; i++ {
+		w.Step()
+		fell = fell || math.Abs(torsoAngle(b)) > 45*math.Pi/180
+		if b.Action() == ActionIdle && i > 10 {
+			if !fell {
+				t.Error("knocked-down fighter never actually fell")
+			}
+			if math.Abs(torsoAngle(b)) > 25*math.Pi/180 || hipPoint(b).Y < 0.75 {
+				t.Errorf("idle but not standing: torso %.1f°, hips %.2f m", deg(torsoAngle(b)), hipPoint(b).Y)
+			}
+			return
+		}
+	}
+	t.Errorf("not back up within 3 s: %v, torso %.1f°", b.Action(), deg(torsoAngle(b)))
+}
+
+func TestLyingFighterGetsUp(t *testing.T) {
+	for _, faceUp := range []bool{true, false} {
+		w := newWorld(t)
+		f := addFighter(t, w, 1, 0)
+		steps(w, 10)
+		layDown(t, f, 0, faceUp)
+		sawDown, up := false, -1
+		for i := 0; i < 180; i++ {
+			w.Step()
+			sawDown = sawDown || f.Action() == ActionDown
+			if sawDown && f.Action() == ActionIdle {
+				up = i
+				break
+			}
+		}
+		if !sawDown || up < 0 {
+			t.Fatalf("faceUp=%v: down=%v, got up at step %d; action %v", faceUp, sawDown, up, f.Action())
+		}
+		// And it stays up.
+		for i := 0; i < 120; i++ {
+			w.Step()
+			if math.Abs(torsoAngle(f)) > 25*math.Pi/180 {
+				t.Fatalf("faceUp=%v: fell again %d steps after getting up (torso %.1f°)", faceUp, i, deg(torsoAngle(f)))
+			}
+		}
+		t.Logf("faceUp=%v: standing after %d steps", faceUp, up+1)
+	}
+}
+
+func TestKnockedOutFighterStaysDown(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, 0)
+	steps(w, 10)
+	f.SetHP(0)
+	if f.Action() != ActionKO {
+		t.Fatalf("HP 0: action %v", f.Action())
+	}
+	steps(w, 240)
+	if f.Action() != ActionKO || math.Abs(torsoAngle(f)) < 45*math.Pi/180 {
+		t.Errorf("KO fighter: action %v, torso %.1f° (should lie)", f.Action(), deg(torsoAngle(f)))
+	}
+	f.Revive(50)
+	for i := 0; i < 240 && f.Action() != ActionIdle; i++ {
+		w.Step()
+	}
+	if f.Action() != ActionIdle || f.HP() != 50 {
+		t.Errorf("revived: action %v HP %d", f.Action(), f.HP())
+	}
+}
+
+func TestBlockReducesDamage(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -0.35)
+	b := addFighter(t, w, 2, 0.35)
+	steps(w, 20)
+	b.SetInput(InputBlock)
+	steps(w, 20)
+	if b.Action() != ActionBlock {
+		t.Fatalf("holding block: action %v", b.Action())
+	}
+	hits := strike(w, a, InputPunch)
+	if len(hits) == 0 {
+		t.Fatal("punch on a blocking fighter at close range did not land")
+	}
+	h := hits[0]
+	if !h.Blocked {
+		t.Errorf("hit on a blocking fighter not marked blocked: %+v", h)
+	}
+	open := h
+	open.Blocked = false
+	if b.Damage(h) >= b.Damage(open) && b.Damage(open) > 1 {
+		t.Errorf("blocked damage %d not below unblocked %d", b.Damage(h), b.Damage(open))
+	}
+	if b.ApplyHit(h); b.Action() == ActionDown {
+		t.Error("a blocked hit knocked the fighter down")
+	}
+}
+
+func TestDamageRules(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 2, 0)
+	tu := f.Tuning()
+	base := HitEvent{Attacker: 1, Victim: 2, Part: PartTorso, Impulse: 20, Attack: ActionPunch}
+	torso := f.Damage(base)
+	if want := int(math.Round(20 * tu.DamagePerImpulse * tu.TorsoMultiplier)); torso != want {
+		t.Errorf("torso damage %d, want %d", torso, want)
+	}
+	head := base
+	head.Part = PartHead
+	if f.Damage(head) <= torso {
+		t.Errorf("head hit %d not worth more than torso %d", f.Damage(head), torso)
+	}
+	arm := base
+	arm.Part = PartLowerArmL
+	if f.Damage(arm) >= torso {
+		t.Errorf("arm hit %d not worth less than torso %d", f.Damage(arm), torso)
+	}
+	other := base
+	other.Victim = 3
+	if f.Damage(other) != 0 || f.ApplyHit(other) != 0 || f.HP() != f.MaxHP() {
+		t.Error("a hit on another fighter changed this one")
+	}
+	huge := base
+	huge.Impulse = 1e6
+	if d := f.Damage(huge); d != tu.MaxHitDamage {
+		t.Errorf("huge hit does %d, want the cap %d", d, tu.MaxHitDamage)
+	}
+	for _, imp := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		bad := base
+		bad.Impulse = imp
+		if d := f.Damage(bad); d != 0 {
+			t.Errorf("impulse %v does %d damage", imp, d)
+		}
+	}
+	for f.HP() > 0 {
+		f.ApplyHit(huge)
+	}
+	if f.Action() != ActionKO {
+		t.Errorf("HP 0 but action %v", f.Action())
+	}
+	if f.ApplyHit(base) != 0 || f.HP() != 0 {
+		t.Error("a KO fighter took more damage")
+	}
+}
+
+func TestFightersFaceEachOtherAndTurn(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -1)
+	b := addFighter(t, w, 2, 1)
+	steps(w, 20)
+	if a.Facing() != FacingRight || b.Facing() != FacingLeft {
+		t.Fatalf("facing %v / %v", a.Facing(), b.Facing())
+	}
+	// Move b behind a: both turn around and stay standing (the joint
+	// limits are mirrored without snapping).
+	st := b.Object().ReadState(nil)
+	for i := range st {
+		st[i].Pos.X -= 3
+	}
+	if err := b.Object().WriteState(st); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 120; i++ {
+		w.Step()
+		for _, f := range []*Fighter{a, b} {
+			if math.Abs(torsoAngle(f)) > 30*math.Pi/180 {
+				t.Fatalf("step %d: %v fell while turning (%.1f°)", i, f.ID(), deg(torsoAngle(f)))
+			}
+		}
+	}
+	if a.Facing() != FacingLeft || b.Facing() != FacingRight {
+		t.Errorf("after swapping sides facing %v / %v", a.Facing(), b.Facing())
+	}
+	// The mirrored limits are in force, and every joint is within them.
+	for _, f := range []*Fighter{a, b} {
+		for j, rj := range f.joints {
+			lo, hi := mirrorLimits(jointLimits[j], f.Facing())
+			if rj.M_lowerAngle != lo || rj.M_upperAngle != hi {
+				t.Errorf("%v joint %d limits [%.2f %.2f], want [%.2f %.2f]", f.ID(), j, rj.M_lowerAngle, rj.M_upperAngle, lo, hi)
+			}
+			if a := jointAngle(rj); a < lo-0.05 || a > hi+0.05 {
+				t.Errorf("%v joint %d at %.2f outside [%.2f %.2f]", f.ID(), j, a, lo, hi)
+			}
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	run := func() []BodyState {
+		w := newWorld(t)
+		a := addFighter(t, w, 1, -0.6)
+		b := addFighter(t, w, 2, 0.6)
+		if _, err := w.AddBall(3, PropConfig{Pos: V(0, 3)}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 300; i++ {
+			in := Input(0)
+			switch i % 50 {
+			case 5:
+				in = InputPunch
+			case 25:
+				in = InputKick
+			}
+			if i > 200 {
+				in |= InputRight
+			}
+			a.SetInput(in)
+			b.SetInput(InputBlock * Input(i/100%2))
+			w.Step()
+			for _, h := range w.Hits() {
+				w.Fighter(h.Victim).ApplyHit(h)
+			}
+		}
+		var out []BodyState
+		for _, o := range w.Objects() {
+			out = o.ReadState(out)
+		}
+		return out
+	}
+	x, y := run(), run()
+	for i := range x {
+		if x[i] != y[i] {
+			t.Fatalf("body %d differs between identical runs: %+v vs %+v", i, x[i], y[i])
+		}
+	}
+}
