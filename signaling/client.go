@@ -161,12 +161,20 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
 		HTTPClient:      cfg.HTTPClient,
 		HTTPHeader:      cfg.Header,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
+		// A refusal before the upgrade (e.g. shutting_down) has a JSON body.
+		if resp != nil && resp.Body != nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if m, derr := DecodeMessage(body); derr == nil && m.Type == TypeError {
+				return nil, &Error{Code: m.Code, Message: m.Text, Ref: m.Ref}
+			}
+		}
 		return nil, fmt.Errorf("signaling: dial %s: %w", u, err)
 	}
 	conn.SetReadLimit(cfg.MaxMessageBytes)

@@ -336,12 +336,15 @@ func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
 
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		s.rejected.Add(1)
+		writeHTTPError(w, http.StatusServiceUnavailable, &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"})
+		return
+	}
 	var refuse *Error
 	status := websocket.StatusTryAgainLater
 	switch {
-	case s.closing:
-		refuse = &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}
-		status = websocket.StatusGoingAway
 	case len(s.clients)+s.reserved >= s.cfg.MaxConns:
 		refuse = &Error{Code: CodeServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
 	case r.URL.Query().Get("v") != fmt.Sprint(ProtocolVersion):

@@ -555,10 +555,12 @@ func TestRoomAndConnLimits(t *testing.T) {
 	if _, err := Dial(ctxT(t), url, ClientConfig{}); !errors.Is(err, ErrServerFull) {
 		t.Fatalf("6th conn: %v", err)
 	}
-	for i := 0; i < 2; i++ {
-		if _, err := cs[i].CreateRoom(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
+	code0, err := cs[0].CreateRoom(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[1].CreateRoom(ctxT(t)); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := cs[2].CreateRoom(ctxT(t)); !errors.Is(err, ErrTooManyRooms) {
 		t.Fatalf("3rd room: %v", err)
@@ -570,9 +572,12 @@ func TestRoomAndConnLimits(t *testing.T) {
 	if err := cs[3].QuickMatch(ctxT(t)); !errors.Is(err, ErrTooManyRooms) {
 		t.Fatalf("quick at the room limit: %v", err)
 	}
-	// Joining existing rooms still works at the limit.
-	code, _ := cs[0].Pairing()
-	_ = code
+	// Joining an existing room still works at the limit.
+	if err := cs[4].JoinRoom(ctxT(t), string(code0)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, cs[0], EventPaired)
+	next(t, cs[4], EventPaired)
 	if st := s.Stats(); st.Rooms != 2 || st.Queued != 1 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -710,6 +715,13 @@ func TestShutdown(t *testing.T) {
 	if _, err := Dial(ctxT(t), url, ClientConfig{}); err == nil {
 		t.Fatal("dial after shutdown succeeded")
 	}
+	// Through the handler (the listener is closed), the refusal is coded.
+	rec := &recorder{header: http.Header{}}
+	req, _ := http.NewRequest("GET", "/ws?v=1", nil)
+	s.ServeHTTP(rec, req)
+	if m, err := DecodeMessage(rec.body.Bytes()); rec.status != 503 || err != nil || m.Code != CodeShuttingDown {
+		t.Fatalf("%d %q", rec.status, rec.body.String())
+	}
 	// Shutdown with nothing open returns at once.
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -743,6 +755,11 @@ func TestHandlerShutdown(t *testing.T) {
 			}
 			break
 		}
+	}
+	// The listener still accepts (it is not the server's): new connections
+	// are refused with a coded error.
+	if _, err := Dial(ctxT(t), "ws://"+l.Addr().String(), ClientConfig{}); !errors.Is(err, ErrShuttingDown) {
+		t.Fatalf("dial after shutdown: %v", err)
 	}
 }
 
@@ -822,3 +839,13 @@ func TestRelayIdleAndLimit(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) WriteHeader(status int)      { r.status = status }
+func (r *recorder) Write(p []byte) (int, error) { return r.body.Write(p) }
