@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"bytes"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -77,3 +78,5 @@ func newGoroutines(before map[string]bool) []string {
 	}
 	return out
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
