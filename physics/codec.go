@@ -43,7 +43,7 @@ const (
 // state still validates; the error there is at most twice these). A few 1e-12
 // of float rounding come on top.
 const (
-	MaxPosError        = PosStep / 2        // 0.5 mm
+	MaxPosError        = PosStep / 2        // 0.5 mm (1 mm for children at VelShift 3)
 	MaxRootAngleError  = rootAngleStep / 2  // 0.0027°
 	MaxChildAngleError = childAngleStep / 2 // 0.044°
 	MaxAngleError      = MaxChildAngleError
@@ -54,17 +54,17 @@ const (
 // Wire widths of the object header. The Exp-Golomb orders of velocity values
 // are chosen per object by the encoder (whichever makes the object shortest)
 // and sent in the object header: kRoot for root velocities, kVel for child
-// velocity residuals, kAngVel for child angular velocity residuals. Child
-// position residuals use order 0.
+// velocity residuals, kAngVel for child angular velocity residuals, kPos for
+// child position residuals.
 const (
 	egID       = 0
 	egCount    = 0
-	egPos      = 0
 	hpBits     = 10
 	actionBits = 4
 	kRootBits  = 3 // order 0..7
 	kVelBits   = 2 // order 0..3
 	kAngBits   = 3 // order 0..7
+	kPosBits   = 2 // order 0..3
 
 	velShiftBits = 2
 	maxVelShift  = 3
@@ -334,21 +334,34 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 		var q [MaxBodiesPerObject]quantBody
 		var ks orders
 		var shift uint
+		var sib bool
 		for shift = 0; ; shift++ {
 			for i := 0; i < n; i++ {
 				if field, v, ok := c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], shift); !ok {
 					return fail(o.ID, i, field, v, ErrOutOfRange)
 				}
 			}
-			ks = chooseOrders(l, q[:n])
-			if shift == maxVelShift || fixed+objectBits(l, q[:n], ks) <= budget {
+			// Code residuals plainly or as differences from the previous
+			// sibling's, whichever is shorter.
+			best := -1
+			for _, on := range [2]bool{false, true} {
+				setSiblingCoding(l, q[:n], on)
+				k := chooseOrders(l, q[:n])
+				if b := objectBits(l, q[:n], k); best < 0 || b < best {
+					best, ks, sib = b, k, on
+				}
+			}
+			setSiblingCoding(l, q[:n], sib)
+			if shift == maxVelShift || fixed+best <= budget {
 				break
 			}
 		}
 		w.write(uint64(shift), velShiftBits)
+		w.write(b2u(sib), 1)
 		w.write(uint64(ks.root), kRootBits)
 		w.write(uint64(ks.vel), kVelBits)
 		w.write(uint64(ks.ang), kAngBits)
+		w.write(uint64(ks.pos), kPosBits)
 		for i := 0; i < n; i++ {
 			c.writeBody(&w, l, i, &q[i], ks)
 		}
@@ -373,17 +386,51 @@ func b2u(b bool) uint64 {
 // angle code and the residuals in quanta.
 type quantBody struct {
 	x, y, a   uint64
-	vx, vy, w int64
-	rx, ry    int64 // child position residuals
+	vx, vy, w int64    // root velocities; child velocity and angular velocity residuals
+	rx, ry    int64    // child position residuals
+	e         [4]int64 // child residuals as written: rx, ry, vx, vy, maybe minus a sibling's
+}
+
+// prevSibling returns the index of the last body before i with the same
+// parent, or -1.
+func prevSibling(l *Layout, i int) int {
+	p := l.Bodies[i].Parent
+	for j := i - 1; j > p; j-- {
+		if l.Bodies[j].Parent == p {
+			return j
+		}
+	}
+	return -1
+}
+
+// setSiblingCoding fills the written residuals: the residuals themselves, or
+// (sibling coding) their difference from the previous sibling's. A violent
+// push on a parent shifts all its children's residuals alike, so the
+// differences are small.
+func setSiblingCoding(l *Layout, q []quantBody, on bool) {
+	for i := range q {
+		if l.Bodies[i].Parent < 0 {
+			continue
+		}
+		b := &q[i]
+		b.e = [4]int64{b.rx, b.ry, b.vx, b.vy}
+		if j := prevSibling(l, i); on && j >= 0 {
+			p := &q[j]
+			b.e[0] -= p.rx
+			b.e[1] -= p.ry
+			b.e[2] -= p.vx
+			b.e[3] -= p.vy
+		}
+	}
 }
 
 // orders are the Exp-Golomb orders chosen for one object.
-type orders struct{ root, vel, ang uint }
+type orders struct{ root, vel, ang, pos uint }
 
 // chooseOrders picks, per class of value, the order that makes the object
 // shortest.
 func chooseOrders(l *Layout, q []quantBody) orders {
-	var root, vel, ang [8]int
+	var root, vel, ang, pos [8]int
 	for i := range q {
 		b := &q[i]
 		for k := range root {
@@ -391,13 +438,13 @@ func chooseOrders(l *Layout, q []quantBody) orders {
 				root[k] += egLen(b.vx, k) + egLen(b.vy, k) + egLen(b.w, k)
 			} else {
 				ang[k] += egLen(b.w, k)
-				if k < 1<<kVelBits {
-					vel[k] += egLen(b.vx, k) + egLen(b.vy, k)
-				}
+				pos[k] += egLen(b.e[0], k) + egLen(b.e[1], k)
+				vel[k] += egLen(b.e[2], k) + egLen(b.e[3], k)
 			}
 		}
 	}
-	return orders{root: argmin(root[:]), vel: argmin(vel[:1<<kVelBits]), ang: argmin(ang[:])}
+	return orders{root: argmin(root[:1<<kRootBits]), vel: argmin(vel[:1<<kVelBits]),
+		ang: argmin(ang[:1<<kAngBits]), pos: argmin(pos[:1<<kPosBits])}
 }
 
 func argmin(v []int) uint {
@@ -413,15 +460,15 @@ func argmin(v []int) uint {
 // objectBits returns the encoded length of an object's bodies and its orders
 // header (the parts that depend on quantization).
 func objectBits(l *Layout, q []quantBody, ks orders) int {
-	n := velShiftBits + kRootBits + kVelBits + kAngBits
+	n := velShiftBits + 1 + kRootBits + kVelBits + kAngBits + kPosBits
 	for i := range q {
 		b := &q[i]
 		if l.Bodies[i].Parent < 0 {
 			n += RootAngleBits + egLen(b.vx, int(ks.root)) + egLen(b.vy, int(ks.root)) + egLen(b.w, int(ks.root))
 			continue
 		}
-		n += ChildAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.rx, egPos) + egLen(b.ry, egPos) +
-			egLen(b.vx, int(ks.vel)) + egLen(b.vy, int(ks.vel))
+		n += ChildAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.e[0], int(ks.pos)) + egLen(b.e[1], int(ks.pos)) +
+			egLen(b.e[2], int(ks.vel)) + egLen(b.e[3], int(ks.vel))
 	}
 	return n
 }
@@ -469,11 +516,12 @@ func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, q 
 		r.AngVel = parent.AngVel + kw*angVelStep
 	}
 	pp, pv := predictChild(lb, &l.Bodies[lb.Parent], parent, r.Angle, r.AngVel)
-	kx := math.Round((s.Pos.X - pp.X) / PosStep)
-	ky := math.Round((s.Pos.Y - pp.Y) / PosStep)
+	posStep := childPosStep(shift)
+	kx := math.Round((s.Pos.X - pp.X) / posStep)
+	ky := math.Round((s.Pos.Y - pp.Y) / posStep)
 	kvx := math.Round((s.Vel.X - pv.X) / velStep)
 	kvy := math.Round((s.Vel.Y - pv.Y) / velStep)
-	r.Pos = Vec2{pp.X + kx*PosStep, pp.Y + ky*PosStep}
+	r.Pos = Vec2{pp.X + kx*posStep, pp.Y + ky*posStep}
 	r.Vel = Vec2{pv.X + kvx*velStep, pv.Y + kvy*velStep}
 	// At the edge of the bounds or speed limit, step back inside.
 	for k := 0; k < 2; k++ {
@@ -494,7 +542,7 @@ func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, q 
 			kvx -= math.Copysign(1, r.Vel.X) * b2f(r.Vel.X != 0)
 			kvy -= math.Copysign(1, r.Vel.Y) * b2f(r.Vel.Y != 0)
 		}
-		r.Pos = Vec2{pp.X + kx*PosStep, pp.Y + ky*PosStep}
+		r.Pos = Vec2{pp.X + kx*posStep, pp.Y + ky*posStep}
 		r.Vel = Vec2{pv.X + kvx*velStep, pv.Y + kvy*velStep}
 	}
 	if err := lim.ValidateBody(0, i, r); err != nil {
@@ -523,10 +571,19 @@ func (c *Codec) writeBody(w *bitWriter, l *Layout, i int, q *quantBody, ks order
 	}
 	w.write(q.a, ChildAngleBits)
 	w.writeSE(q.w, ks.ang)
-	w.writeSE(q.rx, egPos)
-	w.writeSE(q.ry, egPos)
-	w.writeSE(q.vx, ks.vel)
-	w.writeSE(q.vy, ks.vel)
+	w.writeSE(q.e[0], ks.pos)
+	w.writeSE(q.e[1], ks.pos)
+	w.writeSE(q.e[2], ks.vel)
+	w.writeSE(q.e[3], ks.vel)
+}
+
+// childPosStep returns the quantum of child position residuals: PosStep, or
+// twice that at the coarsest level (still within the 1 mm target).
+func childPosStep(shift uint) float64 {
+	if shift >= maxVelShift {
+		return 2 * PosStep
+	}
+	return PosStep
 }
 
 // maxResidual bounds the magnitude of a child residual (in quanta); larger
@@ -688,14 +745,16 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 			}
 		}
 		shift := uint(r.read(velShiftBits))
-		ks := orders{root: uint(r.read(kRootBits)), vel: uint(r.read(kVelBits)), ang: uint(r.read(kAngBits))}
+		sib := r.read(1) == 1
+		ks := orders{root: uint(r.read(kRootBits)), vel: uint(r.read(kVelBits)), ang: uint(r.read(kAngBits)), pos: uint(r.read(kPosBits))}
 		if r.short {
 			return fail(at(), id, -1, "orders", 0, ErrTruncated)
 		}
 		os.VelShift = uint8(shift)
+		var raw [MaxBodiesPerObject][4]int64 // decoded child residuals
 		for i := range l.Bodies {
 			os.Bodies = append(os.Bodies, BodyState{})
-			if err := c.decodeBody(&r, l, i, os.Bodies, ks, shift); err != nil {
+			if err := c.decodeBody(&r, l, i, os.Bodies, ks, shift, sib, &raw); err != nil {
 				if se, ok := err.(*StateError); ok {
 					return fail(at(), id, i, se.Field, se.Value, se.Err)
 				}
@@ -715,7 +774,7 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 	return nil
 }
 
-func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint) error {
+func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint, sib bool, raw *[MaxBodiesPerObject][4]int64) error {
 	lb := &l.Bodies[i]
 	b := &bodies[i]
 	if lb.Parent < 0 {
@@ -746,7 +805,7 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 	parent := &bodies[lb.Parent]
 	qa := r.read(ChildAngleBits)
 	kw := r.readSE(ks.ang)
-	kx, ky := r.readSE(egPos), r.readSE(egPos)
+	kx, ky := r.readSE(ks.pos), r.readSE(ks.pos)
 	kvx, kvy := r.readSE(ks.vel), r.readSE(ks.vel)
 	if r.long {
 		return &StateError{Body: i, Field: "residual", Value: maxEGBits, Err: ErrOutOfRange}
@@ -759,11 +818,21 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 			return &StateError{Body: i, Field: "residual", Value: float64(k), Err: ErrOutOfRange}
 		}
 	}
+	if j := prevSibling(l, i); sib && j >= 0 {
+		kx, ky, kvx, kvy = kx+raw[j][0], ky+raw[j][1], kvx+raw[j][2], kvy+raw[j][3]
+		for _, k := range [...]int64{kx, ky, kvx, kvy} {
+			if k > maxResidual || k < -maxResidual {
+				return &StateError{Body: i, Field: "residual", Value: float64(k), Err: ErrOutOfRange}
+			}
+		}
+	}
+	raw[i] = [4]int64{kx, ky, kvx, kvy}
 	velStep, angVelStep := VelStep*float64(uint(1)<<shift), AngVelStep*float64(uint(1)<<shift)
 	b.Angle = dequantAngle(qa, childAngleStep, ChildAngleBits)
 	b.AngVel = parent.AngVel + float64(kw)*angVelStep
 	pp, pv := predictChild(lb, &l.Bodies[lb.Parent], parent, b.Angle, b.AngVel)
-	b.Pos = Vec2{pp.X + float64(kx)*PosStep, pp.Y + float64(ky)*PosStep}
+	posStep := childPosStep(shift)
+	b.Pos = Vec2{pp.X + float64(kx)*posStep, pp.Y + float64(ky)*posStep}
 	b.Vel = Vec2{pv.X + float64(kvx)*velStep, pv.Y + float64(kvy)*velStep}
 	return c.limits.ValidateBody(0, i, b)
 }

@@ -22,11 +22,17 @@ func checkClose(t testing.TB, want, got *ObjectState, l *Layout) {
 	k := float64(int(1) << got.VelShift)
 	for i := range want.Bodies {
 		w, g := want.Bodies[i], got.Bodies[i]
-		angErr, velErr, angVelErr := MaxRootAngleError, MaxVelError, MaxAngVelError
+		angErr, velErr, angVelErr, posErr := MaxRootAngleError, MaxVelError, MaxAngVelError, MaxPosError
 		if l.Bodies[i].Parent >= 0 {
 			angErr, velErr, angVelErr = MaxChildAngleError, MaxVelError*k, MaxAngVelError*k
+			if got.VelShift == maxVelShift {
+				posErr = 2 * MaxPosError
+			}
 		}
-		if dx, dy := math.Abs(w.Pos.X-g.Pos.X), math.Abs(w.Pos.Y-g.Pos.Y); dx > MaxPosError+floatSlack || dy > MaxPosError+floatSlack {
+		if posErr > 0.001 {
+			t.Fatalf("position error bound %v above 1 mm", posErr)
+		}
+		if dx, dy := math.Abs(w.Pos.X-g.Pos.X), math.Abs(w.Pos.Y-g.Pos.Y); dx > posErr+floatSlack || dy > posErr+floatSlack {
 			t.Errorf("%v body %d: position error (%.6f, %.6f) m", want.ID, i, dx, dy)
 		}
 		if d := math.Abs(AngleDiff(w.Angle, g.Angle)); d > angErr+floatSlack {
@@ -358,10 +364,11 @@ func TestCodecDecodeErrors(t *testing.T) {
 		return func(w *bitWriter) {
 			w.writeUE(1, egCount)
 			w.writeUE(4, egID) // id 5
-			w.write(0, velShiftBits)
+			w.write(0, velShiftBits+1)
 			w.write(0, kRootBits)
 			w.write(0, kVelBits)
 			w.write(0, kAngBits)
+			w.write(0, kPosBits)
 			w.write(qx, c.bx)
 			w.write(qy, c.by)
 			w.write(0, RootAngleBits)
@@ -419,7 +426,7 @@ func TestCodecDecodeErrors(t *testing.T) {
 		{"unknown action 0", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(5, 0)}.bytes(), ErrOutOfRange, "action"},
 		{"absurd residual", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			fighterHeader(5, 1)(w)
-			w.write(0, velShiftBits+kRootBits+kVelBits+kAngBits)
+			w.write(0, velShiftBits+1+kRootBits+kVelBits+kAngBits+kPosBits)
 			w.write(c.nx/2, c.bx)
 			w.write(c.ny/2, c.by)
 			w.write(0, RootAngleBits)
@@ -432,7 +439,7 @@ func TestCodecDecodeErrors(t *testing.T) {
 		}}.bytes(), ErrOutOfRange, "residual"},
 		{"child out of bounds", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			fighterHeader(5, 1)(w)
-			w.write(0, velShiftBits+kRootBits+kVelBits+kAngBits)
+			w.write(0, velShiftBits+1+kRootBits+kVelBits+kAngBits+kPosBits)
 			w.write(c.nx/2, c.bx)
 			w.write(c.ny/2, c.by)
 			w.write(0, RootAngleBits)

@@ -3,6 +3,7 @@ package physics
 import (
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"testing"
 )
@@ -223,7 +224,7 @@ func TestDiagBig(t *testing.T) {
 	fightStates(t, 1800, func(w *World, s *Snapshot) {
 		c := w.Codec()
 		buf, _ = c.AppendSnapshot(buf[:0], s)
-		if len(buf) < 62 {
+		if len(buf) < 64 {
 			return
 		}
 		o := &s.Objects[0]
@@ -244,4 +245,72 @@ func TestDiagBig(t *testing.T) {
 			fmt.Printf("  %d w=%d (%d) r=(%d,%d) (%d) v=(%d,%d) (%d)\n", i, b.w, egLen(b.w, int(ks.ang)), b.rx, b.ry, egLen(b.rx, 0)+egLen(b.ry, 0), b.vx, b.vy, egLen(b.vx, int(ks.vel))+egLen(b.vy, int(ks.vel)))
 		}
 	})
+}
+
+func TestDiagRandomFight(t *testing.T) {
+	diagOn(t)
+	w, _ := NewWorld(WorldConfig{VelocityIterations: 8, PositionIterations: 6})
+	a := addFighter(t, w, 1, -0.5)
+	b := addFighter(t, w, 2, 0.5)
+	w.AddBall(3, PropConfig{Pos: V(0, 4)})
+	w.AddCrate(4, PropConfig{Pos: V(2, 1)})
+	c := w.Codec()
+	rng := rand.New(rand.NewSource(5))
+	var s, d Snapshot
+	var buf []byte
+	hist := map[int]int{}
+	shifts := map[uint8]int{}
+	maxLen := 0
+	ins := [2]Input{}
+	for i := 0; i < 20000; i++ {
+		for k, f := range []*Fighter{a, b} {
+			if rng.Intn(20) == 0 {
+				ins[k] = Input(rng.Intn(64))
+			}
+			f.SetInput(ins[k])
+		}
+		w.Step()
+		for _, h := range w.Hits() {
+			w.Fighter(h.Victim).ApplyHit(h)
+		}
+		for _, f := range []*Fighter{a, b} {
+			if f.HP() < 20 {
+				f.Revive(100)
+			}
+			s.Reset(int64(i)*16667+3_600_000_000, uint32(i)+100000)
+			s.Add(f.Object())
+			var err error
+			buf, err = c.AppendSnapshot(buf[:0], &s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.DecodeSnapshot(buf, &d); err != nil {
+				t.Fatal(err)
+			}
+			hist[len(buf)/4*4]++
+			shifts[d.Objects[0].VelShift]++
+			maxLen = max(maxLen, len(buf))
+			if len(buf) > 64 {
+				o := &s.Objects[0]
+				l := w.Layout(o.ID)
+				var rec [MaxBodiesPerObject]BodyState
+				var q [MaxBodiesPerObject]quantBody
+				for i := range l.Bodies {
+					c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], uint(o.VelShift))
+				}
+				ks := chooseOrders(l, q[:len(l.Bodies)])
+				fmt.Printf("len %d shift %d action %v ks %+v\n", len(buf), o.VelShift, o.Action, ks)
+				for i := range l.Bodies {
+					b := q[i]
+					if i == 0 {
+						fmt.Printf("  root v=(%d,%d) w=%d bits %d\n", b.vx, b.vy, b.w, egLen(b.vx, int(ks.root))+egLen(b.vy, int(ks.root))+egLen(b.w, int(ks.root)))
+						continue
+					}
+					fmt.Printf("  %d w=%d (%d) r=(%d,%d) (%d) v=(%d,%d) (%d)\n", i, b.w, egLen(b.w, int(ks.ang)), b.rx, b.ry, egLen(b.rx, int(ks.pos))+egLen(b.ry, int(ks.pos)), b.vx, b.vy, egLen(b.vx, int(ks.vel))+egLen(b.vy, int(ks.vel)))
+				}
+			}
+		}
+	}
+	fmt.Println("max", maxLen, hist, shifts)
+	fmt.Println("hp", a.HP(), b.HP(), a.Action(), b.Action())
 }
