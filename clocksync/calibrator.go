@@ -40,9 +40,16 @@ type Config struct {
 	// CalibrationInterval is the ping period before the match. Zero:
 	// 62.5 ms (16 Hz). Range [1 ms, 10 s].
 	CalibrationInterval time.Duration
-	// MatchInterval is the ping period once the match runs. Zero: 250 ms
-	// (4 Hz). Range [1 ms, 10 s].
+	// MatchInterval is the ping period once the match runs and the drift
+	// is known to within SettledDriftPPM; until then pings continue at
+	// CalibrationInterval (on a jittery link the drift takes some tens of
+	// seconds to pin down, and until it is, more samples keep the offset
+	// close). Zero: 250 ms (4 Hz). Range [1 ms, 10 s].
 	MatchInterval time.Duration
+	// SettledDriftPPM is the drift uncertainty (Estimate.
+	// DriftUncertaintyPPM) below which the slower MatchInterval is used.
+	// Zero: 10 ppm. Negative: always use MatchInterval in the match.
+	SettledDriftPPM float64
 	// PingTimeout: a ping not answered within it counts as lost, and a pong
 	// arriving later is rejected. Zero: 2 s. Range [10 ms, 1 min].
 	PingTimeout time.Duration
@@ -61,6 +68,7 @@ const (
 	DefaultMatchInterval       = 250 * time.Millisecond
 	DefaultPingTimeout         = 2 * time.Second
 	DefaultMinSamples          = 8
+	DefaultSettledDriftPPM     = 10
 )
 
 func (c Config) resolve() (Config, error) {
@@ -68,6 +76,7 @@ func (c Config) resolve() (Config, error) {
 	c.MatchInterval = orDefault(c.MatchInterval, DefaultMatchInterval)
 	c.PingTimeout = orDefault(c.PingTimeout, DefaultPingTimeout)
 	c.MinSamples = orDefault(c.MinSamples, DefaultMinSamples)
+	c.SettledDriftPPM = orDefault(c.SettledDriftPPM, DefaultSettledDriftPPM)
 	switch {
 	case c.Role != RoleLeader && c.Role != RoleFollower:
 		return c, configError("Role", c.Role, "leader or follower")
@@ -77,6 +86,8 @@ func (c Config) resolve() (Config, error) {
 		return c, configError("MatchInterval", c.MatchInterval, "[1ms, 10s]")
 	case c.PingTimeout < 10*time.Millisecond || c.PingTimeout > time.Minute:
 		return c, configError("PingTimeout", c.PingTimeout, "[10ms, 1m]")
+	case c.SettledDriftPPM != c.SettledDriftPPM: // NaN
+		return c, configError("SettledDriftPPM", c.SettledDriftPPM, "a number")
 	case c.MinSamples < 1 || c.MinSamples > 1000:
 		return c, configError("MinSamples", c.MinSamples, "[1, 1000]")
 	}
@@ -111,18 +122,18 @@ var (
 
 // Stats are a Calibrator's counters and current figures.
 type Stats struct {
-	Role                   Role
-	Running                bool // StartMatch was called
-	Synced                 bool
-	PingsSent              uint64
-	PongsReceived          uint64 // valid pongs turned into samples
-	PingsAnswered          uint64 // pongs sent
-	PingsLost              uint64 // unanswered after PingTimeout
-	Rejected               uint64 // messages rejected (malformed, unknown, duplicate, late, conflicting)
-	RoleConflicts          uint64
-	Steps                  uint64 // forward steps of the running game clock
-	RTT                    RTTStats
-	Estimate               Estimate
+	Role          Role
+	Running       bool // StartMatch was called
+	Synced        bool
+	PingsSent     uint64
+	PongsReceived uint64 // valid pongs turned into samples
+	PingsAnswered uint64 // pongs sent
+	PingsLost     uint64 // unanswered after PingTimeout
+	Rejected      uint64 // messages rejected (malformed, unknown, duplicate, late, conflicting)
+	RoleConflicts uint64
+	Steps         uint64 // forward steps of the running game clock
+	RTT           RTTStats
+	Estimate      Estimate
 	// ClockError (follower) is the estimated leader game time minus ours
 	// now: the error the game clock is still slewing away.
 	ClockError time.Duration
@@ -291,11 +302,12 @@ func (c *Calibrator) interval() time.Duration {
 // settled reports whether the drift is known well enough for the slow
 // match ping rate.
 func (c *Calibrator) settled() bool {
+	if c.cfg.SettledDriftPPM < 0 {
+		return true
+	}
 	e := c.est.Estimate()
-	return e.Drifting && e.DriftUncertaintyPPM <= settledPPM
+	return e.Drifting && e.DriftUncertaintyPPM <= c.cfg.SettledDriftPPM
 }
-
-var settledPPM = 5.0
 
 // NextPing returns the local time at which the next ping is due.
 func (c *Calibrator) NextPing() time.Duration { return c.nextPing }

@@ -112,7 +112,7 @@ func (s *sim) run(until, every time.Duration, observe func(now time.Duration)) {
 
 // errorStats summarises |error| samples.
 type errorStats struct {
-	n             int
+	n                        int
 	mean, p50, p95, p99, max time.Duration
 }
 
