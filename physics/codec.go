@@ -277,7 +277,7 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 	w.writeUE(uint64(len(s.Objects)), egCount)
 	// Each object may use what one object can in a SnapshotTarget-byte
 	// snapshot with this header.
-	budget := SnapshotTarget*8 - 8*(len(dst)-start) - egLen(int64(len(s.Objects)), egCount) - 7
+	budget := objectBudget(len(dst)-start, uint64(len(s.Objects)))
 	var prev ObjectID
 	total := 0
 	for oi := range s.Objects {
@@ -304,6 +304,7 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 			return fail(o.ID, se.Body, se.Field, se.Value, se.Err)
 		}
 		w.writeUE(uint64(o.ID-prev-1), egID)
+		fixed := ueLen(uint64(o.ID-prev-1), egID) // bits that do not depend on quantization
 		prev = o.ID
 		if l.Fighter {
 			if o.HP < 0 || o.HP > MaxWireHP {
@@ -321,7 +322,6 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 		}
 		// Quantize at full precision; if the object would exceed its
 		// size budget, send child velocities coarser (VelShift).
-		fixed := egLen(int64(o.ID-prev-1), egID) // the id was already written, unsigned: close enough
 		if l.Fighter {
 			fixed += hpBits + actionBits + 1
 		}
@@ -474,8 +474,17 @@ func objectBits(l *Layout, q []quantBody, ks orders) int {
 }
 
 // egLen returns the length in bits of writeSE(s, k).
-func egLen(s int64, k int) int {
-	return 2*bits.Len64(zigzag(s)>>k+1) - 1 + k
+func egLen(s int64, k int) int { return ueLen(zigzag(s), k) }
+
+// ueLen returns the length in bits of writeUE(u, k).
+func ueLen(u uint64, k int) int { return 2*bits.Len64(u>>k+1) - 1 + k }
+
+// objectBudget returns how many bits each object of a snapshot may take
+// before the encoder coarsens it: what a lone object has in a
+// SnapshotTarget-byte snapshot with this header (headerBytes before the bit
+// stream, count objects), less a byte for padding.
+func objectBudget(headerBytes int, count uint64) int {
+	return SnapshotTarget*8 - 8*headerBytes - ueLen(count, egCount) - 7
 }
 
 // quantizeBody quantizes body i of layout l into q and stores what the decoder
@@ -707,7 +716,9 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 	}
 	var prev ObjectID
 	total := 0
+	budget := objectBudget(off, count)
 	for oi := uint64(0); oi < count; oi++ {
+		objStart := r.pos
 		delta := r.readUE(egID)
 		if r.short {
 			return fail(at(), 0, -1, "object header", 0, ErrTruncated)
@@ -760,6 +771,11 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 				}
 				return fail(at(), id, i, "body", 0, err)
 			}
+		}
+		// The encoder coarsens an object that does not fit its budget, so a
+		// longer object at a finer level is not canonical.
+		if n := int(r.pos - objStart); n > budget && shift < maxVelShift {
+			return fail(at(), id, -1, "object bits", float64(n), ErrTooLarge)
 		}
 	}
 	// Only zero padding may follow, up to the end of the byte.

@@ -114,14 +114,14 @@ func (o *Object) WriteState(src []BodyState) error {
 	}
 	for i, b := range o.bodies {
 		s := &src[i]
-		angle := s.Angle
+		// The representative of s.Angle (mod 2π) nearest to: the current
+		// angle for a root; the parent's new angle plus the current
+		// child−parent angle for a child.
+		near := old[i]
 		if p := o.layout.Bodies[i].Parent; p >= 0 {
-			// Keep the current branch of (child - parent).
-			parentNew := o.bodies[p].M_sweep.A
-			angle = parentNew + (old[i] - old[p]) + AngleDiff(s.Angle-parentNew, old[i]-old[p])
-		} else {
-			angle = old[i] + AngleDiff(s.Angle, old[i])
+			near = o.bodies[p].M_sweep.A + (old[i] - old[p])
 		}
+		angle := s.Angle + 2*math.Pi*math.Round((near-s.Angle)/(2*math.Pi))
 		b.SetTransform(box2d.B2Vec2{X: s.Pos.X, Y: s.Pos.Y}, angle)
 		if b.M_type != box2d.B2BodyType.B2_staticBody {
 			b.M_linearVelocity = box2d.B2Vec2{X: s.Vel.X, Y: s.Vel.Y}

@@ -1,0 +1,90 @@
+package physics
+
+import "testing"
+
+func TestCodecAllocatesNothing(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -0.5)
+	b := addFighter(t, w, 2, 0.5)
+	w.AddBall(3, PropConfig{Pos: V(0, 3)})
+	a.SetInput(InputKick)
+	steps(w, 20)
+	c := w.Codec()
+	var s, d Snapshot
+	buf := make([]byte, 0, MaxPacketSize)
+	fill := func() {
+		s.Reset(12345, 6)
+		for _, o := range w.Objects() {
+			s.Add(o)
+		}
+	}
+	fill()
+	var err error
+	buf, _ = c.AppendSnapshot(buf[:0], &s)
+	if err = c.DecodeSnapshot(buf, &d); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, fill); n != 0 {
+		t.Errorf("Snapshot.Reset+Add: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { buf, err = c.AppendSnapshot(buf[:0], &s) }); n != 0 || err != nil {
+		t.Errorf("AppendSnapshot: %v allocs (%v)", n, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { err = c.DecodeSnapshot(buf, &d) }); n != 0 || err != nil {
+		t.Errorf("DecodeSnapshot: %v allocs (%v)", n, err)
+	}
+	_ = b
+}
+
+// TestStepAddsNoAllocations runs the parts of World.Step that are ours (the
+// fighters' controllers, hit and contact collection) and checks they allocate
+// nothing; box2d's own step allocates inside and is not ours to fix.
+func TestStepAddsNoAllocations(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -0.35)
+	b := addFighter(t, w, 2, 0.35)
+	w.AddCrate(3, PropConfig{Pos: V(0.9, 0.3)})
+	for i := 0; i < 120; i++ {
+		a.SetInput([]Input{InputPunch, 0, InputKick, 0, InputRight}[i/10%5])
+		b.SetInput(InputLeft)
+		w.Step()
+	}
+	if len(w.Contacts()) == 0 {
+		t.Fatal("set-up: nothing touching")
+	}
+	in := []Input{InputPunch, InputKick | InputLeft, InputJump, InputBlock, 0}
+	i := 0
+	n := testing.AllocsPerRun(200, func() {
+		i++
+		a.SetInput(in[i%len(in)])
+		for _, f := range w.fighters {
+			f.update()
+		}
+		w.contacts = w.contacts[:0]
+		w.fpContacts = w.fpContacts[:0]
+		w.collectContacts()
+		for _, o := range w.objects {
+			o.clampSpeeds(&w.limits)
+			o.unwindAngles()
+		}
+	})
+	if n != 0 {
+		t.Errorf("our per-step code allocates %v times", n)
+	}
+	// PostSolve's hit bookkeeping.
+	ra := bodyRef{obj: a.Object(), index: PartLowerLegR.Index()}
+	rb := bodyRef{obj: b.Object(), index: 0}
+	a.phase, a.strikeBody = PhaseActive, ra.index
+	a.hitVictims = a.hitVictims[:0]
+	w.pending = append(w.pending[:0], HitEvent{})
+	if n := testing.AllocsPerRun(200, func() {
+		w.pending = w.pending[:0]
+		w.hitCandidate(ra, rb, 10)
+		w.hitCandidate(ra, rb, 12)
+	}); n != 0 {
+		t.Errorf("hit bookkeeping allocates %v times", n)
+	}
+	if len(w.pending) != 1 || w.pending[0].Impulse != 12 {
+		t.Errorf("pending hits %+v, want one with the stronger impulse", w.pending)
+	}
+}
