@@ -25,6 +25,11 @@ type EstimatorConfig struct {
 	// MinDriftSpan is the time the history must span before drift is
 	// estimated; until then it is taken as zero. Zero: 5 s.
 	MinDriftSpan time.Duration
+	// DriftPriorPPM is the spread of drifts expected before measuring:
+	// two quartz clocks within ±50 ppm each. A drift measured over a short
+	// or jittery history is weighed against it (inverse-variance), so it
+	// cannot swing wildly. Zero: 100 ppm. Range (0, 10000].
+	DriftPriorPPM float64
 	// MaxDriftPPM bounds the drift estimate. Real clocks differ by ≲ 200
 	// ppm. Zero: 500 ppm. Range (0, 10000].
 	MaxDriftPPM float64
@@ -35,10 +40,11 @@ const (
 	DefaultWindow       = 512
 	DefaultGoodFraction = 0.5
 	DefaultDriftWindow  = 4 * time.Minute
-	DefaultMinDriftSpan = 5 * time.Second
+	DefaultMinDriftSpan = 2 * time.Second
 	// DriftBuckets is the number of buckets of the drift history.
-	DriftBuckets       = 128
-	DefaultMaxDriftPPM = 500
+	DriftBuckets         = 128
+	DefaultDriftPriorPPM = 100
+	DefaultMaxDriftPPM   = 500
 	// DispersionPPM is how fast an estimate's uncertainty grows with its
 	// age: NTP's PHI, a bound on the error of a drift estimate.
 	DispersionPPM = 15
@@ -65,6 +71,9 @@ func (c EstimatorConfig) resolve() (EstimatorConfig, error) {
 	if c.MinDriftSpan == 0 {
 		c.MinDriftSpan = DefaultMinDriftSpan
 	}
+	if c.DriftPriorPPM == 0 {
+		c.DriftPriorPPM = DefaultDriftPriorPPM
+	}
 	if c.MaxDriftPPM == 0 {
 		c.MaxDriftPPM = DefaultMaxDriftPPM
 	}
@@ -77,6 +86,8 @@ func (c EstimatorConfig) resolve() (EstimatorConfig, error) {
 		return c, configError("DriftWindow", c.DriftWindow, "[1s, 24h]")
 	case c.MinDriftSpan < 0 || c.MinDriftSpan > time.Hour:
 		return c, configError("MinDriftSpan", c.MinDriftSpan, "[0, 1h]")
+	case !(c.DriftPriorPPM > 0 && c.DriftPriorPPM <= 10000):
+		return c, configError("DriftPriorPPM", c.DriftPriorPPM, "(0, 10000]")
 	case !(c.MaxDriftPPM > 0 && c.MaxDriftPPM <= 10000):
 		return c, configError("MaxDriftPPM", c.MaxDriftPPM, "(0, 10000]")
 	}
@@ -411,7 +422,9 @@ func (e *Estimator) compute() {
 	// Drift, once the history spans MinDriftSpan, from the hulls of the
 	// history's points older than the window and the window's points.
 	drifting := false
-	sigma, eps := 0.0, 0.0 // drift uncertainty; noise of the minimal delays
+	// Until then, and as a prior after, the drift is 0 ± DriftPriorPPM.
+	prior := e.cfg.DriftPriorPPM * 1e-6
+	sigma := prior
 	first := e.buckets[(e.bnext-e.bn+DriftBuckets)%DriftBuckets].start
 	if span := now - first; e.bn > 0 && span >= e.cfg.MinDriftSpan && span > 0 {
 		e.buildHulls(ts, fs, bs, out, now)
@@ -420,13 +433,22 @@ func (e *Estimator) compute() {
 		drifting = true
 		// How well the data pin β down: half the β range over which the
 		// corridor stays within 2ε of its widest.
-		if eps = noise(ts, fs, bs, out, beta); eps > 0 {
+		sigma = 0
+		if eps := noise(ts, fs, bs, out, beta); eps > 0 {
 			level := width(e.hullF, e.hullB, beta) - 2*eps
 			lo := levelBound(e.hullF, e.hullB, beta, -maxB, level)
 			hi := levelBound(e.hullF, e.hullB, beta, maxB, level)
 			sigma = (hi - lo) / 2
 		}
+		// Combine with the prior (inverse-variance weighting): a drift
+		// measured over a few seconds of a jittery link is mostly noise.
+		if sigma > 0 {
+			w := prior * prior / (prior*prior + sigma*sigma)
+			beta *= w
+			sigma = math.Sqrt(w) * sigma
+		}
 	}
+	eps := noise(ts, fs, bs, out, beta)
 
 	// The offset uses the newest samples up to horizon old. An older
 	// minimum carries the drift's error times its age; a shorter horizon
@@ -434,7 +456,7 @@ func (e *Estimator) compute() {
 	// 1/count). Pick the horizon, among the whole window and its newest
 	// half, quarter and eighth, that minimises ε·n/m + σ·H/2.
 	horizon := -ts[0]
-	if sigma > 0 {
+	if sigma > 0 && eps > 0 {
 		best := math.Inf(1)
 		for m := n; ; m /= 2 {
 			m = max(m, min(n, minSupport))
