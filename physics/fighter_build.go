@@ -7,9 +7,9 @@ import (
 	"github.com/ByteArena/box2d"
 )
 
-// Fighter geometry in meters, for a fighter standing straight with its feet
-// on y = 0 (torso centre at standTorsoY). Parts are boxes except the head; all
-// joints are revolute, with limits mirrored when the fighter turns around.
+// Fighter geometry in meters (about 1.67 m tall, 0.3 m wide). Parts are boxes
+// except the head; all joints are revolute, with limits mirrored when the
+// fighter turns around. Anchors are in the frames of the bodies they join.
 const (
 	torsoHX, torsoHY       = 0.15, 0.30
 	headR                  = 0.12
@@ -30,10 +30,6 @@ const (
 	thighTopY = 0.20  // hip in thigh frame
 	kneeUpY   = -0.20 // knee in thigh frame
 	kneeLowY  = 0.19  // knee in shin frame
-
-	// standTorsoY is the torso centre height with straight legs and the
-	// feet on the ground.
-	standTorsoY = -hipY + thighTopY - kneeUpY + kneeLowY - footY + footHY
 )
 
 // joint indices: joint j drives body j+1 relative to its parent.

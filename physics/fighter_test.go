@@ -1,6 +1,9 @@
 package physics
 
 import (
+	"errors"
+
+	"github.com/ByteArena/box2d"
 	"math"
 	"testing"
 )
@@ -472,6 +475,125 @@ func TestDeterministic(t *testing.T) {
 	for i := range x {
 		if x[i] != y[i] {
 			t.Fatalf("body %d differs between identical runs: %+v vs %+v", i, x[i], y[i])
+		}
+	}
+}
+
+func TestRemoteFighter(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -1)
+	b := addFighter(t, w, 2, 1)
+	steps(w, 10)
+	b.SetControlled(false)
+	if b.Controlled() {
+		t.Fatal("still controlled")
+	}
+	// Uncontrolled, it is a limp ragdoll: no balance, it slumps.
+	b.SetInput(InputRight)
+	steps(w, 120)
+	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head > 0.8 {
+		t.Errorf("an uncontrolled fighter kept standing (head at %.2f m)", head)
+	}
+	// Its HP, action and facing come from the owner's snapshots.
+	if err := b.SetRemoteState(40, ActionKick, FacingRight); err != nil {
+		t.Fatal(err)
+	}
+	if b.HP() != 40 || b.Action() != ActionKick || b.Facing() != FacingRight {
+		t.Errorf("remote state not applied: %d %v %v", b.HP(), b.Action(), b.Facing())
+	}
+	for _, bad := range []struct {
+		hp int
+		a  Action
+		f  Facing
+	}{{-1, ActionIdle, FacingLeft}, {b.MaxHP() + 1, ActionIdle, FacingLeft}, {5, ActionUnknown, FacingLeft}, {5, numActions, FacingLeft}, {5, ActionIdle, FacingUnknown}} {
+		if err := b.SetRemoteState(bad.hp, bad.a, bad.f); !errors.Is(err, ErrOutOfRange) {
+			t.Errorf("SetRemoteState(%v) = %v", bad, err)
+		}
+	}
+	if b.HP() != 40 {
+		t.Error("a rejected remote state changed HP")
+	}
+	// An uncontrolled fighter never strikes.
+	b.phase, b.strikeBody = PhaseActive, PartLowerArmR.Index()
+	if b.striking(b.strikeBody) {
+		t.Error("uncontrolled fighter counts as striking")
+	}
+	b.endAttack()
+	// Back under control it gets up.
+	b.SetControlled(true)
+	for i := 0; i < 180 && b.Action() != ActionIdle; i++ {
+		w.Step()
+	}
+	if b.Action() != ActionIdle {
+		t.Errorf("back under control: %v", b.Action())
+	}
+	_ = a
+}
+
+func TestFighterConfigValidation(t *testing.T) {
+	w := newWorld(t)
+	for _, cfg := range []FighterConfig{
+		{MaxHP: -1},
+		{MaxHP: MaxWireHP + 1},
+		{Facing: 3},
+		{X: math.NaN()},
+		{Tuning: &Tuning{UprightKp: -5}},
+		{Tuning: &Tuning{WalkSpeed: math.Inf(1)}},
+		{Tuning: &Tuning{DownTicks: -1}},
+	} {
+		if _, err := w.AddFighter(1, cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("AddFighter(%+v) = %v", cfg, err)
+		}
+	}
+	// Zero fields of a custom tuning take the defaults.
+	f, err := w.AddFighter(1, FighterConfig{Tuning: &Tuning{WalkSpeed: 3}, MaxHP: 250, Facing: FacingLeft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu := f.Tuning()
+	if tu.WalkSpeed != 3 || tu.UprightKp != DefaultTuning().UprightKp || f.MaxHP() != 250 || f.Facing() != FacingLeft {
+		t.Errorf("tuning %+v", tu)
+	}
+}
+
+func TestNoWritesDuringStep(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, 0)
+	st := f.Object().ReadState(nil)
+	w.b2.M_flags |= box2d.B2World_Flags.E_locked // as inside a box2d callback
+	defer func() { w.b2.M_flags &^= box2d.B2World_Flags.E_locked }()
+	if err := f.Object().WriteState(st); !errors.Is(err, ErrWorldLocked) {
+		t.Errorf("WriteState while locked: %v", err)
+	}
+	if _, err := w.AddCrate(2, PropConfig{Pos: V(1, 1)}); !errors.Is(err, ErrWorldLocked) {
+		t.Errorf("AddCrate while locked: %v", err)
+	}
+	if err := w.RemoveObject(1); !errors.Is(err, ErrWorldLocked) {
+		t.Errorf("RemoveObject while locked: %v", err)
+	}
+}
+
+func TestEnumStrings(t *testing.T) {
+	for a := Action(0); a <= numActions; a++ {
+		if a.String() == "" {
+			t.Errorf("action %d has no name", a)
+		}
+	}
+	if ActionGettingUp.String() != "getting-up" || Action(99).String() != "action(99)" {
+		t.Error("action names")
+	}
+	if (InputLeft|InputKick|0x80).String() != "left|kick|0x80" || Input(0).String() != "none" {
+		t.Errorf("input string %q", (InputLeft | InputKick | 0x80).String())
+	}
+	if PartLowerLegR.String() != "lower-leg-r" || PartOf(10) != PartUnknown || BodyPart(20).Index() != -1 {
+		t.Error("body parts")
+	}
+	if ObjectID(0).String() != "obj#invalid" || ObjectID(7).String() != "obj#7" {
+		t.Error("object ids")
+	}
+	for _, s := range []string{KindFighter.String(), FacingLeft.String(), PhaseActive.String(), ShapeBox.String()} {
+		if s == "" {
+			t.Error("empty name")
 		}
 	}
 }

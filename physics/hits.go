@@ -10,7 +10,8 @@ type HitEvent struct {
 	Attacker, Victim ObjectID
 	// Part is the victim's body part that was hit.
 	Part BodyPart
-	// Impulse is the contact's normal impulse in N·s (box2d PostSolve).
+	// Impulse is the contact's normal impulse in N·s over the step (the
+	// solver's accumulated impulse, summed over the contact points).
 	Impulse float64
 	// Tick is the world tick (World.Tick) of the step the hit happened in.
 	Tick uint64

@@ -157,7 +157,6 @@ type World struct {
 	tick      uint64
 	nextGroup int16
 
-	listener   contactListener
 	pending    []HitEvent
 	hits       []HitEvent
 	contacts   []Contact
@@ -182,10 +181,11 @@ func NewWorld(cfg WorldConfig) (*World, error) {
 		refs:      make(map[*box2d.B2Body]bodyRef),
 		nextGroup: -1,
 	}
-	w.listener.w = w
-	// Filtering is off in this box2d port until a filter is installed.
+	// Filtering is off in this box2d port until a filter is installed. No
+	// contact listener: hits and contacts are read from box2d's contact
+	// list after each step (a listener would make box2d allocate a
+	// B2ContactImpulse per contact per step for PostSolve).
 	w.b2.SetContactFilter(&box2d.B2ContactFilter{})
-	w.b2.SetContactListener(&w.listener)
 	w.buildArena()
 	return w, nil
 }
@@ -414,6 +414,7 @@ func (w *World) Step() {
 	}
 	w.b2.Step(Dt, w.cfg.VelocityIterations, w.cfg.PositionIterations)
 	w.tick++
+	w.collectContacts()
 	for i := range w.pending {
 		h := &w.pending[i]
 		h.Tick = w.tick
@@ -422,7 +423,6 @@ func (w *World) Step() {
 			a.hitVictims = append(a.hitVictims, h.Victim)
 		}
 	}
-	w.collectContacts()
 	for _, o := range w.objects {
 		o.clampSpeeds(&w.limits)
 		if o.created {
@@ -431,7 +431,7 @@ func (w *World) Step() {
 	}
 }
 
-// Hits returns the hit events of the last step, in detection order. The slice
+// Hits returns the hit events of the last step, in box2d's contact order. The slice
 // is reused by the next Step; copy what you keep.
 func (w *World) Hits() []HitEvent { return w.hits }
 
@@ -472,10 +472,15 @@ func (w *World) collectContacts() {
 		if ra.obj.id > rb.obj.id {
 			ra, rb = rb, ra
 		}
+		// box2d stores each point's last normal impulse in the manifold.
 		m := c.GetManifold()
 		var imp float64
-		for k := 0; k < m.PointCount; k++ {
-			imp += m.Points[k].NormalImpulse
+		for k := 0; k < m.PointCount && k < len(m.Points); k++ {
+			imp += math.Abs(m.Points[k].NormalImpulse)
+		}
+		if ra.obj.fighter != nil && rb.obj.fighter != nil {
+			w.hitCandidate(ra, rb, imp)
+			w.hitCandidate(rb, ra, imp)
 		}
 		found := false
 		for k := range w.contacts {
@@ -498,28 +503,6 @@ func (w *World) collectContacts() {
 			w.fpContacts = append(w.fpContacts, Contact{A: c.B, B: c.A, BodyA: c.BodyB, BodyB: c.BodyA, Impulse: c.Impulse})
 		}
 	}
-}
-
-// contactListener turns box2d's PostSolve callbacks into hit candidates.
-type contactListener struct{ w *World }
-
-func (l *contactListener) BeginContact(box2d.B2ContactInterface)               {}
-func (l *contactListener) EndContact(box2d.B2ContactInterface)                 {}
-func (l *contactListener) PreSolve(box2d.B2ContactInterface, box2d.B2Manifold) {}
-func (l *contactListener) PostSolve(c box2d.B2ContactInterface, imp *box2d.B2ContactImpulse) {
-	w := l.w
-	fa, fb := c.GetFixtureA(), c.GetFixtureB()
-	ra, oka := w.refs[fa.M_body]
-	rb, okb := w.refs[fb.M_body]
-	if !oka || !okb || ra.obj == rb.obj || ra.obj.fighter == nil || rb.obj.fighter == nil {
-		return
-	}
-	var total float64
-	for k := 0; k < imp.Count && k < len(imp.NormalImpulses); k++ {
-		total += math.Abs(imp.NormalImpulses[k])
-	}
-	w.hitCandidate(ra, rb, total)
-	w.hitCandidate(rb, ra, total)
 }
 
 // hitCandidate records a strike of attacker body att on victim body vic with
