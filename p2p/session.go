@@ -352,7 +352,8 @@ func (s *Session) Room() string { return s.room }
 // full, the oldest event is discarded to make room for the newest (counted
 // in Stats.EventsDropped), so a game that never reads it loses nothing but
 // old events, and the last event (EventDisconnected) is never lost. The
-// channel is closed when the session ends.
+// channel is closed when the session ends (after EventDisconnected, or on
+// Close).
 func (s *Session) Events() <-chan Event { return s.events }
 
 // Done is closed when the session has ended (Close, or the peer
@@ -417,6 +418,9 @@ func (s *Session) onUp(k TransportKind) {
 	ls.nextPing = now
 	running := s.phase == phaseRunning
 	s.linkPtr[k.idx()].Store(&linkBox{l: l})
+	if s.phase == phaseLinks {
+		s.tickLinks(now) // start probing at once if this was the last one
+	}
 	s.mu.Unlock()
 	s.log.Debug("p2p: transport up", "transport", k.String())
 	if running {
@@ -552,6 +556,11 @@ func (s *Session) pong(k TransportKind, t4, t1, t2, t3 time.Duration) {
 		pr.res[pr.n] = rtt
 		pr.n++
 		pr.outstanding = false
+		// Probe again (or decide) now rather than at the next tick: the
+		// three probes are back-to-back round trips.
+		if s.phase == phaseProbe || s.phase == phaseAwait {
+			s.tickProbe(t4)
+		}
 	}
 }
 
@@ -1045,6 +1054,12 @@ func (s *Session) teardown() {
 	if s.closeSig != nil {
 		s.closeSig()
 	}
+	// Nothing emits once the session has ended (the handlers check the
+	// phase), so the channel can be closed.
+	s.evMu.Lock()
+	s.evClosed = true
+	close(s.events)
+	s.evMu.Unlock()
 	close(s.done)
 }
 
@@ -1075,10 +1090,6 @@ func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		s.wg.Wait()
-		s.evMu.Lock()
-		s.evClosed = true
-		close(s.events)
-		s.evMu.Unlock()
 	})
 	return nil
 }

@@ -1,0 +1,203 @@
+// Package p2p connects two players of a ragsync game and carries their
+// game messages: unreliable, unordered, as fast as the path allows, over a
+// WebRTC data channel or, when that cannot connect or pings worse, over a
+// TCP stream relayed by the signaling server. A Session keeps both
+// transports, agrees with the peer on which one is active, fails over
+// without ending the match, and measures the link (ping, jitter, loss,
+// throughput, candidate types, clock offset).
+//
+// # Use
+//
+//	room, _ := p2p.CreateRoom(ctx, "http://127.0.0.1:8080", cfg) // host
+//	fmt.Println("code:", room.Code())
+//	s, err := room.Connect(ctx)
+//
+//	s, err := p2p.Connect(ctx, url, code, cfg)            // guest, by code
+//	s, err := p2p.Connect(ctx, url, p2p.QuickMatch, cfg)  // or quick match
+//
+//	// every tick (60 Hz):
+//	s.Poll(func(p []byte) { apply(p) }) // drain received messages
+//	s.Send(state)                         // unreliable, never blocks
+//	st := s.Stats()                       // cheap, no allocation
+//
+// Connect returns once the first transport is chosen. Send copies the
+// message, never blocks and does not allocate; received messages wait in a
+// bounded ring of reused buffers (Config.RecvQueue; when the game does not
+// drain it the oldest are dropped and counted) and are read with Poll,
+// TryRecv or the blocking Recv. Role says whether this peer is the offerer
+// (it decides the transport and leads the clock; use it as the game's
+// tie-breaker too) or the answerer. Events reports transport changes,
+// interruptions and the disconnect. Close tells the peer and frees
+// everything.
+//
+// # Transports
+//
+// WebRTC (pion/webrtc v4): one PeerConnection with one data channel,
+// Ordered=false and MaxRetransmits=0, created by the offerer and accepted
+// by the answerer through the in-band open handshake (DCEP). It is read
+// through Detach (SettingEngine.DetachDataChannels) into a reused buffer.
+// The SDP offer/answer and trickled ICE candidates go through the
+// signaling server. No STUN/TURN servers are used unless Config.ICEServers
+// lists some; mDNS candidates are off. Config.Net injects a transport.Net
+// (e.g. a pion vnet); Config.UDP4Only restricts ICE to UDP over IPv4.
+//
+// Interface policy (Config.Interfaces, InterfacesAuto by default): if the
+// signaling URL's host is a loopback address (127.0.0.0/8, ::1,
+// "localhost") and Config.Net is nil, both peers are on this machine, so
+// only loopback interfaces are used, with loopback candidates enabled and
+// non-loopback addresses filtered out; traffic never leaves the machine.
+// Otherwise every interface is used (loopback only with
+// Config.IncludeLoopback). Config.InterfaceFilter overrides the interface
+// filter.
+//
+// pion/datachannel v1.6.2 does not apply the reliability parameters of a
+// pre-negotiated channel (Negotiated=true): it would silently be reliable
+// and ordered, which is why the channel is negotiated in-band.
+//
+// TCP: the signaling server's relay (signaling.DialRelay with the token
+// from the pairing) carries session messages as length-prefixed frames
+// (package signaling/relay: 2-byte big-endian length, then the message).
+// Data messages go through the relay's latest-only sender: while the
+// socket is busy, a new message replaces an unsent one of the same class
+// (Session.SendClass), so stale game states never queue behind each other
+// (the seed game's TCP problem). Pings, pongs and control messages go
+// through its FIFO control queue, written first and never superseded.
+//
+// # Wire format
+//
+// Every session message, on either transport, is a 5-byte header and a
+// payload:
+//
+//	 0        1        2        3        4        5
+//	+--------+--------+--------+--------+--------+---------------
+//	|ver|type|          seq (uint32, big endian)  | payload ...
+//	+--------+--------+--------+--------+--------+---------------
+//
+//	ver  high nibble of byte 0: WireVersion (1). Another version is refused.
+//	type low nibble: 1 data, 2 ping, 3 pong, 4 control (MsgType).
+//	seq  data: the per-session data sequence number, 0 for the first data
+//	     message and +1 for each data message handed to a transport (it
+//	     wraps at 2^32); the receiver derives loss, duplicates and
+//	     reordering from it and drops duplicates (see SeqTracker).
+//	     Other types: a separate per-session control counter, diagnostics
+//	     only.
+//
+// Payloads:
+//
+//	data     the application's bytes (at most Config.MaxMessageSize).
+//	ping     a clocksync ping (15 bytes: magic, kind, flags, seq, t1).
+//	pong     a clocksync pong (39 bytes: the ping's seq and t1, t2, t3,
+//	         the responder's game time and flags), sent back at once on the
+//	         transport the ping came in on.
+//	control  kind byte, then:
+//	           1 select      epoch uint32 BE, transport byte (1 webrtc, 2 tcp)
+//	           2 select-ack  epoch uint32 BE, transport byte
+//	           3 bye         reason byte (1: closed by the application)
+//
+// Malformed messages (short, wrong version or type, bad control, clocksync
+// wire errors, impossible timestamps) are dropped and counted in
+// Stats.Malformed; they never reach the application.
+//
+// # Pings and the clock
+//
+// Both peers ping both open transports; the four timestamps of each
+// exchange give the round trip without the peer's processing time,
+// (t4−t1) − (t3−t2), RFC 3550 jitter in each direction (from t2−t1 and
+// t4−t3), and a clock sample for the session's clocksync.Calibrator
+// (offerer = leader). The active transport is pinged when the calibrator
+// wants (16 Hz while calibrating, 4 Hz in the match) and at least every
+// Config.PingInterval (100 ms), which bounds failure detection; the
+// standby transport every Config.StandbyPingInterval (500 ms). Stats
+// carries the offset of the peer's clock and its uncertainty;
+// Session.GameTime and friends expose the game clock. The default session
+// clock reads as the wall time since ClockEpoch and then runs
+// monotonically, so the offset is the two machines' real clock difference.
+//
+// # Choosing the transport
+//
+// After pairing, both transports are opened at once. The offerer waits
+// until each is open, has failed, or has timed out (Config.WebRTCTimeout,
+// 5 s, and Config.TCPTimeout, 10 s; with Config.Prefer set, it stops
+// waiting as soon as the preferred one is open). Then, as the seed game
+// did, it pings each open transport three times in a row (one round trip
+// after another; a probe unanswered within Config.ProbeTimeout, 1 s, is
+// lost and counts as ProbeTimeout) and takes the maximum. A transport that
+// answered at least one probe is usable; the usable one with the lower
+// 3-probe maximum wins, ties go to WebRTC, and Config.Prefer overrides the
+// comparison. The answerer probes too (for its statistics) but does not
+// decide.
+//
+// Agreement: the offerer numbers each decision with an epoch (1 for the
+// initial choice, +1 for each switch) and sends select(epoch, transport) on
+// every open transport, repeating it every PingInterval until the answerer
+// acknowledges it with select-ack(epoch, transport) (also sent on every
+// open transport). The answerer adopts any select with a newer epoch and
+// acknowledges every select of its current epoch (its ack may have been
+// lost); its Connect returns with the first one. Both peers therefore send
+// on the same transport, except that a peer whose active transport is
+// closed locally sends on the other one until the next select. Receivers
+// accept every message from either transport at any time, so a switch
+// loses nothing that is in flight.
+//
+// # Failover and switching back
+//
+// The offerer checks the active transport every 10 ms. It has failed when
+// it is closed (the data channel or the TCP stream ended), when nothing has
+// arrived on it for Config.FailoverAfter (300 ms; the peer pings it at
+// least every PingInterval), or when its pings have gone unanswered for
+// FailoverAfter plus the smoothed RTT (a one-way failure). If the other
+// transport works (open, and its last standby ping was answered within
+// three standby intervals), the offerer switches to it at once
+// (EventTransportChanged on both peers). FailoverAfter is below
+// Config.InterruptAfter, so a failover normally completes before the game
+// sees an interruption.
+//
+// While the active transport works, the offerer switches to the other one
+// only if it has answered its last three pings (the standby's 3-probe
+// ping) and it is at least 3 s since the last switch, and then if it is the
+// preferred transport (Config.Prefer), or, without a preference, if its
+// 3-probe maximum is lower than the active one's by more than
+// Config.SwitchMargin (5 ms) and 10 %. So WebRTC is taken back when it
+// recovers (after an ICE disconnect, or when it connects late after the
+// session settled on TCP) and pings better. A WebRTC PeerConnection that
+// was closed is not renegotiated: the session stays on TCP.
+//
+// # Liveness
+//
+// Every valid message from the peer on any transport counts. After
+// Config.InterruptAfter (500 ms) without one, the state becomes
+// StateInterrupted with EventInterrupted; the next message brings
+// StateConnected and EventResumed (with the length of the silence). After
+// Config.DisconnectAfter (5 s) the session ends: StateDisconnected,
+// EventDisconnected, and methods return an error wrapping ErrDisconnected.
+// A peer that closes its session sends bye on both transports, which ends
+// the other side at once ("the peer closed the session"). The signaling
+// server is not needed once connected: losing it (or the peer's signaling
+// connection) does not end the session.
+//
+// # Events
+//
+// Events are delivered on a buffered channel (Config.EventBuffer, 64). The
+// session never blocks on it: when it is full the oldest event is dropped
+// (Stats.EventsDropped), so a game that never reads it loses only old
+// events. The channel is closed when the session ends, right after
+// EventDisconnected or on Close. The current state is always in
+// Stats.State.
+//
+// # Statistics
+//
+// Stats is a value copied under the session's locks, without allocation:
+// read it every frame if you like. Its estimators are plain types fed with
+// samples, usable on their own: SeqTracker (loss, duplicates, reordering,
+// late drops from sequence numbers), RTTEstimator (last, min, RFC 6298
+// smoothed and variance, p50/p95/max over the last 256 samples), Jitter
+// (RFC 3550 interarrival jitter) and RateMeter (packets and bytes per
+// second).
+//
+// # Allocation
+//
+// Send, the receive path of both transports up to the ring, Poll, TryRecv,
+// Recv, Stats and GameTime do not allocate in this package's code (tested
+// with testing.AllocsPerRun over the TCP transport). pion allocates inside
+// its SCTP/DTLS stack for every WebRTC message; see the benchmarks.
+package p2p
