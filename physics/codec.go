@@ -57,14 +57,18 @@ const (
 // velocity residuals, kAngVel for child angular velocity residuals, kPos for
 // child position residuals.
 const (
-	egID       = 0
-	egCount    = 0
-	hpBits     = 10
-	actionBits = 4
-	kRootBits  = 3 // order 0..7
-	kVelBits   = 2 // order 0..3
-	kAngBits   = 3 // order 0..7
-	kPosBits   = 2 // order 0..3
+	egID          = 0
+	egCount       = 0
+	hpBits        = 10
+	actionBits    = 4
+	phaseBits     = 2
+	strikeBits    = 3
+	attackSeqBits = 2
+	fighterBits   = hpBits + actionBits + 1 + phaseBits + strikeBits + attackSeqBits
+	kRootBits     = 3 // order 0..7
+	kVelBits      = 2 // order 0..3
+	kAngBits      = 3 // order 0..7
+	kPosBits      = 2 // order 0..3
 
 	velShiftBits = 2
 	maxVelShift  = 3
@@ -136,14 +140,12 @@ type Snapshot struct {
 	Objects []ObjectState
 }
 
-// ObjectState is one object of a Snapshot. HP, Action and Facing are set for
-// fighters only (zero for other objects).
+// ObjectState is one object of a Snapshot. Fighter is set for fighters only
+// (zero for other objects).
 type ObjectState struct {
-	ID     ObjectID
-	HP     int
-	Action Action
-	Facing Facing
-	Bodies []BodyState
+	ID      ObjectID
+	Fighter FighterState
+	Bodies  []BodyState
 	// VelShift is set by AppendSnapshot and DecodeSnapshot: child bodies'
 	// velocities and angular velocities were sent with quanta 2^VelShift
 	// times VelStep and AngVelStep (0 normally; see ObjectBudgetBits). The
@@ -167,19 +169,19 @@ func (s *Snapshot) next() *ObjectState {
 	}
 	os := &s.Objects[n]
 	os.Bodies = os.Bodies[:0]
-	os.HP, os.Action, os.Facing, os.VelShift = 0, ActionUnknown, FacingUnknown, 0
+	os.Fighter, os.VelShift = FighterState{}, 0
 	return os
 }
 
-// Add appends the current state of o (its bodies, and for a fighter its HP,
-// action and facing). Add objects in increasing id order (World.Objects is).
+// Add appends the current state of o (its bodies, and for a fighter its
+// FighterState). Add objects in increasing id order (World.Objects is).
 // Allocation-free once s has grown.
 func (s *Snapshot) Add(o *Object) {
 	os := s.next()
 	os.ID = o.id
 	os.Bodies = o.ReadState(os.Bodies)
 	if f := o.fighter; f != nil {
-		os.HP, os.Action, os.Facing = f.hp, f.action, f.facing
+		os.Fighter = f.State()
 	}
 }
 
@@ -307,23 +309,21 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 		fixed := ueLen(uint64(o.ID-prev-1), egID) // bits that do not depend on quantization
 		prev = o.ID
 		if l.Fighter {
-			if o.HP < 0 || o.HP > MaxWireHP {
-				return fail(o.ID, -1, "hp", float64(o.HP), ErrOutOfRange)
+			fs := &o.Fighter
+			if field, v := fs.validate(MaxWireHP); field != "" {
+				return fail(o.ID, -1, field, v, ErrOutOfRange)
 			}
-			if !o.Action.IsValid() {
-				return fail(o.ID, -1, "action", float64(o.Action), ErrOutOfRange)
-			}
-			if o.Facing != FacingLeft && o.Facing != FacingRight {
-				return fail(o.ID, -1, "facing", float64(o.Facing), ErrOutOfRange)
-			}
-			w.write(uint64(o.HP), hpBits)
-			w.write(uint64(o.Action), actionBits)
-			w.write(uint64(b2u(o.Facing == FacingRight)), 1)
+			w.write(uint64(fs.HP), hpBits)
+			w.write(uint64(fs.Action), actionBits)
+			w.write(b2u(fs.Facing == FacingRight), 1)
+			w.write(uint64(fs.Phase), phaseBits)
+			w.write(strikeCode(fs.Strike), strikeBits)
+			w.write(uint64(fs.AttackSeq), attackSeqBits)
 		}
 		// Quantize at full precision; if the object would exceed its
 		// size budget, send child velocities coarser (VelShift).
 		if l.Fighter {
-			fixed += hpBits + actionBits + 1
+			fixed += fighterBits
 		}
 		for i := range l.Bodies {
 			if l.Bodies[i].Parent < 0 {
@@ -586,6 +586,18 @@ func (c *Codec) writeBody(w *bitWriter, l *Layout, i int, q *quantBody, ks order
 	w.writeSE(q.e[3], ks.vel)
 }
 
+// strikeParts are the striking limbs by wire code.
+var strikeParts = [...]BodyPart{PartUnknown, PartLowerArmL, PartLowerArmR, PartLowerLegL, PartLowerLegR}
+
+func strikeCode(p BodyPart) uint64 {
+	for i, x := range strikeParts {
+		if x == p {
+			return uint64(i)
+		}
+	}
+	return 0 // unreachable for a validated state
+}
+
 // childPosStep returns the quantum of child position residuals: PosStep, or
 // twice that at the coarsest level (still within the 1 mm target).
 func childPosStep(shift uint) float64 {
@@ -738,21 +750,25 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		os := s.next()
 		os.ID = id
 		if l.Fighter {
-			hp := int(r.read(hpBits))
-			a := Action(r.read(actionBits))
-			right := r.read(1) == 1
+			fs := &os.Fighter
+			fs.HP = int(r.read(hpBits))
+			fs.Action = Action(r.read(actionBits))
+			fs.Facing = FacingLeft
+			if r.read(1) == 1 {
+				fs.Facing = FacingRight
+			}
+			fs.Phase = AttackPhase(r.read(phaseBits))
+			code := r.read(strikeBits)
+			fs.AttackSeq = uint8(r.read(attackSeqBits))
 			if r.short {
 				return fail(at(), id, -1, "fighter", 0, ErrTruncated)
 			}
-			if hp > MaxWireHP {
-				return fail(at(), id, -1, "hp", float64(hp), ErrOutOfRange)
+			if int(code) >= len(strikeParts) {
+				return fail(at(), id, -1, "strike", float64(code), ErrOutOfRange)
 			}
-			if !a.IsValid() {
-				return fail(at(), id, -1, "action", float64(a), ErrOutOfRange)
-			}
-			os.HP, os.Action, os.Facing = hp, a, FacingLeft
-			if right {
-				os.Facing = FacingRight
+			fs.Strike = strikeParts[code]
+			if field, v := fs.validate(MaxWireHP); field != "" {
+				return fail(at(), id, -1, field, v, ErrOutOfRange)
 			}
 		}
 		shift := uint(r.read(velShiftBits))

@@ -16,8 +16,8 @@ func checkClose(t testing.TB, want, got *ObjectState, l *Layout) {
 	if got.ID != want.ID || len(got.Bodies) != len(want.Bodies) {
 		t.Fatalf("object %v with %d bodies decoded as %v with %d", want.ID, len(want.Bodies), got.ID, len(got.Bodies))
 	}
-	if l.Fighter && (got.HP != want.HP || got.Action != want.Action || got.Facing != want.Facing) {
-		t.Errorf("%v: fighter state %d/%v/%v decoded as %d/%v/%v", want.ID, want.HP, want.Action, want.Facing, got.HP, got.Action, got.Facing)
+	if l.Fighter && got.Fighter != want.Fighter {
+		t.Errorf("%v: fighter state %+v decoded as %+v", want.ID, want.Fighter, got.Fighter)
 	}
 	k := float64(int(1) << got.VelShift)
 	for i := range want.Bodies {
@@ -98,9 +98,14 @@ func TestCodecRoundTripRandom(t *testing.T) {
 		s.Reset(rng.Int63()-rng.Int63(), rng.Uint32())
 		os := s.next()
 		os.ID = 3
-		os.HP = rng.Intn(MaxWireHP + 1)
-		os.Action = Action(1 + rng.Intn(int(numActions)-1))
-		os.Facing = []Facing{FacingLeft, FacingRight}[rng.Intn(2)]
+		os.Fighter = FighterState{HP: rng.Intn(MaxWireHP + 1), Action: Action(1 + rng.Intn(int(numActions)-1)),
+			Facing: []Facing{FacingLeft, FacingRight}[rng.Intn(2)], AttackSeq: uint8(rng.Intn(4))}
+		if os.Fighter.Action == ActionPunch || os.Fighter.Action == ActionKick {
+			os.Fighter.Phase = AttackPhase(rng.Intn(4))
+			if os.Fighter.Phase != PhaseNone {
+				os.Fighter.Strike = []BodyPart{PartLowerArmL, PartLowerArmR, PartLowerLegL, PartLowerLegR}[rng.Intn(2)+2*b2i(os.Fighter.Action == ActionKick)]
+			}
+		}
 		os.Bodies = append(os.Bodies, randomFighterState(rng, f.Object().Layout(), lim.Bounds, speed, noise)...)
 		if lim.ValidateState(3, os.Bodies, FighterBodies) != nil {
 			s.Objects = s.Objects[:0] // rare: a limb outside the bounds
@@ -296,9 +301,15 @@ func TestCodecEncodeErrors(t *testing.T) {
 		{"inf", func(s *Snapshot) { s.Objects[1].Bodies[0].Pos.X = math.Inf(-1) }, ErrNotFinite, "pos.x"},
 		{"out of bounds", func(s *Snapshot) { s.Objects[0].Bodies[0].Pos.Y = 50 }, ErrOutOfRange, "pos.y"},
 		{"too fast", func(s *Snapshot) { s.Objects[1].Bodies[0].AngVel = 1e4 }, ErrOutOfRange, "angvel"},
-		{"hp", func(s *Snapshot) { s.Objects[0].HP = MaxWireHP + 1 }, ErrOutOfRange, "hp"},
-		{"action", func(s *Snapshot) { s.Objects[0].Action = numActions }, ErrOutOfRange, "action"},
-		{"facing", func(s *Snapshot) { s.Objects[0].Facing = FacingUnknown }, ErrOutOfRange, "facing"},
+		{"hp", func(s *Snapshot) { s.Objects[0].Fighter.HP = MaxWireHP + 1 }, ErrOutOfRange, "hp"},
+		{"action", func(s *Snapshot) { s.Objects[0].Fighter.Action = numActions }, ErrOutOfRange, "action"},
+		{"facing", func(s *Snapshot) { s.Objects[0].Fighter.Facing = FacingUnknown }, ErrOutOfRange, "facing"},
+		{"phase", func(s *Snapshot) { s.Objects[0].Fighter.Phase = PhaseActive }, ErrOutOfRange, "phase"},
+		{"strike", func(s *Snapshot) { s.Objects[0].Fighter.Strike = PartHead }, ErrOutOfRange, "strike"},
+		{"punch with a leg", func(s *Snapshot) {
+			s.Objects[0].Fighter.Action, s.Objects[0].Fighter.Phase, s.Objects[0].Fighter.Strike = ActionPunch, PhaseActive, PartLowerLegR
+		}, ErrOutOfRange, "strike"},
+		{"attackseq", func(s *Snapshot) { s.Objects[0].Fighter.AttackSeq = 4 }, ErrOutOfRange, "attackseq"},
 		{"count", func(s *Snapshot) { s.Objects[0].Bodies = s.Objects[0].Bodies[:9] }, ErrBodyCount, "count"},
 		{"unknown", func(s *Snapshot) { s.Objects[1].ID = 6 }, ErrUnknownObject, "id"},
 		{"order", func(s *Snapshot) { s.Objects[0], s.Objects[1] = s.Objects[1], s.Objects[0] }, ErrOrder, "id"},
@@ -381,15 +392,19 @@ func TestCodecDecodeErrors(t *testing.T) {
 	if err := c.DecodeSnapshot(ok, &d); err != nil {
 		t.Fatalf("hand-built packet: %v", err)
 	}
-	fighterHeader := func(hp, action uint64) func(w *bitWriter) {
+	fighterState := func(hp, action, phase, strike uint64) func(w *bitWriter) {
 		return func(w *bitWriter) {
 			w.writeUE(1, egCount)
 			w.writeUE(1, egID) // id 2
 			w.write(hp, hpBits)
 			w.write(action, actionBits)
 			w.write(1, 1)
+			w.write(phase, phaseBits)
+			w.write(strike, strikeBits)
+			w.write(0, attackSeqBits)
 		}
 	}
+	fighterHeader := func(hp, action uint64) func(w *bitWriter) { return fighterState(hp, action, 0, 0) }
 	big := make([]byte, MaxPacketSize+1)
 	copy(big, valid)
 	for _, tc := range []struct {
@@ -424,6 +439,8 @@ func TestCodecDecodeErrors(t *testing.T) {
 		{"hp", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(MaxWireHP+1, 1)}.bytes(), ErrOutOfRange, "hp"},
 		{"action", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(5, 15)}.bytes(), ErrOutOfRange, "action"},
 		{"unknown action 0", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(5, 0)}.bytes(), ErrOutOfRange, "action"},
+		{"strike code", packet{SnapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionKick), 2, 7)}.bytes(), ErrOutOfRange, "strike"},
+		{"idle with a phase", packet{SnapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionIdle), 2, 2)}.bytes(), ErrOutOfRange, "phase"},
 		{"absurd residual", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			fighterHeader(5, 1)(w)
 			w.write(0, velShiftBits+1+kRootBits+kVelBits+kAngBits+kPosBits)
@@ -623,4 +640,11 @@ func TestBitStream(t *testing.T) {
 	if !r.short {
 		t.Error("reading past the end not flagged")
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

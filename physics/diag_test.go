@@ -235,7 +235,7 @@ func TestDiagBig(t *testing.T) {
 			c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], uint(o.VelShift))
 		}
 		ks := chooseOrders(l, q[:len(l.Bodies)])
-		fmt.Printf("len %d shift %d action %v ks %+v\n", len(buf), o.VelShift, o.Action, ks)
+		fmt.Printf("len %d shift %d action %v ks %+v\n", len(buf), o.VelShift, o.Fighter.Action, ks)
 		for i := range l.Bodies {
 			b := q[i]
 			if i == 0 {
@@ -299,7 +299,7 @@ func TestDiagRandomFight(t *testing.T) {
 					c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], uint(o.VelShift))
 				}
 				ks := chooseOrders(l, q[:len(l.Bodies)])
-				fmt.Printf("len %d shift %d action %v ks %+v\n", len(buf), o.VelShift, o.Action, ks)
+				fmt.Printf("len %d shift %d action %v ks %+v\n", len(buf), o.VelShift, o.Fighter.Action, ks)
 				for i := range l.Bodies {
 					b := q[i]
 					if i == 0 {

@@ -1,7 +1,6 @@
 package physics
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/ByteArena/box2d"
@@ -40,8 +39,9 @@ type Fighter struct {
 	phase      AttackPhase
 	phaseTicks int
 	cooldown   int
-	strikeBody int // body index of the striking limb
-	punches    int // punches thrown (alternates the arm)
+	attackSeq  uint8 // attacks started (wraps)
+	strikeBody int   // body index of the striking limb
+	punches    int   // punches thrown (alternates the arm)
 	hitVictims []ObjectID
 
 	gait float64 // walking cycle phase, radians
@@ -118,7 +118,7 @@ func (f *Fighter) Controlled() bool { return f.controlled }
 // SetControlled switches the controller on or off. Off, the fighter is a limp
 // ragdoll (its joints keep their limits and a little friction) whose state
 // comes from elsewhere, e.g. correction toward a remote peer's snapshots; its
-// HP, action and facing are then set with SetRemoteState.
+// HP, action, facing and attack are then set with SetRemoteState.
 func (f *Fighter) SetControlled(on bool) {
 	if on == f.controlled {
 		return
@@ -131,21 +131,82 @@ func (f *Fighter) SetControlled(on bool) {
 	}
 }
 
-// SetRemoteState sets HP, action and facing from a snapshot, for a fighter
-// whose controller is off. Facing turns the joint limits around. It returns an
-// error (and changes nothing) for out-of-range values.
-func (f *Fighter) SetRemoteState(hp int, a Action, facing Facing) error {
-	if hp < 0 || hp > f.maxHP {
-		return fmt.Errorf("%w: %v: hp %d, want 0..%d", ErrOutOfRange, f.obj.id, hp, f.maxHP)
+// FighterState is what a fighter is besides its bodies: what snapshots carry
+// for fighters, and what SetRemoteState applies to a fighter whose owner is
+// elsewhere. The zero value is invalid (Action and Facing must be set).
+type FighterState struct {
+	HP     int
+	Action Action
+	Facing Facing
+	// Phase and Strike describe the attack in progress: its phase and the
+	// striking limb (PartLowerArmL or R for a punch, PartLowerLegL or R
+	// for a kick). Both are zero when not attacking.
+	Phase  AttackPhase
+	Strike BodyPart
+	// AttackSeq counts attacks (mod 4), so a peer can tell one attack from
+	// the next and count each attack's hits once.
+	AttackSeq uint8
+}
+
+// Validate checks s for a fighter with the given full health (0: MaxWireHP)
+// and returns the first bad field, or "".
+func (s *FighterState) validate(maxHP int) (field string, value float64) {
+	if maxHP == 0 {
+		maxHP = MaxWireHP
 	}
-	if !a.IsValid() {
-		return fmt.Errorf("%w: %v: action %d", ErrOutOfRange, f.obj.id, a)
+	switch {
+	case s.HP < 0 || s.HP > maxHP:
+		return "hp", float64(s.HP)
+	case !s.Action.IsValid():
+		return "action", float64(s.Action)
+	case s.Facing != FacingLeft && s.Facing != FacingRight:
+		return "facing", float64(s.Facing)
+	case s.Phase > PhaseRecovery:
+		return "phase", float64(s.Phase)
+	case s.AttackSeq > 3:
+		return "attackseq", float64(s.AttackSeq)
+	case s.Phase == PhaseNone && s.Strike != PartUnknown:
+		return "strike", float64(s.Strike)
+	case s.Phase != PhaseNone && s.Action == ActionPunch && s.Strike != PartLowerArmL && s.Strike != PartLowerArmR:
+		return "strike", float64(s.Strike)
+	case s.Phase != PhaseNone && s.Action == ActionKick && s.Strike != PartLowerLegL && s.Strike != PartLowerLegR:
+		return "strike", float64(s.Strike)
+	case s.Phase != PhaseNone && s.Action != ActionPunch && s.Action != ActionKick:
+		return "phase", float64(s.Phase)
 	}
-	if facing != FacingLeft && facing != FacingRight {
-		return fmt.Errorf("%w: %v: facing %d", ErrOutOfRange, f.obj.id, facing)
+	return "", 0
+}
+
+// State returns the fighter's non-body state.
+func (f *Fighter) State() FighterState {
+	s := FighterState{HP: f.hp, Action: f.action, Facing: f.facing, Phase: f.phase, AttackSeq: f.attackSeq & 3}
+	if f.phase != PhaseNone {
+		s.Strike = PartOf(f.strikeBody)
 	}
-	f.hp, f.action = hp, a
-	f.setFacing(facing)
+	return s
+}
+
+// SetRemoteState applies s (from the owner's snapshot) to a fighter whose
+// controller is off: HP, action, facing (turning the joint limits around) and
+// the attack in progress, so that its striking limb produces hit events here
+// too (each attack, told apart by AttackSeq, hits each victim once). It
+// returns an error wrapping ErrOutOfRange, and changes nothing, for an
+// invalid or inconsistent s.
+func (f *Fighter) SetRemoteState(s FighterState) error {
+	if field, v := s.validate(f.maxHP); field != "" {
+		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	}
+	f.hp, f.action = s.HP, s.Action
+	f.setFacing(s.Facing)
+	if s.AttackSeq != f.attackSeq&3 || (s.Phase != PhaseNone && f.phase == PhaseNone) {
+		f.hitVictims = f.hitVictims[:0] // a new attack
+	}
+	f.attackSeq = s.AttackSeq
+	f.phase = s.Phase
+	f.attack = ActionUnknown
+	if s.Phase != PhaseNone {
+		f.attack, f.strikeBody = s.Action, s.Strike.Index()
+	}
 	return nil
 }
 
@@ -246,9 +307,10 @@ func (f *Fighter) knockback(attacker ObjectID) {
 }
 
 // striking reports whether body index i is the striking limb of an attack in
-// its active phase.
+// its active phase (for a fighter without control, as last set by
+// SetRemoteState).
 func (f *Fighter) striking(i int) bool {
-	return f.controlled && f.phase == PhaseActive && i == f.strikeBody
+	return f.phase == PhaseActive && i == f.strikeBody
 }
 
 func (f *Fighter) hasHit(id ObjectID) bool {
@@ -459,6 +521,9 @@ func (f *Fighter) decide() {
 					f.cooldown = t.KickCooldown
 				}
 				f.endAttack()
+				if !f.grounded {
+					f.setAction(ActionJump) // lands as from a jump
+				}
 			}
 		}
 		if f.phase != PhaseNone {
@@ -508,6 +573,7 @@ func (f *Fighter) startAttack() bool {
 		return false
 	}
 	f.phase, f.phaseTicks = PhaseWindup, 0
+	f.attackSeq++
 	f.hitVictims = f.hitVictims[:0]
 	f.setAction(f.attack)
 	return true

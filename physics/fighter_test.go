@@ -495,30 +495,61 @@ func TestRemoteFighter(t *testing.T) {
 		t.Errorf("an uncontrolled fighter kept standing (head at %.2f m)", head)
 	}
 	// Its HP, action and facing come from the owner's snapshots.
-	if err := b.SetRemoteState(40, ActionKick, FacingRight); err != nil {
+	if err := b.SetRemoteState(FighterState{HP: 40, Action: ActionKick, Facing: FacingRight}); err != nil {
 		t.Fatal(err)
 	}
 	if b.HP() != 40 || b.Action() != ActionKick || b.Facing() != FacingRight {
 		t.Errorf("remote state not applied: %d %v %v", b.HP(), b.Action(), b.Facing())
 	}
-	for _, bad := range []struct {
-		hp int
-		a  Action
-		f  Facing
-	}{{-1, ActionIdle, FacingLeft}, {b.MaxHP() + 1, ActionIdle, FacingLeft}, {5, ActionUnknown, FacingLeft}, {5, numActions, FacingLeft}, {5, ActionIdle, FacingUnknown}} {
-		if err := b.SetRemoteState(bad.hp, bad.a, bad.f); !errors.Is(err, ErrOutOfRange) {
-			t.Errorf("SetRemoteState(%v) = %v", bad, err)
+	for _, bad := range []FighterState{
+		{HP: -1, Action: ActionIdle, Facing: FacingLeft},
+		{HP: b.MaxHP() + 1, Action: ActionIdle, Facing: FacingLeft},
+		{HP: 5, Action: ActionUnknown, Facing: FacingLeft},
+		{HP: 5, Action: numActions, Facing: FacingLeft},
+		{HP: 5, Action: ActionIdle, Facing: FacingUnknown},
+		{HP: 5, Action: ActionIdle, Facing: FacingLeft, Phase: PhaseActive, Strike: PartLowerArmL},
+		{HP: 5, Action: ActionPunch, Facing: FacingLeft, Phase: PhaseActive, Strike: PartHead},
+		{HP: 5, Action: ActionPunch, Facing: FacingLeft, AttackSeq: 9},
+	} {
+		if err := b.SetRemoteState(bad); !errors.Is(err, ErrOutOfRange) {
+			t.Errorf("SetRemoteState(%+v) = %v", bad, err)
 		}
 	}
 	if b.HP() != 40 {
 		t.Error("a rejected remote state changed HP")
 	}
-	// An uncontrolled fighter never strikes.
-	b.phase, b.strikeBody = PhaseActive, PartLowerArmR.Index()
-	if b.striking(b.strikeBody) {
-		t.Error("uncontrolled fighter counts as striking")
+	// A remote fighter's attack, as its owner reports it, hits here too:
+	// put b in reach of a and let it punch.
+	st := b.Object().ReadState(nil)
+	ast := a.Object().ReadState(nil)
+	for i := range st {
+		st[i] = ast[i]
+		st[i].Pos.X += 0.7
 	}
-	b.endAttack()
+	if err := b.Object().WriteState(st); err != nil {
+		t.Fatal(err)
+	}
+	var hits []HitEvent
+	for i := 0; i < 20; i++ {
+		ph := PhaseActive
+		if i < 5 {
+			ph = PhaseWindup
+		}
+		if err := b.SetRemoteState(FighterState{HP: 40, Action: ActionPunch, Facing: FacingLeft, Phase: ph, Strike: PartLowerArmR, AttackSeq: 1}); err != nil {
+			t.Fatal(err)
+		}
+		// Drive the remote punch as correction would: swing the arm at a.
+		arm := b.Object().Body(PartLowerArmR.Index())
+		arm.SetLinearVelocity(box2d.B2Vec2{X: -6, Y: 0})
+		w.Step()
+		hits = append(hits, w.Hits()...)
+	}
+	if len(hits) != 1 || hits[0].Attacker != 2 || hits[0].Victim != 1 || hits[0].Attack != ActionPunch {
+		t.Errorf("remote punch: hits %+v, want exactly one on obj#1", hits)
+	}
+	if err := b.SetRemoteState(FighterState{HP: 40, Action: ActionIdle, Facing: FacingLeft}); err != nil {
+		t.Fatal(err)
+	}
 	// Back under control it gets up.
 	b.SetControlled(true)
 	for i := 0; i < 180 && b.Action() != ActionIdle; i++ {

@@ -25,7 +25,7 @@ func sameSnapshot(a, b *Snapshot) bool {
 	}
 	for i := range a.Objects {
 		x, y := &a.Objects[i], &b.Objects[i]
-		if x.ID != y.ID || x.HP != y.HP || x.Action != y.Action || x.Facing != y.Facing || len(x.Bodies) != len(y.Bodies) {
+		if x.ID != y.ID || x.Fighter != y.Fighter || len(x.Bodies) != len(y.Bodies) {
 			return false
 		}
 		for k := range x.Bodies {
