@@ -23,7 +23,7 @@ type EstimatorConfig struct {
 	// temperature), so longer is better. Zero: 4 min. Range [1 s, 24 h].
 	DriftWindow time.Duration
 	// MinDriftSpan is the time the history must span before drift is
-	// estimated; until then it is taken as zero. Zero: 5 s.
+	// estimated; until then it is taken as zero. Zero: 2 s.
 	MinDriftSpan time.Duration
 	// DriftPriorPPM is the spread of drifts expected before measuring:
 	// two quartz clocks within ±50 ppm each. A drift measured over a short
@@ -189,19 +189,32 @@ var (
 // Drift: the last DriftWindow of samples is summarised in DriftBuckets
 // buckets of equal time, each keeping its sample with the smallest Forward
 // and its sample with the largest Backward. β is the slope of the widest
-// corridor that separates the buckets' forward points (above it) from
-// their backward points (below it): it maximises
+// corridor that separates the forward points (above it) from the backward
+// points (below it), over the window and the older buckets: it maximises
 //
 //	W(β) = min(Forward − β·t) − max(Backward − β·t)
 //
 // a concave piecewise-linear function, found by bisection on the sign of
-// its slope. This is the two-sided form of the linear-programming skew
-// estimate of Moon, Skelly and Towsley ("Estimation and removal of clock
-// skew from network delay measurements", 1999). Like the offset, it is
-// limited by the noise of the minimal delays over the length of the
-// history, about 1 ppm over minutes, where a least-squares regression of
-// the offsets has the whole jitter in the numerator. β is clamped to
-// ±MaxDriftPPM and taken as zero until the history spans MinDriftSpan.
+// its slope over the two convex hulls. This is the two-sided form of the
+// linear-programming skew estimate of Moon, Skelly and Towsley
+// ("Estimation and removal of clock skew from network delay measurements",
+// 1999). Like the offset, it is limited by the noise of the minimal delays
+// divided by the length of the history: about 1 ppm after minutes on a
+// link with ±10 ms of jitter, where a least-squares regression of the
+// offsets, with the whole jitter in the numerator, is 2–4 times worse
+// (measured). Its uncertainty σ is half the range of β over which W stays
+// within 2ε of its maximum, ε being the noise of the minimal delays (the
+// mean gap between the four smallest). Over a short history σ is large
+// (±100 ppm after 5 s on that link), so β is weighed against a prior of
+// 0 ± DriftPriorPPM (inverse-variance), clamped to ±MaxDriftPPM, and taken
+// as zero until the history spans MinDriftSpan.
+//
+// Horizon: a minimum found t ago carries an error of σ·t from the drift,
+// while fewer, newer samples give a noisier minimum (its excess grows like
+// 1/count). The offset uses the newest whole window, half, quarter or
+// eighth of it, whichever minimises ε·n/m + σ·H/2 (Estimate.Horizon): the
+// newest few seconds while the drift is uncertain, the whole window once
+// it is known.
 //
 // Outliers: a sample that puts the offset outside its own bounds, by more
 // than the delay spread of the good samples (the GoodFraction of the
@@ -393,15 +406,17 @@ func (e *Estimator) compute() {
 	good := max(min(n, 4), int(math.Ceil(float64(n)*e.cfg.GoodFraction)))
 	dmin := float64(e.ring[e.byDelay[0]].Delay)
 	dgood := float64(e.ring[e.byDelay[good-1]].Delay)
-	ref := e.tmp[:good]
-	for j, ri := range e.byDelay[:good] {
+	// The reference: the median offset of the (at most 64) lowest-delay
+	// samples.
+	ref := e.tmp[:min(good, 64)]
+	for j, ri := range e.byDelay[:len(ref)] {
 		k := pos(ri)
 		ref[j] = (fs[k]+bs[k])/2 - beta*ts[k]
 	}
 	slices.Sort(ref)
-	med := ref[good/2]
-	if good%2 == 0 {
-		med = (ref[good/2-1] + ref[good/2]) / 2
+	med := ref[len(ref)/2]
+	if len(ref)%2 == 0 {
+		med = (ref[len(ref)/2-1] + ref[len(ref)/2]) / 2
 	}
 	tol := (dgood-dmin)/2 + float64(time.Millisecond)
 	outliers := 0
@@ -425,6 +440,7 @@ func (e *Estimator) compute() {
 	// Until then, and as a prior after, the drift is 0 ± DriftPriorPPM.
 	prior := e.cfg.DriftPriorPPM * 1e-6
 	sigma := prior
+	eps := -1.0 // noise of the minimal delays, once computed
 	first := e.buckets[(e.bnext-e.bn+DriftBuckets)%DriftBuckets].start
 	if span := now - first; e.bn > 0 && span >= e.cfg.MinDriftSpan && span > 0 {
 		e.buildHulls(ts, fs, bs, out, now)
@@ -434,7 +450,8 @@ func (e *Estimator) compute() {
 		// How well the data pin β down: half the β range over which the
 		// corridor stays within 2ε of its widest.
 		sigma = 0
-		if eps := noise(ts, fs, bs, out, beta); eps > 0 {
+		// (ε hardly depends on β: computed once, here, and reused.)
+		if eps = noise(ts, fs, bs, out, beta); eps > 0 {
 			level := width(e.hullF, e.hullB, beta) - 2*eps
 			lo := levelBound(e.hullF, e.hullB, beta, -maxB, level)
 			hi := levelBound(e.hullF, e.hullB, beta, maxB, level)
@@ -448,7 +465,9 @@ func (e *Estimator) compute() {
 			sigma = math.Sqrt(w) * sigma
 		}
 	}
-	eps := noise(ts, fs, bs, out, beta)
+	if eps < 0 {
+		eps = noise(ts, fs, bs, out, beta)
+	}
 
 	// The offset uses the newest samples up to horizon old. An older
 	// minimum carries the drift's error times its age; a shorter horizon
@@ -584,6 +603,9 @@ func noise(ts, fs, bs []float64, out []bool, beta float64) float64 {
 		}
 		m++
 		f, b := fs[k]-beta*ts[k], beta*ts[k]-bs[k]
+		if f >= lowF[3] && b >= lowB[3] {
+			continue
+		}
 		for i := range 4 {
 			if f < lowF[i] {
 				f, lowF[i] = lowF[i], f

@@ -274,16 +274,19 @@ func BenchmarkEstimatorAdd(b *testing.B) {
 			for _, smp := range smps[:2048] { // fill the window and the drift history
 				e.Add(smp)
 			}
+			shift := smps[len(smps)-1].At - smps[0].At + time.Second
 			b.ReportAllocs()
-			i := 0
+			i := 2048
 			for b.Loop() {
 				if i == len(smps) { // keep times increasing: shift the batch
 					for j := range smps {
-						smps[j].At += smps[len(smps)-1].At
+						smps[j].At += shift
 					}
 					i = 0
 				}
-				e.Add(smps[i])
+				if err := e.Add(smps[i]); err != nil {
+					b.Fatal(err)
+				}
 				i++
 			}
 		})
