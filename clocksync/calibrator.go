@@ -228,10 +228,10 @@ func NewCalibrator(cfg Config, clock Clock) (*Calibrator, error) {
 // Role returns the Calibrator's role.
 func (c *Calibrator) Role() Role { return c.cfg.Role }
 
-// SetEpoch (leader only) sets the local time at which game time is zero.
-// Call it before the match: the follower steps to the new game time while
-// calibrating, but once its match runs it will only step forward and slew
-// backward.
+// SetEpoch (leader only) sets the local time at which game time is zero;
+// the leader's game clock jumps to match. Call it before the match: the
+// follower steps along while calibrating, but once its match runs it only
+// steps forward (past StepThreshold) and slews backward.
 func (c *Calibrator) SetEpoch(local time.Duration) error {
 	if c.cfg.Role != RoleLeader {
 		return fmt.Errorf("clocksync: SetEpoch on a %v", c.cfg.Role)
@@ -241,8 +241,9 @@ func (c *Calibrator) SetEpoch(local time.Duration) error {
 	return nil
 }
 
-// StartMatch switches to the match: pings at MatchInterval, and (follower)
-// a game clock that only slews from now on. The next ping is not delayed.
+// StartMatch switches to the match: pings at MatchInterval once the drift
+// is settled (see Config.MatchInterval), and (follower) a game clock that
+// from now on never runs backwards. The next ping is not delayed.
 func (c *Calibrator) StartMatch() {
 	c.running = true
 	c.game.Start()
@@ -313,8 +314,9 @@ func (c *Calibrator) settled() bool {
 func (c *Calibrator) NextPing() time.Duration { return c.nextPing }
 
 // Poll appends a ping to dst and returns it if one is due, or returns nil;
-// wait is the time until the next ping is due. Call it from the game loop
-// or a timer.
+// wait is the time until the next ping is due (> 0). Call it from the game
+// loop or a timer. Pings go out every CalibrationInterval before the
+// match, and every MatchInterval in it once the drift is settled.
 func (c *Calibrator) Poll(dst []byte) (msg []byte, wait time.Duration) {
 	now := c.clock.Now()
 	if now >= c.nextPing {
