@@ -37,25 +37,27 @@ const (
 	childAngleStep = 2 * math.Pi / (1 << ChildAngleBits)
 )
 
-// Worst-case quantization errors of a snapshot round trip, for states inside
-// the limits by at least one step (at the very edge of the bounds or the speed
-// limits the encoder moves a value one more step inward so that the decoded
-// state still validates; the error there is at most twice these). A few 1e-12
-// of float rounding come on top.
+// Worst-case quantization errors of a snapshot round trip at level
+// (ObjectState.VelShift) 0, for states inside the limits by at least one step.
+// At level s, child bodies' velocity and angular velocity errors are 2^s times
+// these, and at level 3 child position errors are 2·MaxPosError (1 mm). At the
+// very edge of the bounds or the speed limits the encoder moves a value one
+// more step inward so that the decoded state still validates; the error there
+// is at most twice these. A few 1e-12 of float rounding come on top.
 const (
-	MaxPosError        = PosStep / 2        // 0.5 mm (1 mm for children at VelShift 3)
-	MaxRootAngleError  = rootAngleStep / 2  // 0.0027°
-	MaxChildAngleError = childAngleStep / 2 // 0.044°
-	MaxAngleError      = MaxChildAngleError
-	MaxVelError        = VelStep / 2    // 3.9 mm/s
-	MaxAngVelError     = AngVelStep / 2 // 0.016 rad/s (0.9°/s)
+	MaxPosError        = PosStep / 2        // 0.5 mm
+	MaxRootAngleError  = rootAngleStep / 2  // 0.011°
+	MaxChildAngleError = childAngleStep / 2 // 0.088°
+	MaxAngleError      = MaxChildAngleError // the larger of the two
+	MaxVelError        = VelStep / 2        // 7.8 mm/s
+	MaxAngVelError     = AngVelStep / 2     // 0.016 rad/s (0.9°/s)
 )
 
-// Wire widths of the object header. The Exp-Golomb orders of velocity values
-// are chosen per object by the encoder (whichever makes the object shortest)
-// and sent in the object header: kRoot for root velocities, kVel for child
-// velocity residuals, kAngVel for child angular velocity residuals, kPos for
-// child position residuals.
+// Wire widths of the object header. The Exp-Golomb orders are chosen per
+// object by the encoder (whichever makes the object shortest) and sent in the
+// object header: kRoot for root velocities, kVel for child velocity
+// residuals, kAngVel for child angular velocity residuals, kPos for child
+// position residuals.
 const (
 	egID          = 0
 	egCount       = 0
@@ -79,10 +81,10 @@ const (
 // SnapshotTarget-byte snapshot with the same header. When an object would
 // take more (violent motion: fast limbs, large solver errors), the encoder
 // sends its child bodies' velocity residuals with quanta 2, 4 or 8 times
-// coarser (ObjectState.VelShift) until it fits. Positions and angles are never
-// coarsened, and root bodies' velocities are always sent at full precision.
-// At VelShift 3 the budget is not enforced further, so the target is not a
-// hard limit (MaxPacketSize is).
+// coarser (ObjectState.VelShift 1..3), and at level 3 also child position
+// residuals in 2 mm quanta, until it fits. Angles and root bodies are never
+// coarsened. At level 3 the budget is not enforced further, so the target is
+// not a hard limit (MaxPacketSize is).
 const SnapshotTarget = 64
 
 // Codec errors. Every codec error is a *CodecError wrapping one of these or
@@ -98,8 +100,8 @@ var (
 )
 
 // CodecError reports a bad snapshot: what was wrong (Err), where (byte
-// Offset in the packet; Object and Body when known, Body -1 otherwise), which
-// Field, and the offending Value.
+// Offset in the packet when decoding, 0 when encoding; Object and Body when
+// known, Body -1 otherwise), which Field, and the offending Value.
 type CodecError struct {
 	Op     string // "encode" or "decode"
 	Offset int
@@ -146,10 +148,11 @@ type ObjectState struct {
 	ID      ObjectID
 	Fighter FighterState
 	Bodies  []BodyState
-	// VelShift is set by AppendSnapshot and DecodeSnapshot: child bodies'
-	// velocities and angular velocities were sent with quanta 2^VelShift
-	// times VelStep and AngVelStep (0 normally; see ObjectBudgetBits). The
-	// velocity error bounds scale by the same factor.
+	// VelShift is the precision level, set by AppendSnapshot and
+	// DecodeSnapshot: child bodies' velocities and angular velocities were
+	// sent with quanta 2^VelShift times VelStep and AngVelStep, and at level
+	// 3 child positions with 2 mm quanta (0 normally; see SnapshotTarget).
+	// Their error bounds scale alike.
 	VelShift uint8
 }
 
@@ -213,7 +216,6 @@ type Codec struct {
 	nx, ny uint64 // root position quantum counts over the bounds
 	bx, by uint   // bits of root positions
 	nv, nw int64  // largest |q| of root linear / angular velocity
-	bv, bw uint   // bits of root velocities
 }
 
 // NewCodec returns a codec quantizing over limits (defaults filled in; Bounds

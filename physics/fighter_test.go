@@ -2,6 +2,7 @@ package physics
 
 import (
 	"errors"
+	"math/rand"
 
 	"github.com/ByteArena/box2d"
 	"math"
@@ -627,4 +628,68 @@ func TestEnumStrings(t *testing.T) {
 			t.Error("empty name")
 		}
 	}
+}
+
+// TestRandomBrawlStaysSane mashes random inputs on two fighters with props
+// around and checks that the simulation stays valid: every state passes the
+// limits and round-trips through the codec, hits apply, and nobody stays
+// down.
+func TestRandomBrawlStaysSane(t *testing.T) {
+	w := newWorld(t)
+	a := addFighter(t, w, 1, -0.5)
+	b := addFighter(t, w, 2, 0.5)
+	w.AddBall(3, PropConfig{Pos: V(0, 4)})
+	w.AddCrate(4, PropConfig{Pos: V(2, 1)})
+	c := w.Codec()
+	rng := rand.New(rand.NewSource(9))
+	var s, d Snapshot
+	var buf []byte
+	var err error
+	ins := [2]Input{}
+	downFor := [2]int{}
+	hits := 0
+	for i := 0; i < 3000; i++ {
+		for k, f := range []*Fighter{a, b} {
+			if rng.Intn(15) == 0 {
+				ins[k] = Input(rng.Intn(64))
+			}
+			f.SetInput(ins[k])
+		}
+		w.Step()
+		for _, h := range w.Hits() {
+			hits++
+			w.Fighter(h.Victim).ApplyHit(h)
+		}
+		s.Reset(int64(i), uint32(i))
+		for _, o := range w.Objects() {
+			s.Add(o)
+			if err := o.Validate(s.Objects[len(s.Objects)-1].Bodies); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		if buf, err = c.AppendSnapshot(buf[:0], &s); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if err = c.DecodeSnapshot(buf, &d); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		for k, f := range []*Fighter{a, b} {
+			if f.HP() < 25 {
+				f.Revive(f.MaxHP())
+			}
+			switch f.Action() {
+			case ActionDown, ActionGettingUp:
+				downFor[k]++
+				if downFor[k] > 400 {
+					t.Fatalf("step %d: %v down for %d steps (torso %.0f°)", i, f.ID(), downFor[k], deg(torsoAngle(f)))
+				}
+			default:
+				downFor[k] = 0
+			}
+		}
+	}
+	if hits < 10 {
+		t.Errorf("only %d hits in a 50 s brawl", hits)
+	}
+	t.Logf("%d hits", hits)
 }

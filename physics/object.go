@@ -1,6 +1,7 @@
 package physics
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/ByteArena/box2d"
@@ -86,7 +87,37 @@ func (o *Object) ReadState(dst []BodyState) []BodyState {
 // speeds) against the world's limits without writing anything. Errors are
 // *StateError.
 func (o *Object) Validate(src []BodyState) error {
+	if o.world == nil {
+		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
+	}
 	return o.world.limits.ValidateState(o.id, src, len(o.bodies))
+}
+
+// WriteBody sets body i alone to s, after validating it like WriteState
+// (the angle is taken modulo 2π, nearest the body's current angle). For
+// correction code that snaps one body of an object.
+func (o *Object) WriteBody(i int, s BodyState) error {
+	if o.world == nil {
+		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
+	}
+	if i < 0 || i >= len(o.bodies) {
+		return &StateError{Object: o.id, Body: i, Field: "index", Value: float64(i), Err: ErrBodyCount}
+	}
+	if err := o.world.limits.ValidateBody(o.id, i, &s); err != nil {
+		return err
+	}
+	if o.world.b2.IsLocked() {
+		return ErrWorldLocked
+	}
+	b := o.bodies[i]
+	angle := s.Angle + 2*math.Pi*math.Round((b.M_sweep.A-s.Angle)/(2*math.Pi))
+	b.SetTransform(box2d.B2Vec2{X: s.Pos.X, Y: s.Pos.Y}, angle)
+	if b.M_type != box2d.B2BodyType.B2_staticBody {
+		b.M_linearVelocity = box2d.B2Vec2{X: s.Vel.X, Y: s.Vel.Y}
+		b.M_angularVelocity = s.AngVel
+		b.SetAwake(true)
+	}
+	return nil
 }
 
 // WriteState sets every body of the object to src (teleport plus velocities)

@@ -164,3 +164,30 @@ func TestWriteStateAddsNoAllocations(t *testing.T) {
 	}
 	t.Logf("WriteState %v allocs/op, raw box2d calls %v", ours, raw)
 }
+
+func TestWriteBody(t *testing.T) {
+	w := newWorld(t)
+	ball, _ := w.AddBall(1, PropConfig{Pos: V(0, 2)})
+	if err := ball.WriteBody(0, BodyState{Pos: V(1, 3), Angle: 0.2, Vel: V(1, 0), AngVel: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if s := ball.ReadBody(0); s.Pos != V(1, 3) || s.Vel != V(1, 0) || s.AngVel != 2 || math.Abs(s.Angle-0.2) > 1e-12 {
+		t.Errorf("wrote, read %+v", s)
+	}
+	var se *StateError
+	if err := ball.WriteBody(0, BodyState{Pos: V(math.NaN(), 3)}); !errors.Is(err, ErrNotFinite) || !errors.As(err, &se) || se.Field != "pos.x" {
+		t.Errorf("NaN: %v", err)
+	}
+	if err := ball.WriteBody(1, BodyState{}); !errors.Is(err, ErrBodyCount) {
+		t.Errorf("bad index: %v", err)
+	}
+	if err := w.RemoveObject(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := ball.WriteBody(0, BodyState{Pos: V(1, 1)}); !errors.Is(err, ErrUnknownObject) {
+		t.Errorf("removed object: %v", err)
+	}
+	if err := ball.WriteState([]BodyState{{Pos: V(1, 1)}}); !errors.Is(err, ErrUnknownObject) {
+		t.Errorf("removed object: %v", err)
+	}
+}

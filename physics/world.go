@@ -398,6 +398,9 @@ func (w *World) RemoveObject(id ObjectID) error {
 		}
 	}
 	o.world = nil
+	if o.fighter != nil {
+		o.fighter.world = nil
+	}
 	return nil
 }
 
