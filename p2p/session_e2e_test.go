@@ -176,8 +176,13 @@ func TestSessionWebRTCBlocked(t *testing.T) {
 }
 
 // preferWebRTC makes the initial choice deterministic (on loopback the two
-// transports ping about the same).
-func preferWebRTC(c *Config) { c.Prefer = TransportWebRTC }
+// transports ping about the same). InterruptAfter is raised to 1 s so that
+// "the failover comes before an interruption" holds with a wide margin
+// (FailoverAfter is 300 ms) even on a loaded machine.
+func preferWebRTC(c *Config) {
+	c.Prefer = TransportWebRTC
+	c.InterruptAfter = time.Second
+}
 
 // checkFailover asserts that the events show a switch from webrtc to tcp
 // and no interruption or disconnect.

@@ -1,0 +1,69 @@
+// Command netdiag tests the connection quality between two machines the
+// way a ragsync game would use it: it pairs through a signaling server,
+// opens both transports (WebRTC data channel and the TCP relay), lets the
+// session choose between them by ping, then exchanges game-sized messages
+// at a game's rate for -duration while pinging both transports, and prints
+// a report.
+//
+// On the first machine (creates a room and prints its code):
+//
+//	go run ./cmd/netdiag -signal http://SERVER:8080
+//
+// On the second machine, with that code:
+//
+//	go run ./cmd/netdiag -signal http://SERVER:8080 -room CODE
+//
+// Or pair by quick match on both (-quick), or try it alone: -self runs both
+// ends in this process, against -signal if given, else against a signaling
+// server embedded on 127.0.0.1:0.
+//
+// The report has, for each transport, its 3-probe ping (the session's
+// choice rule: three round trips, the maximum counts) and the round-trip
+// distribution (min/p50/p95/max over the last 256 pings of the run),
+// jitter in each direction (RFC 3550, from the ping timestamps) and ping
+// loss; the transport chosen and why; loss, duplicates and reordering of
+// the test messages; throughput both ways; the WebRTC candidate types
+// (relay means through a TURN server); the offset between the two
+// machines' clocks with its uncertainty; and a verdict, judged on the
+// active transport:
+//
+//	good      RTT p95 ≤ 80 ms, jitter ≤ 10 ms, loss ≤ 1 %
+//	playable  RTT p95 ≤ 200 ms, jitter ≤ 30 ms, loss ≤ 5 %
+//	poor      anything worse, or the connection was interrupted
+//
+// -json prints the same as JSON. Without -ice-server no STUN/TURN server
+// is used (host candidates only: same machine or LAN). With a loopback
+// -signal URL only loopback interfaces are used.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netdiag:", err)
+		os.Exit(1)
+	}
+}
+
+// hooks lets tests observe a run.
+type hooks struct {
+	// room is called with the code of a room this process created.
+	room func(code string)
+}
+
+var _ io.Writer = os.Stdout

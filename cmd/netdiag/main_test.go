@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSelfJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"-self", "-duration", "1s", "-json"}, &out, &errOut, nil)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	var rs []report
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out.String())
+	}
+	if len(rs) != 2 || rs[0].Role != "offerer" || rs[1].Role != "answerer" {
+		t.Fatalf("reports %+v", rs)
+	}
+	for _, r := range rs {
+		if r.Transport != rs[0].Transport || (r.Transport != "webrtc" && r.Transport != "tcp") {
+			t.Errorf("%s: transport %q", r.Role, r.Transport)
+		}
+		// Counts only: rates and the verdict depend on the machine's load.
+		if r.Sent == 0 || r.Received == 0 || r.Received > r.Sent || r.Corrupt != 0 {
+			t.Errorf("%s: sent %d received %d corrupt %d", r.Role, r.Sent, r.Received, r.Corrupt)
+		}
+		if len(r.Transports) != 2 {
+			t.Fatalf("%s: %d transports", r.Role, len(r.Transports))
+		}
+		for _, tr := range r.Transports {
+			if tr.State != "up" || tr.RTTMs.Samples == 0 || tr.RTTMs.Min <= 0 || tr.RTTMs.P95 < tr.RTTMs.P50 || tr.RTTMs.Max < tr.RTTMs.P95 {
+				t.Errorf("%s/%s: %+v", r.Role, tr.Name, tr)
+			}
+		}
+		if r.LocalCand != "host" {
+			t.Errorf("%s: local candidate %q", r.Role, r.LocalCand)
+		}
+		if (r.Verdict != "good" && r.Verdict != "playable" && r.Verdict != "poor") || r.VerdictReason == "" {
+			t.Errorf("%s: verdict %q (%q)", r.Role, r.Verdict, r.VerdictReason)
+		}
+		// Both ends read the same machine clock: the true offset is 0, and
+		// the uncertainty bounds the error whatever the load.
+		if r.ClockUncMs <= 0 || r.ClockOffsetMs > r.ClockUncMs || r.ClockOffsetMs < -r.ClockUncMs {
+			t.Errorf("%s: clock offset %v ± %v ms between two ends of one process", r.Role, r.ClockOffsetMs, r.ClockUncMs)
+		}
+	}
+	if rs[0].ChoiceReason == "" || !strings.Contains(rs[1].ChoiceReason, "offerer") {
+		t.Errorf("choice reasons %q / %q", rs[0].ChoiceReason, rs[1].ChoiceReason)
+	}
+}
+
+func TestSelfText(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-self", "-duration", "1s"}, &out, &errOut, nil); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"this peer is the offerer", "this peer is the answerer", "3-probe ping",
+		"Chosen:", "WebRTC candidates: local host", "Clock offset to the peer", "Verdict: ", "playable: ≤ 200 ms"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestTwoProcessesByRoom runs the two-machine mode: one run creates a room
+// (and prints its code), the other joins it, against a separate signaling
+// server.
+func TestTwoProcessesByRoom(t *testing.T) {
+	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	codes := make(chan string, 1)
+	var wg sync.WaitGroup
+	var outA, outB, errA, errB bytes.Buffer
+	var runA, runB error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		runA = run(context.Background(), []string{"-signal", url, "-duration", "1s", "-json"}, &outA, &errA,
+			&hooks{room: func(c string) { codes <- c }})
+	}()
+	go func() {
+		defer wg.Done()
+		var code string
+		select {
+		case code = <-codes:
+		case <-time.After(10 * time.Second):
+			runB = errors.New("no room code")
+			return
+		}
+		runB = run(context.Background(), []string{"-signal", url, "-room", strings.ToLower(code), "-duration", "1s", "-json"}, &outB, &errB, nil)
+	}()
+	wg.Wait()
+	if runA != nil || runB != nil {
+		t.Fatalf("runs: %v / %v\n%s\n%s", runA, runB, errA.String(), errB.String())
+	}
+	if !strings.Contains(errA.String(), "-room ") {
+		t.Errorf("host did not print how to join:\n%s", errA.String())
+	}
+	var ra, rb report
+	if err := json.Unmarshal(outA.Bytes(), &ra); err != nil {
+		t.Fatal(err, outA.String())
+	}
+	if err := json.Unmarshal(outB.Bytes(), &rb); err != nil {
+		t.Fatal(err, outB.String())
+	}
+	if ra.Role != "offerer" || rb.Role != "answerer" || ra.Room != rb.Room || ra.Transport != rb.Transport {
+		t.Errorf("reports disagree: %s/%s room %s/%s transport %s/%s", ra.Role, rb.Role, ra.Room, rb.Room, ra.Transport, rb.Transport)
+	}
+	if ra.Received == 0 || rb.Received == 0 {
+		t.Errorf("received %d / %d", ra.Received, rb.Received)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-rate", "0"},
+		{"-size", "4"},
+		{"-duration", "-1s"},
+		{"-self", "-room", "ABCDEF"},
+		{"-quick", "-room", "ABCDEF"},
+		{"-interfaces", "wifi"},
+		{"extra"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard, nil)
+		if err == nil || errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	if err := run(context.Background(), []string{"-h"}, io.Discard, io.Discard, nil); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestJoinBadRoom(t *testing.T) {
+	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	err = run(context.Background(), []string{"-signal", url, "-room", "ZZZZZZ"}, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "ZZZZZZ") {
+		t.Errorf("joining a missing room: %v", err)
+	}
+	err = run(context.Background(), []string{"-signal", url, "-room", "0O1"}, io.Discard, io.Discard, nil)
+	if err == nil {
+		t.Error("a malformed room code was accepted")
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	mk := func(p95, jitter float64) *transportReport {
+		return &transportReport{Name: "webrtc", RTTMs: rttReport{Samples: 10, P95: p95}, JitterInMs: jitter}
+	}
+	for _, c := range []struct {
+		tr          *transportReport
+		loss        float64
+		interrupted bool
+		want        string
+	}{
+		{mk(30, 2), 0, false, "good"},
+		{mk(80, 10), 1, false, "good"},
+		{mk(81, 2), 0, false, "playable"},
+		{mk(30, 11), 0, false, "playable"},
+		{mk(30, 2), 1.5, false, "playable"},
+		{mk(200, 30), 5, false, "playable"},
+		{mk(201, 2), 0, false, "poor"},
+		{mk(30, 31), 0, false, "poor"},
+		{mk(30, 2), 6, false, "poor"},
+		{mk(30, 2), 0, true, "poor"},
+		{nil, 0, false, "poor"},
+		{&transportReport{Name: "tcp"}, 0, false, "poor"},
+	} {
+		if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
+			t.Errorf("%+v loss %v interrupted %v: %s (%s), want %s", c.tr, c.loss, c.interrupted, got, why, c.want)
+		}
+	}
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/ragsync/ragsync/p2p"
+	"github.com/ragsync/ragsync/signaling"
+)
+
+const defaultSignal = "http://127.0.0.1:8080"
+
+type options struct {
+	signal     string
+	signalSet  bool
+	room       string
+	quick      bool
+	self       bool
+	duration   time.Duration
+	rate       int
+	size       int
+	jsonOut    bool
+	wait       time.Duration
+	iceServers []string
+	interfaces string
+	udp4       bool
+	webrtcWait time.Duration
+	verbose    bool
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("netdiag", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.signal, "signal", defaultSignal, "signaling server URL")
+	fs.StringVar(&o.room, "room", "", "room code to join; without it (and without -quick or -self) a room is created and its code printed")
+	fs.BoolVar(&o.quick, "quick", false, "pair by quick match instead of a room code")
+	fs.BoolVar(&o.self, "self", false, "run both ends in this process (against -signal if given, else an embedded server on 127.0.0.1:0)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure after connecting")
+	fs.IntVar(&o.rate, "rate", 60, "test messages per second each way (a game's tick rate)")
+	fs.IntVar(&o.size, "size", 200, "test message size in bytes")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	fs.DurationVar(&o.wait, "wait", 5*time.Minute, "how long to wait for the other machine to join")
+	var ice stringList
+	fs.Var(&ice, "ice-server", "STUN or TURN server URL (repeatable), e.g. stun:stun.example.org:3478; none by default")
+	fs.StringVar(&o.interfaces, "interfaces", "auto", "ICE interfaces: auto (loopback only if -signal is a loopback URL), loopback or all")
+	fs.BoolVar(&o.udp4, "udp4", false, "use only UDP over IPv4 for WebRTC")
+	fs.DurationVar(&o.webrtcWait, "webrtc-timeout", 0, "how long WebRTC may take to connect before the session settles on TCP (0: 5s)")
+	fs.BoolVar(&o.verbose, "v", false, "log session events and debug output to stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "signal" {
+			o.signalSet = true
+		}
+	})
+	o.iceServers = ice
+	switch {
+	case o.duration <= 0:
+		return o, fmt.Errorf("-duration must be positive, got %v", o.duration)
+	case o.rate < 1 || o.rate > 1000:
+		return o, fmt.Errorf("-rate must be 1..1000 messages per second, got %d", o.rate)
+	case o.size < 8 || o.size > p2p.DefaultMaxMessageSize:
+		return o, fmt.Errorf("-size must be 8..%d bytes, got %d", p2p.DefaultMaxMessageSize, o.size)
+	case o.self && (o.room != "" || o.quick):
+		return o, errors.New("-self runs both ends: it takes neither -room nor -quick")
+	case o.quick && o.room != "":
+		return o, errors.New("use either -room or -quick")
+	}
+	if _, err := parseInterfaces(o.interfaces); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func parseInterfaces(s string) (p2p.InterfacePolicy, error) {
+	switch s {
+	case "auto":
+		return p2p.InterfacesAuto, nil
+	case "loopback":
+		return p2p.InterfacesLoopback, nil
+	case "all":
+		return p2p.InterfacesAll, nil
+	}
+	return 0, fmt.Errorf("-interfaces must be auto, loopback or all, got %q", s)
+}
+
+func (o options) config(log *slog.Logger) p2p.Config {
+	pol, _ := parseInterfaces(o.interfaces)
+	c := p2p.Config{
+		Interfaces:    pol,
+		UDP4Only:      o.udp4,
+		WebRTCTimeout: o.webrtcWait,
+		// Ping the standby transport often too, so both get an RTT
+		// distribution over the run.
+		StandbyPingInterval: 100 * time.Millisecond,
+		Logger:              log,
+	}
+	for _, u := range o.iceServers {
+		c.ICEServers = append(c.ICEServers, webrtc.ICEServer{URLs: []string{u}})
+	}
+	return c
+}
+
+// run is the whole command; main passes the process's arguments and
+// streams.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, h *hooks) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		h = &hooks{}
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if o.self {
+		return runSelf(ctx, o, stdout, stderr, log)
+	}
+	s, err := connect(ctx, o, stderr, log, h)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintf(stderr, "connected as %v (room %s); measuring for %v…\n", s.Role(), s.Room(), o.duration)
+	r := measure(ctx, s, o, stderr)
+	return printReports(stdout, o.jsonOut, []report{r})
+}
+
+func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger, h *hooks) (*p2p.Session, error) {
+	cfg := o.config(log)
+	ctx, cancel := context.WithTimeout(ctx, o.wait)
+	defer cancel()
+	switch {
+	case o.quick:
+		fmt.Fprintf(stderr, "waiting for a quick-match partner on %s…\n", o.signal)
+		return p2p.Connect(ctx, o.signal, p2p.QuickMatch, cfg)
+	case o.room != "":
+		return p2p.Connect(ctx, o.signal, o.room, cfg)
+	}
+	room, err := p2p.CreateRoom(ctx, o.signal, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "room %s created; on the other machine run:\n\n\tnetdiag -signal %s -room %s\n\n", room.Code(), o.signal, room.Code())
+	if h.room != nil {
+		h.room(room.Code())
+	}
+	return room.Connect(ctx)
+}
+
+// runSelf connects two sessions in this process and reports both.
+func runSelf(ctx context.Context, o options, stdout, stderr io.Writer, log *slog.Logger) error {
+	url := o.signal
+	if !o.signalSet {
+		u, stop, err := embeddedServer(log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		url = u
+		fmt.Fprintf(stderr, "embedded signaling server on %s\n", url)
+	}
+	o.signal = url
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	room, err := p2p.CreateRoom(cctx, url, o.config(log.With("peer", "host")))
+	if err != nil {
+		return err
+	}
+	var host *p2p.Session
+	var hostErr error
+	done := make(chan struct{})
+	go func() { defer close(done); host, hostErr = room.Connect(cctx) }()
+	guest, err := p2p.Connect(cctx, url, room.Code(), o.config(log.With("peer", "guest")))
+	<-done
+	if err == nil {
+		err = hostErr
+	}
+	if err != nil {
+		if host != nil {
+			host.Close()
+		}
+		if guest != nil {
+			guest.Close()
+		}
+		return err
+	}
+	defer host.Close()
+	defer guest.Close()
+	fmt.Fprintf(stderr, "both ends connected (room %s); measuring for %v…\n", room.Code(), o.duration)
+	var wg sync.WaitGroup
+	var rh, rg report
+	wg.Add(2)
+	go func() { defer wg.Done(); rh = measure(ctx, host, o, stderr) }()
+	go func() { defer wg.Done(); rg = measure(ctx, guest, o, io.Discard) }()
+	wg.Wait()
+	return printReports(stdout, o.jsonOut, []report{rh, rg})
+}
+
+// embeddedServer runs a signaling server on 127.0.0.1:0.
+func embeddedServer(log *slog.Logger) (string, func(), error) {
+	srv, err := signaling.NewServer(signaling.Config{Logger: log.With("component", "signaling")})
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("netdiag: embedded signaling server", "err", err)
+		}
+	}()
+	return "http://" + l.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// measure exchanges test messages at o.rate for o.duration and builds the
+// report. Each message carries a sequence number (the session counts
+// loss/duplicates/reordering from its own header; this checks integrity).
+func measure(ctx context.Context, s *p2p.Session, o options, progress io.Writer) report {
+	start := time.Now()
+	before := s.Stats()
+	var evMu sync.Mutex
+	var events []p2p.Event
+	var evWG sync.WaitGroup
+	evWG.Add(1)
+	go func() {
+		defer evWG.Done()
+		for ev := range s.Events() {
+			evMu.Lock()
+			events = append(events, ev)
+			evMu.Unlock()
+		}
+	}()
+
+	msg := make([]byte, o.size)
+	var sent, recv, bytesIn, corrupt uint64
+	tick := time.NewTicker(time.Second / time.Duration(o.rate))
+	defer tick.Stop()
+	end := time.NewTimer(o.duration)
+	defer end.Stop()
+	nextProgress := time.Now().Add(time.Second)
+	var seq uint64
+	drain := func() {
+		s.Poll(func(p []byte) {
+			recv++
+			bytesIn += uint64(len(p))
+			if len(p) != o.size || binary.BigEndian.Uint64(p[len(p)-8:]) != ^binary.BigEndian.Uint64(p[:8]) {
+				corrupt++
+			}
+		})
+	}
+	var stopped string
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			stopped = "interrupted by the user"
+			break loop
+		case <-s.Done():
+			stopped = fmt.Sprint(s.Err())
+			break loop
+		case <-end.C:
+			break loop
+		case <-tick.C:
+		}
+		binary.BigEndian.PutUint64(msg, seq)
+		binary.BigEndian.PutUint64(msg[len(msg)-8:], ^seq)
+		seq++
+		if err := s.Send(msg); err == nil {
+			sent++
+		}
+		drain()
+		if now := time.Now(); now.After(nextProgress) {
+			st := s.Stats()
+			fmt.Fprintf(progress, "  %2.0fs  %-6v rtt %-8v loss %5.2f%%  %s\n", now.Sub(start).Seconds(), st.Transport,
+				st.RTT.Last.Round(10*time.Microsecond), 100*st.LossRecent, st.State)
+			nextProgress = nextProgress.Add(time.Second)
+		}
+	}
+	elapsed := time.Since(start)
+	// Let the last messages arrive (and the peer finish its own run)
+	// before taking the snapshot and closing.
+	time.Sleep(200 * time.Millisecond)
+	drain()
+	st := s.Stats()
+	evMu.Lock()
+	evs := append([]p2p.Event(nil), events...)
+	evMu.Unlock()
+	r := buildReport(s, before, st, evs, elapsed, sent, recv, bytesIn, corrupt, o)
+	r.Stopped = stopped
+	if stopped != "" {
+		r.Verdict, r.VerdictReason = "poor", "the measurement ended early: "+stopped
+	}
+	// Give the peer time to take its snapshot before our bye ends it.
+	time.Sleep(300 * time.Millisecond)
+	s.Close()
+	evWG.Wait()
+	return r
+}
