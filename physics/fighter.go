@@ -148,7 +148,7 @@ type FighterState struct {
 	AttackSeq uint8
 }
 
-// Validate checks s for a fighter with the given full health (0: MaxWireHP)
+// validate checks s for a fighter with the given full health (0: MaxWireHP)
 // and returns the first bad field, or "".
 func (s *FighterState) validate(maxHP int) (field string, value float64) {
 	if maxHP == 0 {
