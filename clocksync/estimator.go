@@ -118,10 +118,11 @@ type Estimate struct {
 	// Drifting reports whether DriftPPM was estimated (the samples span
 	// MinDriftSpan) rather than assumed zero.
 	Drifting bool
-	// DriftUncertaintyPPM is how well the history pins the drift down:
-	// half the range of drifts that fit the minimal delays within their
-	// noise (0 while not Drifting). It falls from ~100 ppm after a few
-	// seconds on a jittery link to ~1 ppm after minutes.
+	// DriftUncertaintyPPM is how well the drift is known: half the range
+	// of drifts that fit the minimal delays within their noise, combined
+	// with the prior (DriftPriorPPM while not Drifting). On a link with
+	// ±10 ms of jitter it falls from ~100 ppm in the first seconds to
+	// ~1 ppm after minutes.
 	DriftUncertaintyPPM float64
 	// Horizon is the age of the oldest sample the offset was taken from.
 	Horizon time.Duration
@@ -489,25 +490,19 @@ func (e *Estimator) compute() {
 		}
 	}
 
-	// Offset from the one-way bounds.
-	U, L := math.Inf(1), math.Inf(-1)
-	var tU, tL float64
-	for k := range n {
-		if out[k] || ts[k] < -horizon {
-			continue
-		}
-		if u := fs[k] - beta*ts[k]; u < U {
-			U, tU = u, ts[k]
-		}
-		if l := bs[k] - beta*ts[k]; l > L {
-			L, tL = l, ts[k]
-		}
+	// Offset from the one-way bounds (from the whole window if every
+	// sample within the horizon is an outlier).
+	U, L, tU, tL := bounds(ts, fs, bs, out, beta, horizon)
+	if math.IsInf(U, 0) && horizon < -ts[0] {
+		horizon = -ts[0]
+		U, L, tU, tL = bounds(ts, fs, bs, out, beta, horizon)
 	}
 	offset := (U + L) / 2
 	width := (U - L) / 2
-	if width < 0 {
-		// The bounds cross: the drift is off or the clocks stepped. Fall
-		// back on the best round trip's own offset.
+	if width < 0 || math.IsInf(U, 0) || math.IsInf(L, 0) {
+		// The bounds cross (the drift is off or the clocks stepped), or
+		// every sample in the horizon is an outlier. Fall back on the best
+		// round trip's own offset.
 		k := pos(e.byDelay[0])
 		offset, width = (fs[k]+bs[k])/2-beta*ts[k], dmin/2
 		tU, tL = ts[k], ts[k]
@@ -537,6 +532,25 @@ func (e *Estimator) compute() {
 		DriftUncertaintyPPM: sigma * 1e6,
 		Horizon:             time.Duration(horizon),
 	}
+}
+
+// bounds returns U = min(Forward − β·t) and L = max(Backward − β·t) over the
+// samples at most horizon old that are not out, and the times at which they
+// are attained. U and L are ±Inf if there are none.
+func bounds(ts, fs, bs []float64, out []bool, beta, horizon float64) (U, L, tU, tL float64) {
+	U, L = math.Inf(1), math.Inf(-1)
+	for k := range ts {
+		if out[k] || ts[k] < -horizon {
+			continue
+		}
+		if u := fs[k] - beta*ts[k]; u < U {
+			U, tU = u, ts[k]
+		}
+		if l := bs[k] - beta*ts[k]; l > L {
+			L, tL = l, ts[k]
+		}
+	}
+	return U, L, tU, tL
 }
 
 // buildHulls builds the lower convex hull of the forward points and the

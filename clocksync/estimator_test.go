@@ -205,6 +205,31 @@ func TestEstimatorOutliers(t *testing.T) {
 	}
 }
 
+// TestEstimatorOutlierRun: a run of bad samples longer than the offset's
+// minimum support still leaves a finite estimate near the truth.
+func TestEstimatorOutlierRun(t *testing.T) {
+	s := &synth{r: rand.New(rand.NewPCG(8, 8)), off: time.Second, base: 30 * time.Millisecond,
+		jitter: 10 * time.Millisecond, interval: 250 * time.Millisecond, driftPPM: 80}
+	e := newEstimator(t, EstimatorConfig{})
+	for range 120 {
+		e.Add(s.next())
+	}
+	for range 20 {
+		smp := s.next()
+		smp.Offset += 400 * time.Millisecond // claims a forward delay of −370 ms
+		if err := e.Add(smp); err != nil {
+			t.Fatal(err)
+		}
+		est := e.Estimate()
+		if d := est.Offset - s.trueOffset(est.At); d > 5*time.Millisecond || d < -5*time.Millisecond {
+			t.Fatalf("estimate %+v, true offset %v", est, s.trueOffset(est.At))
+		}
+	}
+	if est := e.Estimate(); est.Outliers != 20 {
+		t.Errorf("outliers %d, want 20", est.Outliers)
+	}
+}
+
 func TestEstimatorErrors(t *testing.T) {
 	e := newEstimator(t, EstimatorConfig{Window: 4})
 	if err := e.Add(Sample{At: 10, Delay: -1}); !errors.Is(err, ErrNegativeDelay) {
