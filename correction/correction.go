@@ -383,8 +383,9 @@ func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
 // at game time now (µs). Call it once per tick, before the world steps, and
 // never during a step. Per-packet methods (snap, midpoint, seed) act only
 // when a new target arrived since the last Apply; ragsync acts every tick.
-// Apply allocates nothing.
-func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) {
+// Apply reports whether it corrected (and so measured the errors in Stats).
+// It allocates nothing.
+func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	if len(bodies) != c.n {
 		panic(fmt.Sprintf("correction: Apply with %d bodies, corrector has %d", len(bodies), c.n))
 	}
@@ -408,6 +409,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) {
 
 	if c.hasTarget && (c.pending || !c.cfg.Method.perPacket()) {
 		c.pending = false
+		acted = true
 		switch c.cfg.Method {
 		case MethodSnap:
 			c.applySnap(bodies)
@@ -423,6 +425,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) {
 		c.lastVel[i] = physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
 	}
 	c.hasLastVel = true
+	return acted
 }
 
 // recordError stores the error of body i before correcting it.

@@ -1,0 +1,328 @@
+package ownership
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ragsync/ragsync/physics"
+)
+
+// PeerID names one of the peers of a match. The zero value is invalid. Both
+// peers must use the same two ids (for example 1 for the session's offerer and
+// 2 for the answerer): ownership tie-breaks depend on them.
+type PeerID uint8
+
+func (p PeerID) String() string {
+	if p == 0 {
+		return "peer(invalid)"
+	}
+	return fmt.Sprintf("peer%d", uint8(p))
+}
+
+// Mode says how the local peer treats an object.
+type Mode uint8
+
+// Modes. The zero value is invalid.
+const (
+	ModeUnknown Mode = iota
+	// ModeOwned: this peer owns the object; it simulates it freely and sends
+	// its state.
+	ModeOwned
+	// ModeRemote: the rival owns it; this peer corrects its copy toward the
+	// rival's states.
+	ModeRemote
+	// ModeLocalOnly: never synced (debris, effects). Each peer simulates its
+	// own, and states for it are rejected.
+	ModeLocalOnly
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeOwned:
+		return "owned"
+	case ModeRemote:
+		return "remote"
+	case ModeLocalOnly:
+		return "local-only"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// Sentinel errors of the registry. Errors wrap one of them and name the
+// object and peer (see AuthorityError).
+var (
+	// ErrNotOwner: a state for an object the sender does not own.
+	ErrNotOwner = errors.New("sender does not own the object")
+	// ErrLocalOnly: a state for an object that is never synced.
+	ErrLocalOnly = errors.New("object is local-only")
+	// ErrUnknownObject: no such object in the registry.
+	ErrUnknownObject = errors.New("unknown object")
+	// ErrClaimLost: a state of a shared object whose ownership claim lost
+	// against a newer or simultaneous claim (normal for a few ticks while
+	// claims cross the network).
+	ErrClaimLost = errors.New("ownership claim lost")
+	// ErrDuplicate: the object id is already registered.
+	ErrDuplicate = errors.New("object already registered")
+	// ErrInvalidPeer: a zero PeerID, or one that is neither peer of the match.
+	ErrInvalidPeer = errors.New("invalid peer id")
+)
+
+// AuthorityError is returned when a peer's state for an object is refused. It
+// carries the offending object and sender.
+type AuthorityError struct {
+	Object physics.ObjectID
+	Sender PeerID
+	Owner  PeerID // the owner as this peer sees it (0: local-only / unknown)
+	Epoch  uint32 // the claim's epoch, if the state carried a claim
+	Err    error
+}
+
+func (e *AuthorityError) Error() string {
+	s := fmt.Sprintf("ownership: %v from %v: %v", e.Object, e.Sender, e.Err)
+	if e.Owner != 0 {
+		s += fmt.Sprintf(" (owner %v)", e.Owner)
+	}
+	if e.Epoch != 0 {
+		s += fmt.Sprintf(" (claim epoch %d)", e.Epoch)
+	}
+	return s
+}
+
+func (e *AuthorityError) Unwrap() error { return e.Err }
+
+// entry is the registry's record of one object.
+type entry struct {
+	id     physics.ObjectID
+	owner  PeerID // 0 for local-only
+	shared bool   // ownership can move (a prop)
+	// epoch counts ownership changes of a shared object. Both peers agree
+	// on (epoch, owner) once the claims have crossed.
+	epoch uint32
+	// cooldownUntil is the tick before which the local peer will not claim
+	// the object again.
+	cooldownUntil uint64
+}
+
+// Registry records who owns which object. Fighters are owned by their player
+// for the whole match; shared props change owner when a fighter touches them
+// (see Claim and Receive). It is a plain value driven by the game's tick, not
+// safe for concurrent use, and allocates only when objects are added.
+//
+// # Ownership transfer
+//
+// Every shared object has an epoch, a counter of ownership changes that both
+// peers keep. When this peer's fighter touches a shared object the rival owns,
+// this peer claims it: epoch+1, owner = this peer, effective at once (so the
+// toucher sees no delay), and from then on its states carry the claim (id,
+// epoch). The rival accepts a claim whose epoch is newer than its own and
+// hands the object over. If both peers claim the same epoch at once, both
+// resolve the tie with the same rule (TieWinner), so they end up agreeing;
+// the loser's claim is refused (ErrClaimLost) and the loser reverts. After a
+// change, the local peer does not claim the object again for a cooldown, so
+// two fighters pressed against one crate do not bounce it back and forth
+// every tick.
+type Registry struct {
+	local, remote PeerID
+	cooldown      uint64
+	entries       []entry // sorted by id
+
+	transfers uint64
+	ties      uint64
+}
+
+// DefaultClaimCooldown is the default cooldown, in ticks, after an ownership
+// change before the local peer claims the same object again (30 ticks: 0.5 s
+// at 60 Hz).
+const DefaultClaimCooldown = 30
+
+// NewRegistry returns an empty registry for the local peer and its rival.
+// cooldownTicks is the claim cooldown (0: DefaultClaimCooldown).
+func NewRegistry(local, remote PeerID, cooldownTicks int) (*Registry, error) {
+	if local == 0 || remote == 0 || local == remote {
+		return nil, fmt.Errorf("ownership: %w: local %v, remote %v", ErrInvalidPeer, local, remote)
+	}
+	if cooldownTicks < 0 {
+		return nil, fmt.Errorf("ownership: negative claim cooldown %d", cooldownTicks)
+	}
+	if cooldownTicks == 0 {
+		cooldownTicks = DefaultClaimCooldown
+	}
+	return &Registry{local: local, remote: remote, cooldown: uint64(cooldownTicks)}, nil
+}
+
+// Local returns the local peer's id; Remote the rival's.
+func (r *Registry) Local() PeerID  { return r.local }
+func (r *Registry) Remote() PeerID { return r.remote }
+
+func (r *Registry) find(id physics.ObjectID) (int, bool) {
+	return slices.BinarySearchFunc(r.entries, id, func(e entry, id physics.ObjectID) int {
+		return int(e.id) - int(id)
+	})
+}
+
+func (r *Registry) get(id physics.ObjectID) *entry {
+	if i, ok := r.find(id); ok {
+		return &r.entries[i]
+	}
+	return nil
+}
+
+// Add registers an object owned by owner (the local or the remote peer). A
+// shared object's ownership can change (Claim); a fighter's should not.
+func (r *Registry) Add(id physics.ObjectID, owner PeerID, shared bool) error {
+	if owner != r.local && owner != r.remote {
+		return fmt.Errorf("ownership: %v: %w %v", id, ErrInvalidPeer, owner)
+	}
+	return r.insert(entry{id: id, owner: owner, shared: shared})
+}
+
+// AddLocalOnly registers an object that is never synced.
+func (r *Registry) AddLocalOnly(id physics.ObjectID) error {
+	return r.insert(entry{id: id})
+}
+
+func (r *Registry) insert(e entry) error {
+	if e.id == 0 {
+		return fmt.Errorf("ownership: %w", physics.ErrInvalidID)
+	}
+	i, ok := r.find(e.id)
+	if ok {
+		return fmt.Errorf("ownership: %v: %w", e.id, ErrDuplicate)
+	}
+	r.entries = slices.Insert(r.entries, i, e)
+	return nil
+}
+
+// Remove forgets an object.
+func (r *Registry) Remove(id physics.ObjectID) {
+	if i, ok := r.find(id); ok {
+		r.entries = slices.Delete(r.entries, i, i+1)
+	}
+}
+
+// Mode returns how the local peer treats the object (ModeUnknown if it is not
+// registered).
+func (r *Registry) Mode(id physics.ObjectID) Mode {
+	e := r.get(id)
+	switch {
+	case e == nil:
+		return ModeUnknown
+	case e.owner == 0:
+		return ModeLocalOnly
+	case e.owner == r.local:
+		return ModeOwned
+	}
+	return ModeRemote
+}
+
+// Owner returns the object's owner and its ownership epoch (0, 0 for
+// local-only or unknown objects).
+func (r *Registry) Owner(id physics.ObjectID) (PeerID, uint32) {
+	if e := r.get(id); e != nil {
+		return e.owner, e.epoch
+	}
+	return 0, 0
+}
+
+// Shared reports whether the object's ownership can change.
+func (r *Registry) Shared(id physics.ObjectID) bool {
+	e := r.get(id)
+	return e != nil && e.shared
+}
+
+// Transfers counts ownership changes (either way); Ties counts simultaneous
+// claims resolved by TieWinner.
+func (r *Registry) Transfers() uint64 { return r.transfers }
+func (r *Registry) Ties() uint64      { return r.ties }
+
+// TieWinner is the peer that keeps object id when both peers claimed it at the
+// same epoch. It alternates with the epoch (and the object id), so neither
+// peer always wins, and both peers compute the same answer.
+func TieWinner(id physics.ObjectID, epoch uint32, a, b PeerID) PeerID {
+	lo, hi := min(a, b), max(a, b)
+	if (uint32(id)+epoch)%2 == 0 {
+		return lo
+	}
+	return hi
+}
+
+// Claim makes the local peer the owner of shared object id at tick now, if
+// the rival owns it and the cooldown since its last change has passed. It
+// reports whether the claim was made (the object is then ModeOwned with a new
+// epoch, and the caller's states carry the claim).
+func (r *Registry) Claim(id physics.ObjectID, now uint64) bool {
+	e := r.get(id)
+	if e == nil || !e.shared || e.owner != r.remote || now < e.cooldownUntil {
+		return false
+	}
+	e.epoch++
+	e.owner = r.local
+	e.cooldownUntil = now + r.cooldown
+	r.transfers++
+	return true
+}
+
+// Verdict is what Receive decided about one object of an incoming state.
+type Verdict uint8
+
+// Verdicts of Receive.
+const (
+	VerdictUnknown Verdict = iota
+	// Accept: the sender owns the object; correct toward its state.
+	Accept
+	// AcceptTransfer: the state carried a winning claim; the object just
+	// changed owner to the sender (the caller resets its correction).
+	AcceptTransfer
+)
+
+// Receive decides whether sender's state for object id is authoritative, at
+// tick now. claimEpoch is the epoch the sender claims for a shared object it
+// says it owns (0 if the state carries no claim). It returns Accept, or
+// AcceptTransfer after moving ownership to the sender, or an *AuthorityError
+// wrapping ErrUnknownObject, ErrLocalOnly, ErrNotOwner, ErrClaimLost or
+// ErrInvalidPeer.
+func (r *Registry) Receive(sender PeerID, id physics.ObjectID, claimEpoch uint32, now uint64) (Verdict, error) {
+	if sender != r.remote {
+		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrInvalidPeer}
+	}
+	e := r.get(id)
+	if e == nil {
+		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrUnknownObject}
+	}
+	if e.owner == 0 {
+		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrLocalOnly}
+	}
+	if !e.shared {
+		if e.owner != sender || claimEpoch != 0 {
+			return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrNotOwner}
+		}
+		return Accept, nil
+	}
+	switch {
+	case claimEpoch > e.epoch:
+		// A newer claim: the sender took the object over.
+		changed := e.owner != sender
+		e.owner, e.epoch = sender, claimEpoch
+		if changed {
+			e.cooldownUntil = now + r.cooldown
+			r.transfers++
+			return AcceptTransfer, nil
+		}
+		return Accept, nil
+	case claimEpoch == e.epoch && e.owner == sender:
+		return Accept, nil
+	case claimEpoch == e.epoch && claimEpoch != 0:
+		// Both claimed this epoch at once: the same rule on both peers.
+		r.ties++
+		if TieWinner(id, e.epoch, r.local, sender) == sender {
+			e.owner = sender
+			e.cooldownUntil = now + r.cooldown
+			r.transfers++ // our claim is undone
+			return AcceptTransfer, nil
+		}
+	}
+	// A stale claim (the sender has not yet seen the newer owner), or a
+	// tie the sender lost: normal while claims cross the network.
+	return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrClaimLost}
+}

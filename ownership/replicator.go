@@ -1,0 +1,541 @@
+package ownership
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/correction"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// KindState is the first byte of every replicator packet (see the package
+// documentation for the format). clocksync's messages start with
+// clocksync.Magic, so the two can share a link.
+const KindState byte = 0x53 // 'S'
+
+// MaxClaims is the largest number of ownership claims one packet may carry.
+const MaxClaims = 64
+
+// ErrMalformed is wrapped by the *PacketError HandlePacket returns for a packet
+// it cannot parse (a bad kind byte, a truncated or oversized claim list, or a
+// snapshot the physics codec rejects, whose *physics.CodecError is wrapped
+// too).
+var ErrMalformed = errors.New("malformed state packet")
+
+// ErrDropped is wrapped by the *DropError HandlePacket returns for a
+// well-formed packet the timestamp filter dropped (duplicate, out of order,
+// too old, or too far ahead). Dropping is normal on an unreliable link.
+var ErrDropped = errors.New("state packet dropped")
+
+// PacketError reports a packet HandlePacket could not parse: where (byte
+// offset) and why.
+type PacketError struct {
+	Offset int
+	Field  string
+	Value  uint64
+	Err    error // ErrMalformed, possibly with a *physics.CodecError
+}
+
+func (e *PacketError) Error() string {
+	return fmt.Sprintf("ownership: packet offset %d: %s (%s = %d)", e.Offset, e.Err, e.Field, e.Value)
+}
+
+func (e *PacketError) Unwrap() error { return e.Err }
+
+// DropError reports a packet dropped by the timestamp filter.
+type DropError struct {
+	Time   clocksync.GameTime // the packet's game time
+	Now    clocksync.GameTime // the receiver's game time
+	Reason clocksync.Reason
+}
+
+func (e *DropError) Error() string {
+	return fmt.Sprintf("ownership: state of %v dropped at %v: %v", e.Time, e.Now, e.Reason)
+}
+
+func (e *DropError) Unwrap() error { return ErrDropped }
+
+// Config configures a Replicator. The zero value is not usable: Local and
+// Remote must be set. Every other field documents its zero-value default.
+type Config struct {
+	// Local and Remote are the ids of this peer and its rival (see PeerID).
+	Local, Remote PeerID
+
+	// Correction configures the correctors of remote objects. Zero: the
+	// ragsync method with its defaults.
+	Correction correction.Config
+
+	// MaxDelay is the timestamp filter's largest accepted age of a state.
+	// Zero: clocksync.DefaultMaxDelay. Negative: no limit.
+	MaxDelay time.Duration
+
+	// ClaimCooldown is the cooldown in ticks between ownership changes of
+	// one object. Zero: DefaultClaimCooldown.
+	ClaimCooldown int
+
+	// Divergence configures the position-disconnect monitor of every
+	// remote object. Zero: correction's defaults (1.5 m, 30 ticks).
+	Divergence correction.Monitor
+
+	// RemoteGravity keeps gravity on for remote objects. By default (false)
+	// the bodies of objects the rival owns have gravity scale 0: they are
+	// puppets moved by collisions and the correction only, so a limp remote
+	// ragdoll does not sag between states. Set it to let remote objects
+	// fall under gravity as well.
+	RemoteGravity bool
+}
+
+// Stats are a Replicator's counters. Reading them allocates nothing.
+type Stats struct {
+	// PacketsOut and BytesOut count packets built by AppendPacket.
+	PacketsOut, BytesOut uint64
+	// PacketsIn and BytesIn count packets given to HandlePacket.
+	PacketsIn, BytesIn uint64
+	// Malformed counts packets that could not be parsed.
+	Malformed uint64
+	// Filter counts the timestamp filter's verdicts on parseable packets.
+	Filter clocksync.FilterCounts
+	// Unauthorized counts object states refused because the sender does
+	// not own the object (or it is local-only or unknown): a bug or a cheat.
+	Unauthorized uint64
+	// ClaimsLost counts states of shared objects refused because the
+	// sender's ownership claim is stale or lost a tie: normal for a few
+	// ticks after a transfer.
+	ClaimsLost uint64
+	// Invalid counts object states refused by validation (out of bounds,
+	// inconsistent fighter state).
+	Invalid uint64
+	// Applied counts object states that became correction targets.
+	Applied uint64
+	// Claims counts shared objects this peer claimed; Transfers counts
+	// every ownership change (either way); Ties counts simultaneous
+	// claims.
+	Claims, Transfers, Ties uint64
+	// HitsTaken counts hits on this peer's fighters, whose damage this peer
+	// applied; Damage is the total damage applied.
+	HitsTaken, Damage uint64
+	// HitsDealt counts hits this peer's fighters landed on remote fighters
+	// in the local world (their owner decides the damage).
+	HitsDealt uint64
+	// Correction sums the correctors of remote objects (MaxError: the
+	// largest body error of the last tick).
+	Correction correction.Stats
+	// PositionDisconnects counts runs of critical position gaps longer than
+	// the monitor allows (see correction.Monitor).
+	PositionDisconnects uint64
+	// Diverged reports that some remote object is in such a run now.
+	Diverged bool
+}
+
+type replicated struct {
+	obj     *physics.Object
+	fighter *physics.Fighter
+	corr    *correction.Corrector
+	mon     correction.Monitor
+	mode    Mode
+	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
+}
+
+type claim struct {
+	id    physics.ObjectID
+	epoch uint32
+}
+
+// Replicator keeps the objects of a physics.World in sync with the rival's
+// copy. Each tick the game calls, in this order:
+//
+//	HandlePacket(p, now)   for every packet received since the last tick
+//	BeforeStep(now)        corrects remote objects toward their targets
+//	world.Step()
+//	AfterStep()            applies hits on owned fighters, claims touched props
+//	AppendPacket(dst, now) builds the packet to send (unreliably)
+//
+// where now is the shared game time (clocksync). A Replicator is not safe for
+// concurrent use. After the objects are registered, the per-tick calls
+// allocate nothing of their own.
+type Replicator struct {
+	world *physics.World
+	codec *physics.Codec
+	reg   *Registry
+	cfg   Config
+
+	objs   []*replicated // sorted by object id
+	filter clocksync.Filter
+	seq    uint32
+	out    physics.Snapshot
+	in     physics.Snapshot
+	claims [MaxClaims]claim
+	body   []physics.BodyState // scratch
+	hits   []physics.HitEvent
+	stats  Stats
+}
+
+// New returns a replicator for world. Register objects with Own, Track and
+// LocalOnly before the match starts.
+func New(world *physics.World, cfg Config) (*Replicator, error) {
+	if world == nil {
+		return nil, errors.New("ownership: nil world")
+	}
+	if err := cfg.Correction.Validate(); err != nil {
+		return nil, err
+	}
+	reg, err := NewRegistry(cfg.Local, cfg.Remote, cfg.ClaimCooldown)
+	if err != nil {
+		return nil, err
+	}
+	return &Replicator{
+		world:  world,
+		codec:  world.Codec(),
+		reg:    reg,
+		cfg:    cfg,
+		filter: clocksync.Filter{MaxDelay: cfg.MaxDelay},
+		body:   make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
+	}, nil
+}
+
+// Registry returns the ownership registry (to query owners, e.g. to colour
+// props by owner).
+func (r *Replicator) Registry() *Registry { return r.reg }
+
+// World returns the replicated world.
+func (r *Replicator) World() *physics.World { return r.world }
+
+// Own registers an object of the world as owned by this peer for the whole
+// match (its fighter).
+func (r *Replicator) Own(id physics.ObjectID) error { return r.Track(id, r.cfg.Local, false) }
+
+// Track registers an object of the world owned by owner (this peer or the
+// rival). A shared object (a prop) changes owner when a fighter touches it.
+func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error {
+	obj := r.world.Object(id)
+	if obj == nil {
+		return fmt.Errorf("ownership: %v: %w", id, ErrUnknownObject)
+	}
+	if err := r.reg.Add(id, owner, shared); err != nil {
+		return err
+	}
+	corr, err := correction.New(r.cfg.Correction, obj.NumBodies())
+	if err != nil {
+		r.reg.Remove(id)
+		return err
+	}
+	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence}
+	for i, b := range obj.Bodies() {
+		o.gravity[i] = b.M_gravityScale
+	}
+	r.insert(o)
+	r.setMode(o, r.reg.Mode(id))
+	return nil
+}
+
+// LocalOnly registers an object of the world that is never synced.
+func (r *Replicator) LocalOnly(id physics.ObjectID) error {
+	if r.world.Object(id) == nil {
+		return fmt.Errorf("ownership: %v: %w", id, ErrUnknownObject)
+	}
+	return r.reg.AddLocalOnly(id)
+}
+
+func (r *Replicator) insert(o *replicated) {
+	i, _ := slices.BinarySearchFunc(r.objs, o.obj.ID(), cmpObj)
+	r.objs = slices.Insert(r.objs, i, o)
+}
+
+func cmpObj(o *replicated, id physics.ObjectID) int { return int(o.obj.ID()) - int(id) }
+
+func (r *Replicator) lookup(id physics.ObjectID) *replicated {
+	if i, ok := slices.BinarySearchFunc(r.objs, id, cmpObj); ok {
+		return r.objs[i]
+	}
+	return nil
+}
+
+// setMode makes o owned (simulated freely, controller on) or remote
+// (corrected; fighters limp; weightless unless RemoteGravity).
+func (r *Replicator) setMode(o *replicated, m Mode) {
+	o.mode = m
+	o.corr.Reset()
+	o.mon.Reset()
+	remote := m == ModeRemote
+	for i, b := range o.obj.Bodies() {
+		g := o.gravity[i]
+		if remote && !r.cfg.RemoteGravity {
+			g = 0
+		}
+		b.SetGravityScale(g)
+		b.SetAwake(true)
+	}
+	if o.fighter != nil {
+		o.fighter.SetControlled(!remote)
+	}
+}
+
+// Mode returns how this peer treats object id now.
+func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
+
+// AppendPacket appends to dst the state packet for this tick: the states of
+// every object this peer owns, stamped with game time now, with the claims of
+// the shared ones. It allocates only if dst lacks capacity (a packet is at
+// most physics.MaxPacketSize plus the claims).
+func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
+	start := len(dst)
+	r.out.Reset(int64(now), r.seq)
+	r.seq++
+	dst = append(dst, KindState)
+	n := 0
+	for _, o := range r.objs {
+		if o.mode == ModeOwned && r.reg.Shared(o.obj.ID()) {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for _, o := range r.objs {
+		if o.mode != ModeOwned {
+			continue
+		}
+		if r.reg.Shared(o.obj.ID()) {
+			_, epoch := r.reg.Owner(o.obj.ID())
+			dst = binary.AppendUvarint(dst, uint64(o.obj.ID()))
+			dst = binary.AppendUvarint(dst, uint64(epoch))
+		}
+		r.out.Add(o.obj)
+	}
+	dst, err := r.codec.AppendSnapshot(dst, &r.out)
+	if err != nil {
+		return dst[:start], err
+	}
+	r.stats.PacketsOut++
+	r.stats.BytesOut += uint64(len(dst) - start)
+	return dst, nil
+}
+
+// HandlePacket processes one packet from the rival at game time now: parse,
+// timestamp filter, then for each object: authority (does the sender own
+// it?), validation, and finally it becomes the object's correction target
+// (and, for a fighter, its HP, action and attack). Objects that fail are
+// skipped and counted; the others are still applied, so one bad object loses
+// nothing else. It returns a *PacketError (ErrMalformed) or a *DropError
+// (ErrDropped) for the whole packet, or else the first per-object error (an
+// *AuthorityError, *physics.StateError), or nil. Nothing invalid reaches
+// box2d. It allocates nothing of its own.
+func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
+	r.stats.PacketsIn++
+	r.stats.BytesIn += uint64(len(p))
+	claims, body, err := r.parseHeader(p)
+	if err != nil {
+		r.stats.Malformed++
+		return err
+	}
+	if err := r.codec.DecodeSnapshot(body, &r.in); err != nil {
+		r.stats.Malformed++
+		var off int
+		var ce *physics.CodecError
+		if errors.As(err, &ce) {
+			off = ce.Offset
+		}
+		return &PacketError{Offset: len(p) - len(body) + off, Field: "snapshot", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+	}
+	ts := clocksync.GameTime(r.in.Time)
+	if reason := r.filter.Check(ts, now); reason != clocksync.Accepted {
+		r.stats.Filter = r.filter.Counts()
+		return &DropError{Time: ts, Now: now, Reason: reason}
+	}
+	r.stats.Filter = r.filter.Counts()
+
+	var first error
+	tick := r.world.Tick()
+	for i := range r.in.Objects {
+		os := &r.in.Objects[i]
+		var epoch uint32
+		for _, c := range claims {
+			if c.id == os.ID {
+				epoch = c.epoch
+				break
+			}
+		}
+		o := r.lookup(os.ID)
+		if err := r.apply(o, os, epoch, tick); err != nil {
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, tick uint64) error {
+	// Validate before touching ownership: an invalid state must not move
+	// anything.
+	if o != nil {
+		if err := o.obj.Validate(os.Bodies); err != nil {
+			r.stats.Invalid++
+			return err
+		}
+	}
+	verdict, err := r.reg.Receive(r.cfg.Remote, os.ID, epoch, tick)
+	r.stats.Ties = r.reg.Ties()
+	if err != nil {
+		if errors.Is(err, ErrClaimLost) {
+			r.stats.ClaimsLost++
+		} else {
+			r.stats.Unauthorized++
+		}
+		return err
+	}
+	if o == nil { // registered but not tracked: cannot happen via Track
+		r.stats.Unauthorized++
+		return &AuthorityError{Object: os.ID, Sender: r.cfg.Remote, Err: ErrUnknownObject}
+	}
+	if verdict == AcceptTransfer {
+		r.setMode(o, ModeRemote)
+		r.stats.Transfers = r.reg.Transfers()
+	}
+	if o.fighter != nil {
+		if err := o.fighter.SetRemoteState(os.Fighter); err != nil {
+			r.stats.Invalid++
+			return err
+		}
+	}
+	if err := o.corr.SetTarget(os.Bodies, int64(r.in.Time)); err != nil {
+		r.stats.Invalid++
+		return err
+	}
+	r.stats.Applied++
+	return nil
+}
+
+// parseHeader parses the kind byte and the claims, returning the claims and
+// the physics snapshot that follows.
+func (r *Replicator) parseHeader(p []byte) ([]claim, []byte, error) {
+	if len(p) == 0 {
+		return nil, nil, &PacketError{Field: "kind", Err: fmt.Errorf("%w: empty packet", ErrMalformed)}
+	}
+	if p[0] != KindState {
+		return nil, nil, &PacketError{Field: "kind", Value: uint64(p[0]), Err: fmt.Errorf("%w: not a state packet", ErrMalformed)}
+	}
+	off := 1
+	uv := func(field string, max uint64) (uint64, error) {
+		v, n := binary.Uvarint(p[off:])
+		if n <= 0 {
+			return 0, &PacketError{Offset: off, Field: field, Err: fmt.Errorf("%w: truncated or overlong varint", ErrMalformed)}
+		}
+		if v > max {
+			return 0, &PacketError{Offset: off, Field: field, Value: v, Err: fmt.Errorf("%w: out of range (max %d)", ErrMalformed, max)}
+		}
+		off += n
+		return v, nil
+	}
+	n, err := uv("claims", MaxClaims)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range int(n) {
+		id, err := uv("claim id", math.MaxUint16)
+		if err != nil {
+			return nil, nil, err
+		}
+		if id == 0 {
+			return nil, nil, &PacketError{Offset: off - 1, Field: "claim id", Err: fmt.Errorf("%w: %w", ErrMalformed, physics.ErrInvalidID)}
+		}
+		epoch, err := uv("claim epoch", math.MaxUint32)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.claims[i] = claim{id: physics.ObjectID(id), epoch: uint32(epoch)}
+	}
+	return r.claims[:n], p[off:], nil
+}
+
+// BeforeStep corrects every remote object toward its owner's latest state at
+// game time now, and feeds the divergence monitors. Call it after the
+// tick's HandlePacket calls and before world.Step.
+func (r *Replicator) BeforeStep(now clocksync.GameTime) {
+	r.stats.Correction.MaxError = 0
+	r.stats.Diverged = false
+	for _, o := range r.objs {
+		if o.mode != ModeRemote {
+			continue
+		}
+		if o.corr.Apply(o.obj.Bodies(), int64(now)) {
+			e := o.corr.Stats().MaxError
+			r.stats.Correction.MaxError = math.Max(r.stats.Correction.MaxError, e)
+			if o.mon.Observe(e) {
+				r.stats.PositionDisconnects++
+			}
+		}
+		r.stats.Diverged = r.stats.Diverged || o.mon.Disconnected()
+	}
+}
+
+// AfterStep handles the step's events: hits on this peer's fighters are
+// applied (the victim's owner decides damage), and shared props the local
+// fighters touch are claimed. Call it right after world.Step.
+func (r *Replicator) AfterStep() {
+	r.hits = r.hits[:0]
+	for _, h := range r.world.Hits() {
+		switch r.reg.Mode(h.Victim) {
+		case ModeOwned:
+			if f := r.world.Fighter(h.Victim); f != nil {
+				r.stats.Damage += uint64(f.ApplyHit(h))
+				r.stats.HitsTaken++
+				r.hits = append(r.hits, h)
+			}
+		case ModeRemote:
+			if r.reg.Mode(h.Attacker) == ModeOwned {
+				r.stats.HitsDealt++
+			}
+		}
+	}
+	tick := r.world.Tick()
+	for _, c := range r.world.FighterPropContacts() {
+		if r.reg.Mode(c.A) != ModeOwned || r.reg.Mode(c.B) != ModeRemote {
+			continue
+		}
+		if r.reg.Claim(c.B, tick) {
+			r.stats.Claims++
+			r.stats.Transfers = r.reg.Transfers()
+			if o := r.lookup(c.B); o != nil {
+				r.setMode(o, ModeOwned)
+			}
+		}
+	}
+}
+
+// HitsTaken returns the hits on this peer's fighters applied by the last
+// AfterStep. The slice is reused by the next call.
+func (r *Replicator) HitsTaken() []physics.HitEvent { return r.hits }
+
+// Stats returns the replicator's counters, with the correction counters summed
+// over every remote object.
+func (r *Replicator) Stats() Stats {
+	s := r.stats
+	maxErr := s.Correction.MaxError
+	s.Correction = correction.Stats{}
+	for _, o := range r.objs {
+		s.Correction.Add(o.corr.Stats())
+	}
+	s.Correction.MaxError = maxErr
+	return s
+}
+
+// Corrector returns the corrector of object id (nil if it is not tracked),
+// for per-body error statistics and the last received state (a ghost).
+func (r *Replicator) Corrector(id physics.ObjectID) *correction.Corrector {
+	if o := r.lookup(id); o != nil {
+		return o.corr
+	}
+	return nil
+}
+
+// Divergence returns the position-disconnect monitor statistics of object id.
+func (r *Replicator) Divergence(id physics.ObjectID) correction.MonitorStats {
+	if o := r.lookup(id); o != nil {
+		return o.mon.Stats()
+	}
+	return correction.MonitorStats{}
+}
