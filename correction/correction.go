@@ -258,6 +258,10 @@ type Stats struct {
 	SoftCorrections uint64
 	// HardSnaps counts body-ticks corrected on the hard path (position set).
 	HardSnaps uint64
+	// HardTicks counts corrections of the object (Apply calls that acted)
+	// in which at least one body took the hard path: what a player sees as
+	// one snap of the object.
+	HardTicks uint64
 	// Impacts counts violent events that switched an object to the hard
 	// path.
 	Impacts uint64
@@ -280,6 +284,7 @@ func (s *Stats) Add(o Stats) {
 	s.Targets += o.Targets
 	s.SoftCorrections += o.SoftCorrections
 	s.HardSnaps += o.HardSnaps
+	s.HardTicks += o.HardTicks
 	s.Impacts += o.Impacts
 	s.MaxError = math.Max(s.MaxError, o.MaxError)
 }
@@ -410,6 +415,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	if c.hasTarget && (c.pending || !c.cfg.Method.perPacket()) {
 		c.pending = false
 		acted = true
+		hard := c.stats.HardSnaps
 		switch c.cfg.Method {
 		case MethodSnap:
 			c.applySnap(bodies)
@@ -419,6 +425,9 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 			c.applySeed(bodies, impact)
 		default:
 			c.applyRagsync(bodies, now, impact)
+		}
+		if c.stats.HardSnaps != hard {
+			c.stats.HardTicks++
 		}
 	}
 	for i, b := range bodies {

@@ -117,7 +117,7 @@ func TestSnapSetsReceivedStateOncePerPacket(t *testing.T) {
 	if p := r.state().Pos; p.X != -2 {
 		t.Errorf("snap acted again without a new state: x = %v", p.X)
 	}
-	if s := c.Stats(); s.HardSnaps != 1 || s.Targets != 1 {
+	if s := c.Stats(); s.HardSnaps != 1 || s.HardTicks != 1 || s.Targets != 1 {
 		t.Errorf("stats %+v, want 1 target and 1 hard snap", s)
 	}
 }

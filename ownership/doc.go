@@ -46,7 +46,7 @@
 // claim of epoch 0. The receiver rejects the whole packet for a bad kind
 // byte, a bad claim list or a snapshot the physics codec refuses
 // (ErrMalformed, a *PacketError with the byte offset), and drops it for a
-// stale timestamp (ErrDropped, a *DropError with the clocksync.Reason). It
+// stale timestamp (counted by clocksync.Reason; not an error). It
 // then judges each object on its own: objects the sender does not own, with
 // stale claims, or with invalid states are skipped and counted, the others
 // applied.

@@ -27,18 +27,13 @@ const MaxClaims = 64
 // too).
 var ErrMalformed = errors.New("malformed state packet")
 
-// ErrDropped is wrapped by the *DropError HandlePacket returns for a
-// well-formed packet the timestamp filter dropped (duplicate, out of order,
-// too old, or too far ahead). Dropping is normal on an unreliable link.
-var ErrDropped = errors.New("state packet dropped")
-
 // PacketError reports a packet HandlePacket could not parse: where (byte
-// offset) and why.
+// offset), which field, and why.
 type PacketError struct {
 	Offset int
 	Field  string
 	Value  uint64
-	Err    error // ErrMalformed, possibly with a *physics.CodecError
+	Err    error // wraps ErrMalformed, and the *physics.CodecError if any
 }
 
 func (e *PacketError) Error() string {
@@ -46,19 +41,6 @@ func (e *PacketError) Error() string {
 }
 
 func (e *PacketError) Unwrap() error { return e.Err }
-
-// DropError reports a packet dropped by the timestamp filter.
-type DropError struct {
-	Time   clocksync.GameTime // the packet's game time
-	Now    clocksync.GameTime // the receiver's game time
-	Reason clocksync.Reason
-}
-
-func (e *DropError) Error() string {
-	return fmt.Sprintf("ownership: state of %v dropped at %v: %v", e.Time, e.Now, e.Reason)
-}
-
-func (e *DropError) Unwrap() error { return ErrDropped }
 
 // Config configures a Replicator. The zero value is not usable: Local and
 // Remote must be set. Every other field documents its zero-value default.
@@ -173,7 +155,13 @@ type Replicator struct {
 	body   []physics.BodyState // scratch
 	hits   []physics.HitEvent
 	stats  Stats
+
+	lastDrop clocksync.Reason
 }
+
+// LastVerdict returns the timestamp filter's verdict on the last parseable
+// packet given to HandlePacket (clocksync.Accepted if it was applied).
+func (r *Replicator) LastVerdict() clocksync.Reason { return r.lastDrop }
 
 // New returns a replicator for world. Register objects with Own, Track and
 // LocalOnly before the match starts.
@@ -319,10 +307,12 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 // it?), validation, and finally it becomes the object's correction target
 // (and, for a fighter, its HP, action and attack). Objects that fail are
 // skipped and counted; the others are still applied, so one bad object loses
-// nothing else. It returns a *PacketError (ErrMalformed) or a *DropError
-// (ErrDropped) for the whole packet, or else the first per-object error (an
-// *AuthorityError, *physics.StateError), or nil. Nothing invalid reaches
-// box2d. It allocates nothing of its own.
+// nothing else. It returns a *PacketError (ErrMalformed) for a packet it
+// cannot parse, or else the first per-object error (an *AuthorityError, a
+// *physics.StateError), or nil. A packet the timestamp filter drops
+// (duplicate, out of order, too old, too far ahead) is not an error: it is
+// counted in Stats.Filter and LastVerdict says why. Nothing invalid reaches
+// box2d. Well-formed packets allocate nothing.
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	r.stats.PacketsIn++
 	r.stats.BytesIn += uint64(len(p))
@@ -340,12 +330,11 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		}
 		return &PacketError{Offset: len(p) - len(body) + off, Field: "snapshot", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
-	ts := clocksync.GameTime(r.in.Time)
-	if reason := r.filter.Check(ts, now); reason != clocksync.Accepted {
-		r.stats.Filter = r.filter.Counts()
-		return &DropError{Time: ts, Now: now, Reason: reason}
-	}
+	r.lastDrop = r.filter.Check(clocksync.GameTime(r.in.Time), now)
 	r.stats.Filter = r.filter.Counts()
+	if r.lastDrop != clocksync.Accepted {
+		return nil // normal on an unreliable link: counted, not an error
+	}
 
 	var first error
 	tick := r.world.Tick()

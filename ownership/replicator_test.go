@@ -66,7 +66,7 @@ func newPeer(t testing.TB, local, remote PeerID, mutate func(*Config)) *peer {
 func (p *peer) tick(t testing.TB, now clocksync.GameTime, inbox ...[]byte) []byte {
 	t.Helper()
 	for _, pkt := range inbox {
-		if err := p.r.HandlePacket(pkt, now); err != nil && !errors.Is(err, ErrDropped) && !errors.Is(err, ErrClaimLost) {
+		if err := p.r.HandlePacket(pkt, now); err != nil && !errors.Is(err, ErrClaimLost) {
 			t.Fatalf("HandlePacket: %v", err)
 		}
 	}
@@ -224,15 +224,17 @@ func TestReplicatorBadPackets(t *testing.T) {
 	if err := a.r.HandlePacket(good, 0); err != nil {
 		t.Fatalf("good packet after the bad ones: %v", err)
 	}
-	err := a.r.HandlePacket(good, 0)
-	var de *DropError
-	if !errors.As(err, &de) || de.Reason != clocksync.Duplicate {
-		t.Errorf("duplicate: %v, want a DropError(Duplicate)", err)
+	applied := a.r.Stats().Applied
+	if err := a.r.HandlePacket(good, 0); err != nil || a.r.LastVerdict() != clocksync.Duplicate {
+		t.Errorf("duplicate: %v, verdict %v, want no error and Duplicate", err, a.r.LastVerdict())
 	}
 	// Too old: B's state from 0 arrives at A's game time 2 s.
 	b2 := b.tick(t, tickUS)
-	if err := a.r.HandlePacket(b2, 2_000_000); !errors.As(err, &de) || de.Reason != clocksync.TooOld {
-		t.Errorf("old state: %v, want a DropError(TooOld)", err)
+	if err := a.r.HandlePacket(b2, 2_000_000); err != nil || a.r.LastVerdict() != clocksync.TooOld {
+		t.Errorf("old state: %v, verdict %v, want no error and TooOld", err, a.r.LastVerdict())
+	}
+	if got := a.r.Stats().Applied; got != applied {
+		t.Errorf("dropped packets were applied: %d -> %d", applied, got)
 	}
 	if s := a.r.Stats(); s.Filter.Duplicate != 1 || s.Filter.TooOld != 1 {
 		t.Errorf("filter counts %+v", s.Filter)
