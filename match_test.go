@@ -1,0 +1,231 @@
+package ragsync
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/ownership"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// memLink is one end of a perfect in-memory link: what one end sends, the
+// other polls at its next tick. Both ends share a game clock.
+type memLink struct {
+	peer   *memLink
+	queue  [][]byte // received, not yet polled (buffers reused)
+	n      int
+	now    *clocksync.GameTime
+	synced bool
+	sent   int
+}
+
+func newMemPair(now *clocksync.GameTime) (*memLink, *memLink) {
+	a, b := &memLink{now: now, synced: true}, &memLink{now: now, synced: true}
+	a.peer, b.peer = b, a
+	return a, b
+}
+
+func (l *memLink) Send(p []byte) error {
+	q := l.peer
+	if q.n == len(q.queue) {
+		q.queue = append(q.queue, make([]byte, 0, 1500))
+	}
+	q.queue[q.n] = append(q.queue[q.n][:0], p...)
+	q.n++
+	l.sent++
+	return nil
+}
+
+func (l *memLink) Poll(fn func(p []byte)) int {
+	n := l.n
+	for i := range n {
+		fn(l.queue[i])
+	}
+	l.n = 0
+	return n
+}
+
+func (l *memLink) GameTime() (clocksync.GameTime, bool) { return *l.now, l.synced }
+
+const (
+	idA    physics.ObjectID = 1
+	idB    physics.ObjectID = 2
+	idProp physics.ObjectID = 3
+)
+
+// newSide builds one peer's world and match: fighters 1 (peer 1) and 2 (peer
+// 2), and a crate between them that peer 1 starts with.
+func newSide(t testing.TB, link Link, local, remote ownership.PeerID) *Match {
+	t.Helper()
+	w, err := physics.NewWorld(physics.WorldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddFighter(idA, physics.FighterConfig{X: -0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddFighter(idB, physics.FighterConfig{X: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddCrate(idProp, physics.PropConfig{Pos: physics.V(3, 0.25)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMatch(w, link, MatchConfig{Local: local, Remote: remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Replicator()
+	for _, err := range []error{r.Track(idA, 1, false), r.Track(idB, 2, false), r.Track(idProp, 1, true)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+func TestMatchTicksBothSides(t *testing.T) {
+	var now clocksync.GameTime
+	la, lb := newMemPair(&now)
+	a, b := newSide(t, la, 1, 2), newSide(t, lb, 2, 1)
+	for i := range 300 {
+		// A and B fight at close range.
+		in := physics.InputPunch
+		if i%30 >= 15 {
+			in = 0
+		}
+		a.World().Fighter(idA).SetInput(in)
+		b.World().Fighter(idB).SetInput(physics.InputKick &^ physics.Input(i%2))
+		if err := a.Tick(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Tick(); err != nil {
+			t.Fatal(err)
+		}
+		now += clocksync.GameTime(1_000_000 / physics.TickRate)
+	}
+	sa, sb := a.Stats(), b.Stats()
+	if sa.Ticks != 300 || sb.Ticks != 300 || la.sent != 300 {
+		t.Fatalf("ticks %d/%d, sent %d", sa.Ticks, sb.Ticks, la.sent)
+	}
+	if sa.Rejected != 0 || sb.Rejected != 0 || sa.LastError != nil {
+		t.Errorf("rejected %d/%d, last error %v", sa.Rejected, sb.Rejected, sa.LastError)
+	}
+	if sa.Replicator.Applied < 290 || sb.Replicator.Applied < 290 {
+		t.Errorf("applied %d/%d states", sa.Replicator.Applied, sb.Replicator.Applied)
+	}
+	// Damage is the victim's owner's: both see the same HP for each fighter.
+	for _, id := range []physics.ObjectID{idA, idB} {
+		ha, hb := a.World().Fighter(id).HP(), b.World().Fighter(id).HP()
+		if ha != hb {
+			t.Errorf("fighter %v: HP %d on A, %d on B", id, ha, hb)
+		}
+	}
+	if sa.Replicator.HitsTaken+sb.Replicator.HitsTaken == 0 {
+		t.Error("no hit landed in 5 s of fighting at close range")
+	}
+}
+
+func TestMatchWaitsForClock(t *testing.T) {
+	var now clocksync.GameTime
+	la, lb := newMemPair(&now)
+	a, b := newSide(t, la, 1, 2), newSide(t, lb, 2, 1)
+	lb.synced = false
+	if err := a.Tick(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.World().Object(idB).Transform(0)
+	if err := b.Tick(); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("unsynced tick: %v", err)
+	}
+	after, _ := b.World().Object(idB).Transform(0)
+	if before != after || b.World().Tick() != 0 || lb.n != 0 {
+		t.Error("an unsynced tick stepped the world or kept packets")
+	}
+	if s := b.Stats(); s.Unsynced != 1 || s.Ticks != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// Bad packets are counted, never stop the match, and never move anything.
+func TestMatchSurvivesGarbage(t *testing.T) {
+	var now clocksync.GameTime
+	la, lb := newMemPair(&now)
+	a := newSide(t, la, 1, 2)
+	_ = lb
+	for _, p := range [][]byte{{}, {0xFF}, []byte("garbage"), {ownership.KindState, 200}} {
+		la.queue = append(la.queue[:la.n], append([]byte(nil), p...))
+		la.n++
+	}
+	if err := a.Tick(); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Stats()
+	if s.Rejected != 4 || s.Replicator.Malformed != 4 || !errors.Is(s.LastError, ownership.ErrMalformed) {
+		t.Errorf("rejected %d, malformed %d, last error %v", s.Rejected, s.Replicator.Malformed, s.LastError)
+	}
+}
+
+// Everything in a tick but box2d's own step allocates nothing: receive,
+// decode, filter, authorize, correct, hits, encode, send.
+func TestTickAllocatesNothingButBox2D(t *testing.T) {
+	var now clocksync.GameTime
+	la, lb := newMemPair(&now)
+	a, b := newSide(t, la, 1, 2), newSide(t, lb, 2, 1)
+	for range 30 { // warm up buffers
+		a.Tick()
+		b.Tick()
+		now += 16_667
+	}
+	// The tick without world.Step, in the same order as Tick.
+	partial := func(m *Match) {
+		m.now = now
+		m.link.Poll(m.handle)
+		m.rep.BeforeStep(now)
+		m.rep.AfterStep()
+		pkt, _ := m.rep.AppendPacket(m.buf[:0], now)
+		m.link.Send(pkt)
+		m.buf = pkt[:0]
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		now += 16_667
+		partial(a)
+		partial(b)
+	})
+	if allocs != 0 {
+		t.Errorf("a tick allocates %v times outside box2d", allocs)
+	}
+}
+
+// BenchmarkTick measures one full peer tick: decode and apply the rival's
+// packet, correct the rival's ragdoll, step the world (two fighters in
+// contact, and a crate), apply hits, encode and send. The rival's packet is
+// built outside the timer.
+func BenchmarkTick(b *testing.B) {
+	var now clocksync.GameTime
+	la, lb := newMemPair(&now)
+	a, r := newSide(b, la, 1, 2), newSide(b, lb, 2, 1)
+	for range 60 {
+		a.Tick()
+		r.Tick()
+		now += 16_667
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		r.World().Step() // the rival moves on
+		pkt, _ := r.rep.AppendPacket(r.buf[:0], now)
+		lb.Send(pkt)
+		in := physics.InputPunch
+		if i%30 >= 15 {
+			in = physics.InputLeft
+		}
+		a.World().Fighter(idA).SetInput(in)
+		b.StartTimer()
+		a.Tick()
+		now += 16_667
+	}
+	s := a.Stats().Replicator
+	b.ReportMetric(float64(s.BytesOut)/float64(s.PacketsOut), "bytes/packet")
+}
