@@ -93,10 +93,16 @@
 //	           1 select      epoch uint32 BE, transport byte (1 webrtc, 2 tcp)
 //	           2 select-ack  epoch uint32 BE, transport byte
 //	           3 bye         reason byte (1: closed by the application)
+//	           4 hello       bitmask of the sender's enabled transports
+//	                         (bit 0 webrtc, bit 1 tcp), sent on each
+//	                         transport as it opens
 //
 // Malformed messages (short, wrong version or type, bad control, clocksync
-// wire errors, impossible timestamps) are dropped and counted in
-// Stats.Malformed; they never reach the application.
+// wire errors, impossible timestamps, a second clock leader, data longer
+// than Config.MaxMessageSize, text messages on the data channel, TCP frames
+// longer than a session message) are dropped and counted in
+// Stats.Malformed; they never reach the application and the transport goes
+// on.
 //
 // # Pings and the clock
 //
@@ -118,7 +124,8 @@
 // After pairing, both transports are opened at once. The offerer waits
 // until each is open, has failed, or has timed out (Config.WebRTCTimeout,
 // 5 s, and Config.TCPTimeout, 10 s; with Config.Prefer set, it stops
-// waiting as soon as the preferred one is open). Then, as the seed game
+// waiting as soon as the preferred one is open; a transport the peer's
+// hello says it disabled is not waited for). Then, as the seed game
 // did, it pings each open transport three times in a row (one round trip
 // after another; a probe unanswered within Config.ProbeTimeout, 1 s, is
 // lost and counts as ProbeTimeout) and takes the maximum. A transport that

@@ -120,6 +120,7 @@ const (
 	ctrlSelect    ctrlKind = 1 // offerer → answerer: use transport T from epoch E on
 	ctrlSelectAck ctrlKind = 2 // answerer → offerer: switched to T for epoch E
 	ctrlBye       ctrlKind = 3 // either: I am closing the session (reason byte)
+	ctrlHello     ctrlKind = 4 // either, on each transport as it opens: the transports I have enabled
 )
 
 func (k ctrlKind) String() string {
@@ -130,6 +131,8 @@ func (k ctrlKind) String() string {
 		return "select-ack"
 	case ctrlBye:
 		return "bye"
+	case ctrlHello:
+		return "hello"
 	default:
 		return fmt.Sprintf("ctrlKind(%d)", uint8(k))
 	}
@@ -141,6 +144,7 @@ type control struct {
 	Epoch     uint32        // select, select-ack
 	Transport TransportKind // select, select-ack
 	Reason    byeReason     // bye
+	Enabled   uint8         // hello: bit 0 webrtc, bit 1 tcp (1 << TransportKind.idx())
 }
 
 // byeReason says why a peer closed the session.
@@ -153,6 +157,7 @@ const (
 const (
 	ctrlSelectLen = 1 + 4 + 1
 	ctrlByeLen    = 1 + 1
+	ctrlHelloLen  = 1 + 1
 )
 
 // appendControl appends the control payload (without the session header).
@@ -164,6 +169,8 @@ func appendControl(dst []byte, c control) []byte {
 			byte(c.Transport))
 	case ctrlBye:
 		return append(dst, byte(c.Kind), byte(c.Reason))
+	case ctrlHello:
+		return append(dst, byte(c.Kind), c.Enabled)
 	default:
 		panic("p2p: appendControl: unknown kind " + c.Kind.String())
 	}
@@ -191,6 +198,11 @@ func parseControl(p []byte) (control, error) {
 			return control{}, wireErr(ErrBadControl, p)
 		}
 		c.Reason = byeReason(p[1])
+	case ctrlHello:
+		if len(p) != ctrlHelloLen || p[1]&^3 != 0 || p[1] == 0 {
+			return control{}, wireErr(ErrBadControl, p)
+		}
+		c.Enabled = p[1]
 	default:
 		return control{}, wireErr(ErrBadControl, p)
 	}

@@ -46,6 +46,8 @@ func TestControlRoundTrip(t *testing.T) {
 		{Kind: ctrlSelect, Epoch: 7, Transport: TransportTCP},
 		{Kind: ctrlSelectAck, Epoch: 0xffffffff, Transport: TransportWebRTC},
 		{Kind: ctrlBye, Reason: byeClosed},
+		{Kind: ctrlHello, Enabled: 3},
+		{Kind: ctrlHello, Enabled: 2},
 	} {
 		got, err := parseControl(appendControl(nil, c))
 		if err != nil || got != c {
@@ -54,6 +56,7 @@ func TestControlRoundTrip(t *testing.T) {
 	}
 	for _, bad := range [][]byte{
 		nil, {9}, {1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 3}, {1, 0, 0, 0, 1, 1, 0}, {3}, {3, 1, 1},
+		{4}, {4, 0}, {4, 4}, {4, 1, 1},
 	} {
 		if _, err := parseControl(bad); !errors.Is(err, ErrBadControl) {
 			t.Errorf("% x: %v", bad, err)

@@ -184,6 +184,8 @@ type Session struct {
 	switches      int
 	choiceReason  string
 	ctrlSeq       uint32
+	enabled       uint8              // our transports, as in the hello message
+	cancelTCP     context.CancelFunc // stops dialling the relay
 	endErr        error
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
@@ -297,11 +299,20 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.cfg.DisableTCP || p.dialTCP == nil {
 		s.links[1].state = LinkDisabled
 	}
+	for i := range s.links {
+		if s.links[i].state != LinkDisabled {
+			s.enabled |= 1 << i
+		}
+	}
+	var tcpCtx context.Context
+	tcpCtx, s.cancelTCP = context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
 	s.wg.Add(1)
 	go s.loop()
 	if s.links[1].state == LinkConnecting {
 		s.wg.Add(1)
-		go s.dialTCP(p.dialTCP)
+		go s.dialTCP(tcpCtx, p.dialTCP)
+	} else {
+		s.cancelTCP()
 	}
 	if s.rtc != nil && p.role == RoleOfferer {
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WebRTCTimeout)
@@ -316,11 +327,10 @@ func newSession(p sessionParams) (*Session, error) {
 
 func (s *Session) now() time.Duration { return s.clock.Now() }
 
-func (s *Session) dialTCP(dial func(context.Context) (net.Conn, error)) {
+func (s *Session) dialTCP(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
 	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
 	conn, err := dial(ctx)
-	cancel()
+	s.cancelTCP()
 	if err != nil {
 		s.onDown(TransportTCP, fmt.Errorf("p2p: tcp relay: %w", err))
 		return
@@ -334,8 +344,8 @@ func (s *Session) dialTCP(dial func(context.Context) (net.Conn, error)) {
 	}
 	s.tcp.Store(t)
 	s.mu.Unlock()
+	s.onUp(TransportTCP) // before reading, so that replies have a link
 	t.start()
-	s.onUp(TransportTCP)
 }
 
 // Role returns this peer's role (offerer or answerer), which both peers
@@ -418,6 +428,12 @@ func (s *Session) onUp(k TransportKind) {
 	ls.nextPing = now
 	running := s.phase == phaseRunning
 	s.linkPtr[k.idx()].Store(&linkBox{l: l})
+	// Tell the peer which transports we have, so that it does not wait for
+	// one we disabled.
+	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgControl, Seq: s.nextCtrlSeq()})
+	b = appendControl(b, control{Kind: ctrlHello, Enabled: s.enabled})
+	s.loopBuf = b
+	s.xmit(k, b)
 	if s.phase == phaseLinks {
 		s.tickLinks(now) // start probing at once if this was the last one
 	}
@@ -444,6 +460,12 @@ func (s *Session) onDown(k TransportKind, err error) {
 	if running {
 		s.emit(Event{Kind: EventTransportDown, Transport: k, Err: err})
 	}
+}
+
+func (s *Session) onMalformed(TransportKind) {
+	s.mu.Lock()
+	s.malformed++
+	s.mu.Unlock()
 }
 
 func (s *Session) onMessage(k TransportKind, p []byte) {
@@ -598,6 +620,20 @@ func (s *Session) control(k TransportKind, now time.Duration, c control) {
 		}
 	case ctrlBye:
 		s.endLocked(fmt.Errorf("%w: the peer closed the session", ErrDisconnected), "the peer closed the session", 0)
+	case ctrlHello:
+		for i := range s.links {
+			ls := &s.links[i]
+			if c.Enabled&(1<<i) == 0 && ls.state == LinkConnecting {
+				ls.state = LinkDown
+				ls.err = "disabled by the peer"
+				if ls.kind == TransportTCP && s.cancelTCP != nil {
+					s.cancelTCP()
+				}
+			}
+		}
+		if s.phase == phaseLinks {
+			s.tickLinks(now)
+		}
 	}
 }
 

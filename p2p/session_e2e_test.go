@@ -154,6 +154,28 @@ func TestSessionWebRTCDisabled(t *testing.T) {
 	}
 }
 
+// TestSessionPeerDisabledWebRTC: the answerer has WebRTC off; its hello
+// tells the offerer, which settles on TCP without waiting for the WebRTC
+// timeout.
+func TestSessionPeerDisabledWebRTC(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	start := time.Now()
+	a, b := pairByRoom(t, url, cfgWith(func(c *Config) { c.WebRTCTimeout = time.Minute }),
+		cfgWith(func(c *Config) { c.DisableWebRTC = true }))
+	st := a.Stats()
+	if st.Transport != TransportTCP || st.WebRTC.Err != "disabled by the peer" {
+		t.Errorf("offerer: %v, webrtc %v (%s)", st.Transport, st.WebRTC.State, st.WebRTC.Err)
+	}
+	if b.Stats().Transport != TransportTCP {
+		t.Errorf("answerer on %v", b.Stats().Transport)
+	}
+	// Not a timing assertion: the WebRTC timeout is a minute.
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("connecting took %v", d)
+	}
+}
+
 func TestSessionWebRTCBlocked(t *testing.T) {
 	checkLeaks(t)
 	url := startSignaling(t)

@@ -44,9 +44,12 @@ func newTCPTransport(conn net.Conn, maxMsg int, h linkHandler) *tcpTransport {
 	t := &tcpTransport{
 		conn: conn,
 		snd:  relay.NewSender(conn, relay.SenderConfig{Classes: TCPClasses, ControlQueue: 32}),
-		rd:   relay.NewReader(conn, maxMsg+HeaderLen),
-		h:    h,
-		max:  maxMsg + HeaderLen,
+		// Frames up to the relay's maximum are read (and those longer
+		// than a session message skipped and counted), so an oversized
+		// frame does not cost the stream.
+		rd:  relay.NewReader(conn, relay.MaxFrameLen),
+		h:   h,
+		max: maxMsg + HeaderLen,
 	}
 	return t
 }
@@ -67,7 +70,8 @@ func (t *tcpTransport) readLoop(max int) {
 		if err != nil {
 			var fe *relay.FrameSizeError
 			if errors.As(err, &fe) && fe.Skipped {
-				continue // cannot happen: buf holds the reader's maximum
+				t.h.onMalformed(TransportTCP)
+				continue
 			}
 			if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("p2p: tcp: peer closed the relay stream: %w", err)

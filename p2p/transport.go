@@ -34,6 +34,9 @@ type dropFlag = atomic.Bool
 type linkHandler interface {
 	onUp(k TransportKind)
 	onMessage(k TransportKind, p []byte)
+	// onMalformed reports a message the transport dropped before decoding
+	// (too large, or a text message on the data channel).
+	onMalformed(k TransportKind)
 	onDown(k TransportKind, err error)
 }
 

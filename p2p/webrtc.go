@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -22,6 +23,10 @@ import (
 // parameters of negotiated channels: they silently stay reliable and
 // ordered.)
 const dataChannelLabel = "ragsync"
+
+// sctpReceiveBuffer is the SCTP receive buffer (pion's default, set
+// explicitly): no message larger than this can be reassembled.
+const sctpReceiveBuffer = 1 << 20
 
 // rtcTransport is the WebRTC transport: one PeerConnection with one
 // unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
@@ -69,6 +74,7 @@ func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcT
 	se.DetachDataChannels()
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.LoggerFactory = slogFactory{l: cfg.Logger}
+	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
@@ -295,14 +301,36 @@ func (t *rtcTransport) handleCandidate(c webrtc.ICECandidateInit) {
 
 func (t *rtcTransport) readLoop(rw datachannel.ReadWriteCloser) {
 	defer t.wg.Done()
-	buf := make([]byte, MaxMessageSizeLimit+HeaderLen+64)
+	buf := make([]byte, t.cfg.MaxMessageSize+HeaderLen)
+	var discard []byte
 	for {
 		n, isString, err := rw.ReadDataChannel(buf)
+		if errors.Is(err, io.ErrShortBuffer) {
+			// Larger than any valid message. pion keeps a message that
+			// does not fit at the head of the queue (every read would
+			// fail again), so read it into a buffer that holds anything
+			// the SCTP receive window can, and drop it.
+			if discard == nil {
+				discard = make([]byte, sctpReceiveBuffer)
+			}
+			_, _, err = rw.ReadDataChannel(discard)
+			if err != nil {
+				t.down(fmt.Errorf("p2p: webrtc: read: oversized message: %w", err))
+				_ = rw.Close()
+				return
+			}
+			t.h.onMalformed(TransportWebRTC)
+			continue
+		}
 		if err != nil {
 			t.down(fmt.Errorf("p2p: webrtc: read: %w", err))
 			return
 		}
-		if isString || t.testDrop.Load() {
+		if t.testDrop.Load() {
+			continue
+		}
+		if isString {
+			t.h.onMalformed(TransportWebRTC)
 			continue
 		}
 		t.h.onMessage(TransportWebRTC, buf[:n])

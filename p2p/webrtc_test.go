@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,9 +56,10 @@ func (p *pipeSignaler) sendCandidate(ctx context.Context, c webrtc.ICECandidateI
 
 // chanHandler collects transport callbacks.
 type chanHandler struct {
-	up   chan TransportKind
-	msgs chan []byte
-	down chan error
+	malformed atomic.Int32
+	up        chan TransportKind
+	msgs      chan []byte
+	down      chan error
 }
 
 func newChanHandler() *chanHandler {
@@ -71,6 +73,7 @@ func (h *chanHandler) onMessage(k TransportKind, p []byte) {
 	}
 }
 func (h *chanHandler) onDown(k TransportKind, err error) { h.down <- err }
+func (h *chanHandler) onMalformed(TransportKind)         { h.malformed.Add(1) }
 
 // testConfig is the loopback-only configuration every test uses (the
 // network rule: loopback candidates, lo only, UDP4, no mDNS, no ICE

@@ -1,0 +1,143 @@
+package p2p
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
+)
+
+// TestMalformedInput: garbage from the peer is dropped and counted, never
+// delivered, and the session goes on.
+func TestMalformedInput(t *testing.T) {
+	checkLeaks(t)
+	a, b := newPipeSessions(t, Config{MaxMessageSize: 100})
+	ping := clocksync.AppendPing(nil, clocksync.Ping{Seq: 1, T1: time.Second, Leader: true})
+	garbage := [][]byte{
+		{},                                   // empty
+		{0x11, 0, 0},                         // short header
+		{0x21, 0, 0, 0, 1, 'x'},              // wrong version
+		{0x17, 0, 0, 0, 1},                   // unknown type
+		{0x14, 0, 0, 0, 1, 9, 9},             // unknown control
+		{0x14, 0, 0, 0, 1, 1, 0, 0, 0},       // truncated select
+		{0x14, 0, 0, 0, 1, 1, 0, 0, 0, 1, 7}, // select of an unknown transport
+		append([]byte{0x12, 0, 0, 0, 1}, 0xC5, 1),               // truncated clocksync ping
+		append([]byte{0x13, 0, 0, 0, 1}, ping...),               // a ping where a pong belongs
+		append([]byte{0x11, 0, 0, 0, 1}, make([]byte, 101)...),  // data over MaxMessageSize
+		append([]byte{0x11, 0, 0, 0, 1}, make([]byte, 5000)...), // a frame far over it
+	}
+	tcp := a.tcp.Load()
+	for _, g := range garbage {
+		if err := tcp.send(g); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // FIFO, but keep the queue short
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Stats().Malformed < uint64(len(garbage)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m := b.Stats().Malformed; m != uint64(len(garbage)) {
+		t.Errorf("Malformed = %d, want %d", m, len(garbage))
+	}
+	// A ping claiming to come from the leader, sent to the leader: two
+	// leaders cannot agree on a game clock.
+	if err := b.tcp.Load().send(append([]byte{0x12, 0, 0, 0, 1}, ping...)); err != nil {
+		t.Fatal(err)
+	}
+	for a.Stats().Malformed < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m := a.Stats().Malformed; m != 1 {
+		t.Errorf("leader: Malformed = %d after a role conflict", m)
+	}
+	if n := b.Poll(func(p []byte) { t.Errorf("garbage delivered: % x", p) }); n != 0 {
+		t.Errorf("%d messages delivered", n)
+	}
+	// The session is fine.
+	if err := a.Send([]byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := b.Recv(ctx, buf)
+	if err != nil || string(buf[:n]) != "still here" {
+		t.Errorf("after garbage: %q, %v", buf[:n], err)
+	}
+	if st := b.Stats(); st.State != StateConnected || st.Received != 1 {
+		t.Errorf("state %v, received %d", st.State, st.Received)
+	}
+}
+
+// TestRecvShortBuffer: a buffer too small for the next message is an error
+// and the message stays queued.
+func TestRecvShortBuffer(t *testing.T) {
+	checkLeaks(t)
+	a, b := newPipeSessions(t, Config{})
+	a.Send(bytes.Repeat([]byte{7}, 50))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := b.Recv(ctx, make([]byte, 10))
+	var se *MessageSizeError
+	if !errorsAs(err, &se) || se.Size != 50 || se.Limit != 10 {
+		t.Fatalf("short buffer: %v", err)
+	}
+	n, err := b.Recv(ctx, make([]byte, 64))
+	if err != nil || n != 50 {
+		t.Errorf("retry: %d, %v", n, err)
+	}
+}
+
+// TestRecvQueueOverflow: a game that does not drain loses the oldest
+// messages, counted, never the newest.
+func TestRecvQueueOverflow(t *testing.T) {
+	checkLeaks(t)
+	a, b := newPipeSessions(t, Config{RecvQueue: 8})
+	for i := 0; i < 20; i++ {
+		a.Send([]byte{byte(i)})
+		time.Sleep(time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Stats().Received < 20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var got []byte
+	b.Poll(func(p []byte) { got = append(got, p[0]) })
+	if st := b.Stats(); st.Received != 20 || st.RecvOverflow != 12 {
+		t.Errorf("received %d, overflow %d", st.Received, st.RecvOverflow)
+	}
+	if !bytes.Equal(got, []byte{12, 13, 14, 15, 16, 17, 18, 19}) {
+		t.Errorf("kept %v, want the newest 8", got)
+	}
+}
+
+// TestRTCOversizedMessage: a data-channel message larger than the maximum
+// is read, dropped and counted; the channel goes on.
+func TestRTCOversizedMessage(t *testing.T) {
+	checkLeaks(t)
+	cfg := testConfig()
+	cfg.MaxMessageSize = 100
+	a, _, _, hb := newRTCPair(t, cfg)
+	if err := a.send(make([]byte, 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.send([]byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-hb.msgs:
+		if len(m) != 3 {
+			t.Errorf("got a %d-byte message", len(m))
+		}
+	case err := <-hb.down:
+		t.Fatalf("transport died: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing arrived")
+	}
+	if n := hb.malformed.Load(); n != 1 {
+		t.Errorf("%d malformed", n)
+	}
+}
