@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/ByteArena/box2d"
@@ -404,9 +405,20 @@ func (w *World) RemoveObject(id ObjectID) error {
 	return nil
 }
 
+// box2dMu serialises box2d's steps across all worlds. box2d v1.0.2 updates
+// package-level state inside Step without synchronisation: the contact
+// registers it initialises lazily on the first contact (a concurrent first
+// contact can see them half built and silently create no contact), and the
+// GJK and time-of-impact call counters it increments on every query. So
+// worlds stepped in different goroutines (two peers in one process, a bot,
+// parallel simulations) take turns; one world never waits for itself.
+var box2dMu sync.Mutex
+
 // Step advances the world by one tick (Dt): fighters' controllers act on
 // their inputs, box2d steps once, then hit events and contacts of the step
 // are collected. It allocates nothing of its own (box2d allocates inside).
+// Worlds may be stepped from different goroutines (each world from one at a
+// time): box2d's own step runs under a package-wide lock (see box2dMu).
 func (w *World) Step() {
 	w.pending = w.pending[:0]
 	w.hits = w.hits[:0]
@@ -415,7 +427,9 @@ func (w *World) Step() {
 	for _, f := range w.fighters {
 		f.update()
 	}
+	box2dMu.Lock()
 	w.b2.Step(Dt, w.cfg.VelocityIterations, w.cfg.PositionIterations)
+	box2dMu.Unlock()
 	w.tick++
 	w.collectContacts()
 	for i := range w.pending {
