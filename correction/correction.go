@@ -37,18 +37,26 @@
 //     it), using the received velocities, capped at MaxExtrapolation. Between
 //     packets the target keeps moving (dead reckoning), so the body is not
 //     pulled back toward where the rival was a round trip ago.
-//     2. A damped spring per body, with velocity matching: the body gets the
-//     acceleration a = k·e + c·ė, where e is the position error, ė the
-//     velocity error (target velocity − body velocity) and c = 2ζ√k
-//     (ζ = DampingRatio, 1 = critically damped). The spring does not
-//     oscillate around a target that has stopped, and a body that moves at
-//     the right speed is left alone. The same for angles with a torque
-//     I·(kθ·eθ + cθ·ėθ). Forces are scaled by each body's mass (and
-//     inertia), so one stiffness fits a 5 kg torso and a 1 kg forearm.
+//     2. A damped spring per body, with velocity matching: each tick the
+//     body gets the impulse that changes its velocity by
+//     Δv = min(k·e·h, MaxCorrectionSpeed) + β·ė, where e is the position
+//     error, ė the velocity error (target velocity − body velocity), h the
+//     tick and β = min(1, 2ζ√k·h) the damping (ζ = DampingRatio). With the
+//     defaults β = 1: the body moves at its target's velocity and the
+//     position error decays exponentially (time constant 1/(k·h) ≈ 37 ms),
+//     so the spring cannot oscillate around a target that has stopped,
+//     and the capped pull keeps a large error from popping. The same for
+//     angles with angular impulses. Impulses are scaled by each body's
+//     mass (and inertia), so one stiffness fits a 5 kg torso and a 1 kg
+//     forearm, and the body stays physical: it still collides, and joints
+//     still hold, between corrections.
 //     3. A hard path for large errors and impacts that moves each body a
-//     fraction HardBlend (½: the seed's midpoint) of the way to the target
-//     per tick and takes the target's velocity, so even a hard snap is
-//     spread over a few ticks instead of one visible jump.
+//     fraction HardBlend (¼ by default; the seed's midpoint is ½) of the
+//     way to the target per tick and takes the target's velocity, so even
+//     a hard snap is spread over a few ticks instead of one visible jump.
+//
+// The defaults were chosen with cmd/ragsim over whole simulated matches; see
+// README.md for the figures.
 //
 // # Divergence
 //
@@ -129,16 +137,27 @@ type Config struct {
 
 	// Stiffness is the spring constant k, in 1/s²: the correcting force on a
 	// body of mass m with position error e is m·k·e. For MethodSeed, e is
-	// the error to the midpoint, as in the article. Zero: 60 for MethodSeed,
-	// 150 for MethodRagsync.
+	// the error to the midpoint, as in the article. Zero: 3000 for
+	// MethodSeed (the article gives no value; 3000 is the seed's best on
+	// cmd/ragsim's broadband and mobile links: softer lags, stiffer
+	// oscillates),
+	// 1600 for MethodRagsync (with the default damping the position error
+	// then closes with a time constant of 1/(k·h) ≈ 37 ms, h = 1/60 s).
 	Stiffness float64
 
 	// AngularStiffness is the spring constant for angles, in 1/s²: torque =
 	// I·kθ·eθ for rotational inertia I. Zero: the same value as Stiffness.
 	AngularStiffness float64
 
-	// DampingRatio ζ of the ragsync spring: 1 is critically damped (fastest
-	// approach without overshoot), below 1 oscillates. Zero: 1.
+	// DampingRatio ζ of the ragsync spring, which sets the damping
+	// c = 2ζ√k. Per tick the damping removes the share β = c·h of the
+	// velocity error (velocity matching); β is capped at 1, since removing
+	// more than the whole error in a tick would overshoot. With β = 1 the
+	// body takes its target's velocity every tick and the position error
+	// decays exponentially: no oscillation at all. Zero: 0.75, which with
+	// the default stiffness gives β = 1. Lower values let the body keep
+	// more of its own (locally simulated) velocity; well below 1 the spring
+	// oscillates.
 	DampingRatio float64
 
 	// MaxSoftError is the position error in metres above which the hard path
@@ -150,7 +169,9 @@ type Config struct {
 	MaxSoftAngle float64
 
 	// HardBlend is the fraction of the error the ragsync hard path removes
-	// per tick. Zero: 0.5 (the seed's midpoint). 1 snaps in one tick.
+	// per tick. Zero: 0.25, which spreads a snap over a few ticks (the
+	// seed's midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops
+	// for a slightly larger error). 1 snaps in one tick.
 	HardBlend float64
 
 	// ImpactDeltaV is the change of a body's velocity, in m/s, that marks a
@@ -162,23 +183,36 @@ type Config struct {
 	// on after a violent event. Zero: 100 ms.
 	ImpactHold int64
 
+	// MaxCorrectionSpeed caps the speed, in m/s, at which the ragsync
+	// spring pulls a body toward its target (the k·e·h part of the velocity
+	// change; velocity matching is not capped), so a large error is worked
+	// off over several ticks instead of popping. Zero: 4 m/s. Negative: no
+	// cap.
+	MaxCorrectionSpeed float64
+
 	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
 	// game-time microseconds: a state older than this is extrapolated only
-	// this far. Zero: 250 ms. Negative: no extrapolation.
+	// this far: extrapolating a limb's swing further than this overshoots
+	// more than it helps (measured with cmd/ragsim). Zero: 60 ms. Negative:
+	// no extrapolation.
 	MaxExtrapolation int64
 }
 
+// tickMicros is one physics tick in µs.
+const tickMicros = 1_000_000 / physics.TickRate
+
 // Defaults; see Config.
 const (
-	DefaultSeedStiffness    = 60.0
-	DefaultRagsyncStiffness = 150.0
-	DefaultDampingRatio     = 1.0
-	DefaultMaxSoftError     = 0.5
-	DefaultMaxSoftAngle     = 1.0
-	DefaultHardBlend        = 0.5
-	DefaultImpactDeltaV     = 6.0
-	DefaultImpactHold       = 100_000
-	DefaultMaxExtrapolation = 250_000
+	DefaultSeedStiffness      = 3000.0
+	DefaultRagsyncStiffness   = 1600.0
+	DefaultDampingRatio       = 0.75
+	DefaultMaxSoftError       = 0.5
+	DefaultMaxSoftAngle       = 1.0
+	DefaultHardBlend          = 0.25
+	DefaultImpactDeltaV       = 6.0
+	DefaultImpactHold         = 100_000
+	DefaultMaxExtrapolation   = 60_000
+	DefaultMaxCorrectionSpeed = 4.0
 )
 
 // ErrInvalidConfig is wrapped by the errors Config.Validate returns.
@@ -215,6 +249,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ImpactHold == 0 {
 		c.ImpactHold = DefaultImpactHold
+	}
+	if c.MaxCorrectionSpeed == 0 {
+		c.MaxCorrectionSpeed = DefaultMaxCorrectionSpeed
 	}
 	if c.MaxExtrapolation == 0 {
 		c.MaxExtrapolation = DefaultMaxExtrapolation
@@ -505,7 +542,11 @@ func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
 // applyRagsync is ragsync's method; see the package documentation.
 func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool) {
 	c.beginApply()
-	age := now - c.targetTime
+	// The body's state now is the result of the step that began one tick
+	// ago; the step about to run carries it to now + 1 tick. The target is
+	// the owner's state at the same moment as the body's: one tick before
+	// now.
+	age := now - c.targetTime - tickMicros
 	if age < 0 || c.cfg.MaxExtrapolation < 0 {
 		age = 0
 	} else if age > c.cfg.MaxExtrapolation {
@@ -513,9 +554,11 @@ func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool)
 	}
 	dt := float64(age) * 1e-6
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness
-	damp := 2 * c.cfg.DampingRatio * math.Sqrt(k)
-	dampA := 2 * c.cfg.DampingRatio * math.Sqrt(ka)
 	const h = 1.0 / physics.TickRate
+	// Velocity matching per tick, at most the whole velocity error.
+	beta := min(1, 2*c.cfg.DampingRatio*math.Sqrt(k)*h)
+	betaA := min(1, 2*c.cfg.DampingRatio*math.Sqrt(ka)*h)
+	maxPull := c.cfg.MaxCorrectionSpeed
 	for i, b := range bodies {
 		t := &c.target[i]
 		tp := t.Pos.Add(t.Vel.Scale(dt))
@@ -535,12 +578,14 @@ func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool)
 			continue
 		}
 		// Damped spring with velocity matching, applied as an impulse for
-		// this tick: Δv = (k·e + c·ė)·h. With the defaults k·h² ≈ 0.04 and
-		// c·h ≈ 0.4, well inside the stable range of box2d's
-		// semi-implicit Euler step.
+		// this tick: Δv = min(k·e·h, cap) + β·ė.
 		ev := t.Vel.Sub(v)
-		dv := e.Scale(k * h).Add(ev.Scale(damp * h))
-		dw := (ka*ea + dampA*(t.AngVel-b.M_angularVelocity)) * h
+		pull := e.Scale(k * h)
+		if l := pull.Len(); maxPull > 0 && l > maxPull {
+			pull = pull.Scale(maxPull / l)
+		}
+		dv := pull.Add(ev.Scale(beta))
+		dw := ka*ea*h + betaA*(t.AngVel-b.M_angularVelocity)
 		m := b.M_mass
 		b.ApplyLinearImpulseToCenter(box2d.B2Vec2{X: m * dv.X, Y: m * dv.Y}, true)
 		b.ApplyAngularImpulse(b.M_I*dw, true)

@@ -274,13 +274,23 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 			c.Apply(r.bs, r.now)
 			r.step()
 		}
-		return speed*float64(r.now)*1e-6 - r.state().Pos.X
+		// States are labelled with the game time of the tick that
+		// produced them (the owner's and ours alike): the body's state now
+		// came out of the tick that began at r.now - tickUS.
+		return speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
 	}
-	if lag := run(Config{}); math.Abs(lag) > 0.01 {
+	if lag := run(Config{MaxExtrapolation: 200_000}); math.Abs(lag) > 0.01 {
 		t.Errorf("with compensation the copy is %v m behind, want < 1 cm", lag)
 	}
-	if lag := run(Config{MaxExtrapolation: -1}); math.Abs(lag-speed*ageUS*1e-6) > 0.02 {
-		t.Errorf("without compensation the copy is %v m behind, want about %v", lag, speed*ageUS*1e-6)
+	// The body's state is one tick younger than the tick's game time, so
+	// what is left to compensate is 100 ms - 1 tick. The default cap
+	// (60 ms) compensates 60 ms of it.
+	ageS := float64(ageUS-tickUS) * 1e-6
+	if lag := run(Config{}); math.Abs(lag-speed*(ageS-0.060)) > 0.01 {
+		t.Errorf("with the default cap the copy is %v m behind, want about %v", lag, speed*(ageS-0.060))
+	}
+	if lag := run(Config{MaxExtrapolation: -1}); math.Abs(lag-speed*ageS) > 0.01 {
+		t.Errorf("without compensation the copy is %v m behind, want about %v", lag, speed*ageS)
 	}
 }
 
@@ -299,7 +309,7 @@ func TestRagsyncExtrapolationIsCapped(t *testing.T) {
 
 func TestRagsyncHardPathBlendsOverTicks(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{}, 1)
+	c := mustNew(t, Config{HardBlend: 0.5}, 1)
 	c.SetTarget(at(2, 0), 0)
 	var xs []float64
 	for range 3 {
@@ -327,6 +337,7 @@ func TestAnglesCorrected(t *testing.T) {
 		// Target angle just across the ±π seam: the short way round is 0.2 rad.
 		r.body.SetTransform(box2d.MakeB2Vec2(0, 0), math.Pi-0.1)
 		target := []physics.BodyState{{Angle: -math.Pi + 0.1}}
+		worstLate := 0.0
 		for i := range 120 {
 			c.SetTarget(target, r.now)
 			c.Apply(r.bs, r.now)
@@ -336,9 +347,20 @@ func TestAnglesCorrected(t *testing.T) {
 					t.Errorf("%v: angle error %v, want 0.2 (short way round)", m, c.Stats().AngleError[0])
 				}
 			}
+			if i >= 60 {
+				worstLate = math.Max(worstLate, math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)))
+			}
 		}
-		if d := math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)); d > 0.01 {
-			t.Errorf("%v: angle still %v rad off after 2 s", m, d)
+		want := 0.01
+		if m == MethodSeed {
+			// The seed's spring has no damping: it rings around the
+			// target at about the initial error (the article's
+			// "springiness") but must not drift away from it or go
+			// the long way round (which would be 2π - 0.2 off).
+			want = 0.25
+		}
+		if worstLate > want {
+			t.Errorf("%v: angle up to %v rad off in the second second, want <= %v", m, worstLate, want)
 		}
 	}
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"math/rand/v2"
+
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Bot plays a fighter from what its own peer's world shows: it walks to the
+// rival, punches and kicks at close range, blocks, backs off and jumps now
+// and then. It is seeded, so a match replays exactly.
+type Bot struct {
+	rng       *rand.Rand
+	plan      physics.Input
+	planTicks int
+	release   int // ticks to hold no attack button after pressing one
+}
+
+// NewBot returns a bot with its own random sequence.
+func NewBot(seed uint64) *Bot {
+	return &Bot{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// Input decides the controls of fighter me against rival for this tick.
+func (b *Bot) Input(w *physics.World, me, rival physics.ObjectID) physics.Input {
+	f := w.Fighter(me)
+	switch f.Action() {
+	case physics.ActionKO, physics.ActionDown, physics.ActionGettingUp:
+		b.planTicks = 0
+		return 0
+	}
+	if b.planTicks > 0 {
+		b.planTicks--
+		return b.plan
+	}
+	if b.release > 0 { // let go of the attack button so the next press counts
+		b.release--
+		return 0
+	}
+	mp, _ := w.Object(me).Transform(0)
+	rp, _ := w.Object(rival).Transform(0)
+	d := rp.X - mp.X
+	toward, away := physics.InputRight, physics.InputLeft
+	if d < 0 {
+		toward, away = away, toward
+	}
+	if d < 0 {
+		d = -d
+	}
+	r := b.rng.Float64()
+	switch {
+	case d > 1.1:
+		b.plan, b.planTicks = toward, 8+b.rng.IntN(20)
+		if r < 0.06 {
+			b.plan |= physics.InputJump
+		}
+	case r < 0.40:
+		b.plan, b.planTicks, b.release = physics.InputPunch, 3, 6+b.rng.IntN(10)
+	case r < 0.62:
+		b.plan, b.planTicks, b.release = physics.InputKick, 3, 10+b.rng.IntN(12)
+	case r < 0.74:
+		b.plan, b.planTicks = physics.InputBlock, 15+b.rng.IntN(30)
+	case r < 0.86:
+		b.plan, b.planTicks = away, 10+b.rng.IntN(25)
+	case r < 0.92:
+		b.plan, b.planTicks = toward|physics.InputJump, 2
+	default:
+		b.plan, b.planTicks = 0, 5+b.rng.IntN(20)
+	}
+	return b.plan
+}

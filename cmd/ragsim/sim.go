@@ -1,0 +1,452 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ragsync/ragsync"
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/correction"
+	"github.com/ragsync/ragsync/ownership"
+	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Object ids of the simulated match, the same on both peers.
+const (
+	fighterA physics.ObjectID = 1 // owned by peer A (the clock leader)
+	fighterB physics.ObjectID = 2 // owned by peer B
+	crateID  physics.ObjectID = 3 // shared; A starts with it
+)
+
+var objectIDs = [...]physics.ObjectID{fighterA, fighterB, crateID}
+
+const tickLen = time.Second / physics.TickRate
+
+// Scenario is a network between the two peers.
+type Scenario struct {
+	Name string
+	// Link impairs each direction (independently, with its own randomness).
+	Link netsim.Config
+	// SkewPPM is how much faster B's clock runs than A's.
+	SkewPPM float64
+}
+
+// Options of one simulated match.
+type Options struct {
+	Scenario Scenario
+	Method   correction.Method
+	// Correction tunes the correction (its Method is replaced by Method).
+	Correction correction.Config
+	// Duration of the match in virtual time (after calibration).
+	Duration time.Duration
+	// Calibration is the clock calibration before the match starts. Zero:
+	// 2 s.
+	Calibration time.Duration
+	Seed        uint64
+}
+
+// Result is what one simulated match measured. See the package doc for the
+// definition of each figure.
+type Result struct {
+	Scenario            string  `json:"scenario"`
+	Method              string  `json:"method"`
+	Seed                uint64  `json:"seed"`
+	Seconds             float64 `json:"seconds"`
+	RMSErrorM           float64 `json:"rms_error_m"`
+	P95ErrorM           float64 `json:"p95_error_m"`
+	MaxJumpM            float64 `json:"max_jump_m"`
+	HardSnapsPerS       float64 `json:"hard_snaps_per_s"`
+	ClockErrorP95Ms     float64 `json:"clock_error_p95_ms"`
+	HitAgreement        float64 `json:"hit_agreement"`
+	Hits                int     `json:"hits"`
+	KbpsPerDirection    float64 `json:"kbps_per_direction"`
+	PositionDisconnects uint64  `json:"position_disconnects"`
+	LossPct             float64 `json:"loss_pct"`
+	Transfers           uint64  `json:"transfers"`
+	KOs                 int     `json:"kos"`
+	Rejected            uint64  `json:"rejected"`
+}
+
+// objPos is the position of every body of the match's objects at one moment.
+type objPos struct {
+	n   [len(objectIDs)]int
+	pos [len(objectIDs)][physics.FighterBodies]physics.Vec2
+}
+
+// frame is one tick of one peer, recorded for measurement.
+type frame struct {
+	g      clocksync.GameTime
+	owned  [len(objectIDs)]bool // this peer owned the object (and sent it)
+	remote [len(objectIDs)]bool // this peer corrected the object
+	p      objPos
+}
+
+type hitRec struct {
+	attacker, victim physics.ObjectID
+	seq              uint8
+	g                clocksync.GameTime
+}
+
+// peer is one simulated player: a local clock, a clock calibrator, a world,
+// a Match, a bot, and its end of the network.
+type peer struct {
+	name            string
+	id              ownership.PeerID
+	fighter, rival  physics.ObjectID
+	master          *clocksync.ManualClock
+	clock           *clocksync.SkewedClock
+	cal             *clocksync.Calibrator
+	world           *physics.World
+	match           *ragsync.Match
+	bot             *Bot
+	out             *netsim.Link
+	inbox           [][]byte
+	n               int
+	calBuf, pongBuf []byte
+	nextTick        time.Duration // local time
+	nextPing        time.Duration // local time
+	sentBytes       uint64        // during the match
+	counting        bool
+	frames          []frame // recorded ticks, in order
+	hits            []hitRec
+	koTicks         int
+	kos             int
+	notSynced       int
+}
+
+// ragsync.Link
+func (p *peer) Send(b []byte) error {
+	if p.counting {
+		p.sentBytes += uint64(len(b))
+	}
+	return p.out.Send(p.master.Now(), b)
+}
+
+func (p *peer) Poll(fn func([]byte)) int {
+	n := p.n
+	for i := range n {
+		fn(p.inbox[i])
+	}
+	p.n = 0
+	return n
+}
+
+func (p *peer) GameTime() (clocksync.GameTime, bool) { return p.cal.GameTime() }
+
+// receive is called when a packet arrives: calibration messages are handled
+// at once (as a network goroutine would), states wait for the next tick.
+func (p *peer) receive(b []byte) {
+	if len(b) > 0 && b[0] == clocksync.Magic {
+		reply, err := p.cal.Handle(b, p.pongBuf[:0])
+		if err == nil && reply != nil {
+			p.Send(reply)
+		}
+		return
+	}
+	if p.n == len(p.inbox) {
+		p.inbox = append(p.inbox, make([]byte, 0, 512))
+	}
+	p.inbox[p.n] = append(p.inbox[p.n][:0], b...)
+	p.n++
+}
+
+// masterAt converts a local time of p's clock to the master (true) time, rounded up.
+func (p *peer) masterAt(local time.Duration) time.Duration {
+	m := float64(local-p.clock.Offset) / (1 + p.clock.SkewPPM*1e-6)
+	return time.Duration(math.Ceil(m))
+}
+
+func newPeer(name string, id, remote ownership.PeerID, fighter, rival physics.ObjectID, master *clocksync.ManualClock,
+	skew float64, role clocksync.Role, corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
+	p := &peer{name: name, id: id, fighter: fighter, rival: rival, master: master, out: out,
+		clock:  &clocksync.SkewedClock{Base: master, SkewPPM: skew},
+		bot:    NewBot(seed),
+		calBuf: make([]byte, 0, 64), pongBuf: make([]byte, 0, 64)}
+	var err error
+	if p.cal, err = clocksync.NewCalibrator(clocksync.Config{Role: role}, p.clock); err != nil {
+		return nil, err
+	}
+	if p.world, err = physics.NewWorld(physics.WorldConfig{}); err != nil {
+		return nil, err
+	}
+	if _, err := p.world.AddFighter(fighterA, physics.FighterConfig{X: -1.5}); err != nil {
+		return nil, err
+	}
+	if _, err := p.world.AddFighter(fighterB, physics.FighterConfig{X: 1.5}); err != nil {
+		return nil, err
+	}
+	if _, err := p.world.AddCrate(crateID, physics.PropConfig{Pos: physics.V(3.5, 0.25)}); err != nil {
+		return nil, err
+	}
+	p.match, err = ragsync.NewMatch(p.world, p, ragsync.MatchConfig{Local: id, Remote: remote,
+		Replicator: ownership.Config{Correction: corr}})
+	if err != nil {
+		return nil, err
+	}
+	r := p.match.Replicator()
+	for _, err := range []error{r.Track(fighterA, 1, false), r.Track(fighterB, 2, false), r.Track(crateID, 1, true)} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *peer) tick() {
+	f := p.world.Fighter(p.fighter)
+	f.SetInput(p.bot.Input(p.world, p.fighter, p.rival))
+	if err := p.match.Tick(); errors.Is(err, ragsync.ErrNotSynced) {
+		p.notSynced++
+		return
+	}
+	// The owner decides its fighter's fate: a knocked-out fighter comes
+	// back for the next round after 2 s.
+	if f.Action() == physics.ActionKO {
+		if p.koTicks == 0 {
+			p.kos++
+		}
+		p.koTicks++
+		if p.koTicks > 2*physics.TickRate {
+			f.Revive(f.MaxHP())
+			p.koTicks = 0
+		}
+	}
+	g := p.match.Stats().GameTime
+	fr := frame{g: g}
+	reg := p.match.Registry()
+	for i, id := range objectIDs {
+		m := reg.Mode(id)
+		fr.owned[i] = m == ownership.ModeOwned
+		fr.remote[i] = m == ownership.ModeRemote
+		o := p.world.Object(id)
+		fr.p.n[i] = o.NumBodies()
+		for b := range o.NumBodies() {
+			fr.p.pos[i][b], _ = o.Transform(b)
+		}
+	}
+	p.frames = append(p.frames, fr)
+	for _, h := range p.world.Hits() {
+		a := p.world.Fighter(h.Attacker)
+		p.hits = append(p.hits, hitRec{attacker: h.Attacker, victim: h.Victim, seq: a.State().AttackSeq, g: g})
+	}
+}
+
+// Run plays one match and measures it.
+func Run(o Options) (Result, error) {
+	if o.Duration <= 0 {
+		return Result{}, fmt.Errorf("duration %v must be positive", o.Duration)
+	}
+	if o.Calibration == 0 {
+		o.Calibration = 2 * time.Second
+	}
+	pair, err := netsim.NewPair(o.Scenario.Link, o.Seed)
+	if err != nil {
+		return Result{}, err
+	}
+	master := &clocksync.ManualClock{}
+	corr := o.Correction
+	corr.Method = o.Method
+	a, err := newPeer("A", 1, 2, fighterA, fighterB, master, 0, clocksync.RoleLeader, corr, pair.AB, o.Seed+1)
+	if err != nil {
+		return Result{}, err
+	}
+	b, err := newPeer("B", 2, 1, fighterB, fighterA, master, o.Scenario.SkewPPM, clocksync.RoleFollower, corr, pair.BA, o.Seed+2)
+	if err != nil {
+		return Result{}, err
+	}
+	// B's clock starts 10 s off, to show the calibration converging.
+	b.clock.Offset = 10 * time.Second
+	peers := [2]*peer{a, b}
+	start := o.Calibration
+	end := start + o.Duration
+	for _, p := range peers {
+		p.nextPing = p.cal.NextPing()
+		p.nextTick = p.clock.Offset + time.Duration(float64(start)*(1+p.clock.SkewPPM*1e-6))
+	}
+	var clockErr []float64
+	started := false
+	for {
+		t := time.Duration(math.MaxInt64)
+		for _, p := range peers {
+			t = min(t, p.masterAt(p.nextTick), p.masterAt(p.nextPing))
+		}
+		if at, ok := pair.AB.NextArrival(); ok {
+			t = min(t, at)
+		}
+		if at, ok := pair.BA.NextArrival(); ok {
+			t = min(t, at)
+		}
+		if t >= end {
+			break
+		}
+		t = max(t, master.Now())
+		master.Set(t)
+		pair.AB.Deliver(t, b.receive)
+		pair.BA.Deliver(t, a.receive)
+		if !started && t >= start {
+			started = true
+			for _, p := range peers {
+				p.cal.StartMatch()
+				p.counting = true
+			}
+		}
+		for _, p := range peers {
+			if now := p.clock.Now(); now >= p.nextPing {
+				if msg, _ := p.cal.Poll(p.calBuf[:0]); msg != nil {
+					p.Send(msg)
+				}
+				p.nextPing = max(p.cal.NextPing(), now+time.Microsecond)
+			}
+		}
+		for _, p := range peers {
+			if p.clock.Now() >= p.nextTick {
+				p.tick()
+				p.nextTick += time.Duration(float64(tickLen) * (1 + p.clock.SkewPPM*1e-6))
+				if p == a && started {
+					ga, okA := a.cal.GameTime()
+					gb, okB := b.cal.GameTime()
+					if okA && okB {
+						clockErr = append(clockErr, math.Abs(float64(ga-gb))/1000)
+					}
+				}
+			}
+		}
+	}
+	res := Result{Scenario: o.Scenario.Name, Method: o.Method.String(), Seed: o.Seed, Seconds: o.Duration.Seconds()}
+	measure(&res, a, b)
+	res.ClockErrorP95Ms = percentile(clockErr, 0.95)
+	secs := o.Duration.Seconds()
+	res.KbpsPerDirection = float64(a.sentBytes+b.sentBytes) / 2 * 8 / 1000 / secs
+	var hard uint64
+	for _, p := range peers {
+		s := p.match.Stats()
+		hard += s.Replicator.Correction.HardTicks
+		res.PositionDisconnects += s.Replicator.PositionDisconnects
+		res.Transfers += s.Replicator.Claims
+		res.Rejected += s.Replicator.Unauthorized + s.Replicator.Invalid + s.Replicator.Malformed
+		res.KOs += p.kos
+	}
+	res.HardSnapsPerS = float64(hard) / 2 / secs
+	sa, sb := pair.AB.Stats(), pair.BA.Stats()
+	if sent := sa.Sent + sb.Sent; sent > 0 {
+		res.LossPct = 100 * float64(sa.Lost()+sb.Lost()) / float64(sent)
+	}
+	return res, nil
+}
+
+// measure compares every peer's copy of the rival's objects with the owner's
+// true positions at the same game time (interpolated between the owner's
+// ticks), and matches the hits both peers saw.
+func measure(res *Result, a, b *peer) {
+	var errs []float64
+	for _, pr := range [][2]*peer{{a, b}, {b, a}} {
+		cp, owner := pr[0], pr[1]
+		var prev *frame
+		var prevTrue objPos
+		var prevOK [len(objectIDs)]bool
+		for i := range cp.frames {
+			f := &cp.frames[i]
+			var tru objPos
+			var ok [len(objectIDs)]bool
+			for k := range objectIDs {
+				if f.remote[k] {
+					ok[k] = owner.trueAt(k, f.g, &tru)
+				}
+			}
+			for k := range objectIDs {
+				if !ok[k] {
+					continue
+				}
+				for bi := range f.p.n[k] {
+					e := f.p.pos[k][bi].Sub(tru.pos[k][bi]).Len()
+					errs = append(errs, e)
+					if prev != nil && prevOK[k] {
+						dCopy := f.p.pos[k][bi].Sub(prev.p.pos[k][bi])
+						dTrue := tru.pos[k][bi].Sub(prevTrue.pos[k][bi])
+						res.MaxJumpM = math.Max(res.MaxJumpM, dCopy.Sub(dTrue).Len())
+					}
+				}
+			}
+			prev, prevTrue, prevOK = f, tru, ok
+		}
+	}
+	if len(errs) > 0 {
+		var sq float64
+		for _, e := range errs {
+			sq += e * e
+		}
+		res.RMSErrorM = math.Sqrt(sq / float64(len(errs)))
+		res.P95ErrorM = percentile(errs, 0.95)
+	}
+	res.Hits, res.HitAgreement = matchHits(a.hits, b.hits)
+}
+
+// trueAt interpolates the owner's positions of object k at game time g from
+// its recorded ticks, if it owned the object at both surrounding ticks.
+func (p *peer) trueAt(k int, g clocksync.GameTime, dst *objPos) bool {
+	i, _ := slices.BinarySearchFunc(p.frames, g, func(f frame, g clocksync.GameTime) int {
+		switch {
+		case f.g < g:
+			return -1
+		case f.g > g:
+			return 1
+		}
+		return 0
+	})
+	if i == 0 || i >= len(p.frames) {
+		return false
+	}
+	f0, f1 := &p.frames[i-1], &p.frames[i]
+	if !f0.owned[k] || !f1.owned[k] || f1.g-f0.g > clocksync.GameTime(3*tickLen/time.Microsecond) {
+		return false
+	}
+	w := 1.0
+	if f1.g != f0.g {
+		w = float64(g-f0.g) / float64(f1.g-f0.g)
+	}
+	dst.n[k] = f1.p.n[k]
+	for bi := range f1.p.n[k] {
+		dst.pos[k][bi] = f0.p.pos[k][bi].Add(f1.p.pos[k][bi].Sub(f0.p.pos[k][bi]).Scale(w))
+	}
+	return true
+}
+
+// matchHits pairs the hits both peers saw (same attacker, victim and attack
+// sequence, within 0.5 s of game time) and returns the number of distinct
+// hits and the share seen by both.
+func matchHits(a, b []hitRec) (distinct int, agreement float64) {
+	used := make([]bool, len(b))
+	matched := 0
+	for _, ha := range a {
+		for j, hb := range b {
+			if used[j] || ha.attacker != hb.attacker || ha.victim != hb.victim || ha.seq != hb.seq {
+				continue
+			}
+			if d := ha.g - hb.g; d < -500_000 || d > 500_000 {
+				continue
+			}
+			used[j] = true
+			matched++
+			break
+		}
+	}
+	distinct = len(a) + len(b) - matched
+	if distinct == 0 {
+		return 0, 1
+	}
+	return distinct, float64(matched) / float64(distinct)
+}
+
+func percentile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
