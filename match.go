@@ -61,6 +61,11 @@ type MatchConfig struct {
 	// MaxPacket is the size of the send buffer. Zero: 1500 bytes (a state
 	// packet of two fighters and a few props is well under 200).
 	MaxPacket int
+	// OnMessage receives, during Tick, every packet that is not a state
+	// packet: the game's own messages sent with Match.SendMessage (round
+	// over, rematch, chat). p is valid only during the call. Nil: such
+	// packets are counted as rejected.
+	OnMessage func(p []byte)
 }
 
 // MatchStats is what a Match counted, cheap to read every frame.
@@ -100,7 +105,8 @@ type Match struct {
 	stats MatchStats
 	now   clocksync.GameTime
 
-	handle func(p []byte) // m.handlePacket, bound once (no allocation per tick)
+	handle    func(p []byte) // m.handlePacket, bound once (no allocation per tick)
+	onMessage func(p []byte)
 }
 
 // NewMatch returns a match for world over link.
@@ -121,7 +127,7 @@ func NewMatch(world *physics.World, link Link, cfg MatchConfig) (*Match, error) 
 	if size < 64 {
 		return nil, fmt.Errorf("ragsync: MaxPacket %d is too small", size)
 	}
-	m := &Match{world: world, rep: rep, link: link, buf: make([]byte, 0, size)}
+	m := &Match{world: world, rep: rep, link: link, buf: make([]byte, 0, size), onMessage: cfg.OnMessage}
 	m.handle = m.handlePacket
 	return m, nil
 }
@@ -168,6 +174,10 @@ func (m *Match) Tick() error {
 }
 
 func (m *Match) handlePacket(p []byte) {
+	if len(p) > 0 && p[0] != ownership.KindState && m.onMessage != nil {
+		m.onMessage(p)
+		return
+	}
 	if err := m.rep.HandlePacket(p, m.now); err != nil {
 		m.stats.Rejected++
 		m.stats.LastError = err
@@ -175,6 +185,25 @@ func (m *Match) handlePacket(p []byte) {
 }
 
 func discard([]byte) {}
+
+// ErrReservedKind is returned by SendMessage for a message whose first byte
+// is reserved for the library's own packets.
+var ErrReservedKind = errors.New("ragsync: first byte of a game message is reserved")
+
+// SendMessage sends a game message to the peer, delivered to its
+// MatchConfig.OnMessage during its Tick. Like states, it may be lost,
+// duplicated or reordered: repeat what matters until the peer shows it got
+// it (for example in its next states). Its first byte must not be
+// ownership.KindState or clocksync.Magic.
+func (m *Match) SendMessage(p []byte) error {
+	if len(p) == 0 {
+		return fmt.Errorf("%w: empty message", ErrReservedKind)
+	}
+	if p[0] == ownership.KindState || p[0] == clocksync.Magic {
+		return fmt.Errorf("%w: %#x", ErrReservedKind, p[0])
+	}
+	return m.link.Send(p)
+}
 
 // Stats returns the match's counters.
 func (m *Match) Stats() MatchStats {

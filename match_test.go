@@ -229,3 +229,32 @@ func BenchmarkTick(b *testing.B) {
 	s := a.Stats().Replicator
 	b.ReportMetric(float64(s.BytesOut)/float64(s.PacketsOut), "bytes/packet")
 }
+
+func TestMatchGameMessages(t *testing.T) {
+	var now clocksync.GameTime
+	la, lb := newMemPair(&now)
+	var got []string
+	w, err := physics.NewWorld(physics.WorldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewMatch(w, lb, MatchConfig{Local: 2, Remote: 1, OnMessage: func(p []byte) { got = append(got, string(p)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newSide(t, la, 1, 2)
+	if err := a.SendMessage([]byte("Rematch?")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{nil, {ownership.KindState, 1}, {clocksync.Magic}} {
+		if err := a.SendMessage(bad); !errors.Is(err, ErrReservedKind) {
+			t.Errorf("SendMessage(%q) = %v, want ErrReservedKind", bad, err)
+		}
+	}
+	if err := b.Tick(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "Rematch?" || b.Stats().Rejected != 0 {
+		t.Errorf("got %q, rejected %d", got, b.Stats().Rejected)
+	}
+}

@@ -102,7 +102,7 @@ type peer struct {
 	cal             *clocksync.Calibrator
 	world           *physics.World
 	match           *ragsync.Match
-	bot             *Bot
+	bot             *physics.Bot
 	out             *netsim.Link
 	inbox           [][]byte
 	n               int
@@ -164,7 +164,7 @@ func newPeer(name string, id, remote ownership.PeerID, fighter, rival physics.Ob
 	skew float64, role clocksync.Role, corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
 	p := &peer{name: name, id: id, fighter: fighter, rival: rival, master: master, out: out,
 		clock:  &clocksync.SkewedClock{Base: master, SkewPPM: skew},
-		bot:    NewBot(seed),
+		bot:    physics.NewBot(seed),
 		calBuf: make([]byte, 0, 64), pongBuf: make([]byte, 0, 64)}
 	var err error
 	if p.cal, err = clocksync.NewCalibrator(clocksync.Config{Role: role}, p.clock); err != nil {
