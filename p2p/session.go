@@ -42,6 +42,9 @@ func (e *MessageSizeError) Error() string {
 // Unwrap returns ErrMessageTooLarge.
 func (e *MessageSizeError) Unwrap() error { return ErrMessageTooLarge }
 
+// signalTimeout bounds sending one negotiation message through signaling.
+const signalTimeout = 10 * time.Second
+
 // tickInterval is the period of the session's housekeeping goroutine
 // (pings, failover, liveness, rates).
 const tickInterval = 10 * time.Millisecond
@@ -59,11 +62,12 @@ const (
 
 // linkState is the session's bookkeeping for one transport (under mu).
 type linkState struct {
-	kind    TransportKind
-	state   LinkState
-	err     string
-	upAt    time.Duration
-	hadRecv bool
+	kind     TransportKind
+	state    LinkState
+	err      string
+	timedOut bool // down only because it missed its connect deadline
+	upAt     time.Duration
+	hadRecv  bool
 
 	lastRecv        time.Duration
 	lastPong        time.Duration
@@ -196,7 +200,8 @@ type Session struct {
 	eventsDropped uint64
 
 	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
-	readyErr  error
+	readyErr  error         // under mu
+	readyDone bool          // under mu: ready is closed
 	done      chan struct{} // closed when the session has ended
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -278,6 +283,7 @@ func newSession(p sessionParams) (*Session, error) {
 		s.pongBufs[i] = make([]byte, 0, 256)
 	}
 	s.start = s.clock.Now()
+	s.seq.Begin(0) // the peer's first data message is number 0
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
@@ -315,7 +321,7 @@ func newSession(p sessionParams) (*Session, error) {
 		s.cancelTCP()
 	}
 	if s.rtc != nil && p.role == RoleOfferer {
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WebRTCTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
 		err := s.rtc.start(ctx)
 		cancel()
 		if err != nil {
@@ -419,11 +425,13 @@ func (s *Session) onUp(k TransportKind) {
 	now := s.now()
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
-	if s.phase == phaseEnded || ls.state == LinkDown {
+	if s.phase == phaseEnded || ls.state == LinkDown && !ls.timedOut {
 		s.mu.Unlock()
 		return
 	}
 	ls.state = LinkUp
+	ls.err = ""
+	ls.timedOut = false
 	ls.upAt = now
 	ls.nextPing = now
 	running := s.phase == phaseRunning
@@ -447,6 +455,12 @@ func (s *Session) onUp(k TransportKind) {
 func (s *Session) onDown(k TransportKind, err error) {
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
+	if ls.state == LinkDown && ls.timedOut {
+		ls.timedOut = false // it failed for real: it will not open late
+		ls.err = err.Error()
+		s.mu.Unlock()
+		return
+	}
 	if s.phase == phaseEnded || ls.state == LinkDown || ls.state == LinkDisabled {
 		s.mu.Unlock()
 		return
@@ -689,15 +703,12 @@ func (s *Session) becomeRunning(now time.Duration) {
 		s.links[i].probe.running = false
 	}
 	s.log.Debug("p2p: session running", "transport", TransportKind(s.active.Load()).String(), "reason", s.choiceReason)
+	s.readyDone = true
 	close(s.ready)
 }
 
 // failConnect ends the connecting phase with an error. Called with mu held.
-func (s *Session) failConnect(err error) {
-	s.readyErr = err
-	close(s.ready)
-	s.endLocked(err, "", 0)
-}
+func (s *Session) failConnect(err error) { s.endLocked(err, "", 0) }
 
 // endLocked ends the session (once). Called with mu held.
 func (s *Session) endLocked(err error, reason string, silence time.Duration) {
@@ -708,6 +719,11 @@ func (s *Session) endLocked(err error, reason string, silence time.Duration) {
 	s.phase = phaseEnded
 	s.endErr = err
 	s.ended.Store(true)
+	if !s.readyDone { // still connecting: Connect fails with err
+		s.readyErr = err
+		s.readyDone = true
+		close(s.ready)
+	}
 	if errors.Is(err, ErrClosed) {
 		s.state = StateClosed
 	} else {
@@ -763,6 +779,7 @@ func (s *Session) tick(now time.Duration) {
 		ls := &s.links[i]
 		if ls.state == LinkConnecting && now >= s.linksDeadline[i] {
 			ls.state = LinkDown
+			ls.timedOut = true // it may still open (onUp)
 			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
 			if i == 0 {
 				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)

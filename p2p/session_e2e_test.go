@@ -217,6 +217,35 @@ func checkNoInterruption(t *testing.T, who string, evs []Event) {
 	}
 }
 
+// TestSessionWebRTCLate: the data channel opens only after the offerer
+// settled on TCP; the session then moves to it (preferred) without ending.
+func TestSessionWebRTCLate(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	late := func(c *Config) {
+		preferWebRTC(c)
+		c.WebRTCTimeout = time.Millisecond // gives up on WebRTC at once
+	}
+	a, b := pairByRoom(t, url, cfgWith(late), cfgWith(late))
+	if st := a.Stats(); st.Transport != TransportTCP {
+		t.Skipf("WebRTC opened within 1 ms (%s); nothing to test", st.ChoiceReason)
+	}
+	ea, eb := collectEvents(a), collectEvents(b)
+	toWebRTC := func(evs []Event) bool {
+		i := index(evs, EventTransportChanged, 0)
+		return i >= 0 && evs[i].Transport == TransportWebRTC
+	}
+	evA := ea.waitFor(t, "offerer moving to webrtc", 15*time.Second, toWebRTC)
+	eb.waitFor(t, "answerer moving to webrtc", 15*time.Second, toWebRTC)
+	if i := index(evA, EventTransportUp, 0); i < 0 || evA[i].Transport != TransportWebRTC || i > index(evA, EventTransportChanged, 0) {
+		t.Errorf("events %v", evA)
+	}
+	gotA, gotB := exchange(t, a, b, 100)
+	if gotA < 95 || gotB < 95 {
+		t.Errorf("received %d, %d of 100 after the switch", gotA, gotB)
+	}
+}
+
 func TestSessionFailoverOnKill(t *testing.T) {
 	checkLeaks(t)
 	url := startSignaling(t)
@@ -440,12 +469,15 @@ func TestSessionVNetDelayLoss(t *testing.T) {
 		if c.got < 120 || uint64(c.got) != c.st.Received {
 			t.Errorf("%s received %d (Stats %d)", c.name, c.got, c.st.Received)
 		}
-		// The router drops 5% of all packets (UDP datagrams carrying
-		// SCTP, bundled or not): roughly that share of messages is lost,
-		// never retransmitted.
-		if c.st.Loss < 0.01 || c.st.Loss > 0.2 {
+		if c.st.Loss > 0.2 {
 			t.Errorf("%s: loss %.3f, want about 0.05", c.name, c.st.Loss)
 		}
+	}
+	// The router drops 5% of all packets: about that share of the ~370
+	// messages is lost, not retransmitted (no loss at all would mean the
+	// channel is reliable).
+	if lost := sa.Lost + sb.Lost; lost < 3 {
+		t.Errorf("%d messages lost in both directions, want about 5%% of %d", lost, sa.Expected+sb.Expected)
 	}
 }
 
