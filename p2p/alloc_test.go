@@ -89,6 +89,7 @@ func TestDataPathDoesNotAllocate(t *testing.T) {
 			runtime.Gosched()
 		}
 		_ = a.Stats()
+		_, _ = b.GameTime()
 	}
 	for i := 0; i < 100; i++ { // warm up: buffers, calibrator, rate windows
 		roundTrip()

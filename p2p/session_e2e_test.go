@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pion/transport/v4/vnet"
+
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // eventLog collects a session's events.
@@ -481,4 +482,54 @@ func TestSessionVNetDelayLoss(t *testing.T) {
 	}
 }
 
-var _ = net.IPv4len
+func TestRoomAbandonedAndCanceled(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	ctx := context.Background()
+	room, err := CreateRoom(ctx, url, cfgWith(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(room.Code()) != 6 {
+		t.Errorf("code %q", room.Code())
+	}
+	room.Close()
+	if _, err := room.Connect(ctx); err == nil {
+		t.Error("Connect after Close succeeded")
+	}
+	// Waiting for a peer who never comes, until the context ends.
+	room, err = CreateRoom(ctx, url, cfgWith(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := room.Connect(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Connect with nobody joining: %v", err)
+	}
+	if _, err := Connect(ctx, url, "22222", cfgWith(nil)); err == nil {
+		t.Error("a malformed room code was accepted")
+	}
+	if _, err := Connect(ctx, url, "222222", cfgWith(nil)); err == nil {
+		t.Error("joining a room that does not exist succeeded")
+	}
+	if _, err := Connect(ctx, url, QuickMatch, Config{DisableTCP: true, DisableWebRTC: true}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("both transports disabled: %v", err)
+	}
+}
+
+func TestThirdPlayer(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	a, _ := pairByRoom(t, url, cfgWith(nil), cfgWith(nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := Connect(ctx, url, a.Room(), cfgWith(nil))
+	var se *signaling.Error
+	if !errors.As(err, &se) || se.Code != signaling.CodeRoomFull {
+		t.Errorf("third player: %v", err)
+	}
+	if st := a.Stats(); st.State != StateConnected {
+		t.Errorf("the pair's state after a third player tried: %v", st.State)
+	}
+}
