@@ -533,3 +533,31 @@ func TestThirdPlayer(t *testing.T) {
 		t.Errorf("the pair's state after a third player tried: %v", st.State)
 	}
 }
+
+// TestSignalingServerGoesAway: the session does not need the signaling
+// server once connected. Its shutdown takes the relayed TCP stream with
+// it; the session goes on over WebRTC.
+func TestSignalingServerGoesAway(t *testing.T) {
+	checkLeaks(t)
+	url, stop := startSignalingStop(t)
+	a, b := pairByRoom(t, url, cfgWith(preferWebRTC), cfgWith(preferWebRTC))
+	ea := collectEvents(a)
+	// Wait for the TCP standby to be up on both, then pull the server.
+	deadline := time.Now().Add(5 * time.Second)
+	for (a.Stats().TCP.State != LinkUp || b.Stats().TCP.State != LinkUp) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	evs := ea.waitFor(t, "tcp down", 10*time.Second, func(evs []Event) bool {
+		i := index(evs, EventTransportDown, 0)
+		return i >= 0 && evs[i].Transport == TransportTCP
+	})
+	gotA, gotB := exchange(t, a, b, 200)
+	if gotA < 190 || gotB < 190 {
+		t.Errorf("received %d, %d of 200 without the server", gotA, gotB)
+	}
+	if a.Err() != nil || b.Err() != nil || a.Stats().Transport != TransportWebRTC {
+		t.Errorf("errors %v %v, transport %v; events %v", a.Err(), b.Err(), a.Stats().Transport, evs)
+	}
+	checkNoInterruption(t, "offerer", ea.snapshot())
+}

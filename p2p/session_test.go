@@ -19,6 +19,14 @@ import (
 // returns its URL.
 func startSignaling(t testing.TB) string {
 	t.Helper()
+	url, _ := startSignalingStop(t)
+	return url
+}
+
+// startSignalingStop is startSignaling that also returns a function that
+// shuts the server down early (idempotent).
+func startSignalingStop(t testing.TB) (string, func()) {
+	t.Helper()
 	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -34,13 +42,19 @@ func startSignaling(t testing.TB) string {
 			t.Errorf("signaling server: %v", err)
 		}
 	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	})
-	return "http://" + l.Addr().String()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			// Relays still open are cut after 1 s (a graceful shutdown
+			// would wait for them).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			srv.Shutdown(ctx)
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return "http://" + l.Addr().String(), stop
 }
 
 func testLogger() *slog.Logger {
