@@ -141,3 +141,28 @@ func TestRTCOversizedMessage(t *testing.T) {
 		t.Errorf("%d malformed", n)
 	}
 }
+
+// FuzzSessionInput feeds arbitrary bytes to a live session's receive path,
+// as if they had arrived on a transport: it must never panic, and only a
+// well-formed data message may reach the application, intact.
+func FuzzSessionInput(f *testing.F) {
+	ping := clocksync.AppendPing(nil, clocksync.Ping{Seq: 1, T1: time.Second, Leader: true})
+	pong := clocksync.AppendPong(nil, clocksync.Pong{Seq: 1, T1: time.Second, T2: 2 * time.Second, T3: 2 * time.Second, Leader: true, GameValid: true})
+	f.Add(append([]byte{0x11, 0, 0, 0, 1}, "hello"...))
+	f.Add(append([]byte{0x12, 0, 0, 0, 1}, ping...))
+	f.Add(append([]byte{0x13, 0, 0, 0, 1}, pong...))
+	f.Add([]byte{0x14, 0, 0, 0, 1, 1, 0, 0, 0, 9, 2})
+	f.Add([]byte{0x14, 0, 0, 0, 1, 4, 1})
+	f.Add([]byte{0x14, 0, 0, 0, 1, 2, 0, 0, 0, 1, 1})
+	a, b := newPipeSessions(f, Config{MaxMessageSize: 64})
+	_ = a
+	f.Fuzz(func(t *testing.T, in []byte) {
+		b.onMessage(TransportTCP, in)
+		b.Poll(func(p []byte) {
+			h, payload, err := ParseHeader(in)
+			if err != nil || h.Type != MsgData || !bytes.Equal(p, payload) {
+				t.Fatalf("delivered % x for input % x", p, in)
+			}
+		})
+	})
+}
