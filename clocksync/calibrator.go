@@ -395,7 +395,7 @@ func (c *Calibrator) HandlePing(msg, dst []byte) ([]byte, error) {
 // HandlePong turns a pong into a sample and updates the estimate and (on
 // the follower) the game clock. Errors: *WireError, ErrRoleConflict,
 // ErrUnknownPong, ErrDuplicatePong, ErrLatePong, ErrNoGameTime,
-// *TimestampError.
+// *TimestampError (see NewSample; also a game time beyond ±2⁶⁰ ns).
 func (c *Calibrator) HandlePong(msg []byte) error {
 	t4 := c.clock.Now()
 	err := c.handlePong(msg, t4)
@@ -436,6 +436,12 @@ func (c *Calibrator) handlePong(msg []byte, t4 time.Duration) error {
 	s, err := NewSample(p.T1, p.T2, p.T3, t4)
 	if err != nil {
 		return err
+	}
+	// The game time is as untrusted as the timestamps: one beyond their
+	// range would overflow the epoch and throw the game clock decades
+	// ahead, never to come back (it does not run backwards).
+	if p.GameValid && (p.Game > maxGameTime || p.Game < -maxGameTime) {
+		return &TimestampError{p.T1, p.T2, p.T3, t4, fmt.Sprintf("game time %d µs beyond ±2⁶⁰ ns", int64(p.Game))}
 	}
 	if err := c.est.Add(s); err != nil {
 		return err

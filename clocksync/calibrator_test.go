@@ -2,6 +2,8 @@ package clocksync
 
 import (
 	"errors"
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -316,5 +318,43 @@ func BenchmarkCalibratorGameTime(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d.follower.GameTime()
+	}
+}
+
+// A pong whose game time is beyond any real clock is rejected: accepting it
+// would move the epoch so far that the running game clock, which never runs
+// backwards, steps decades ahead for good.
+func TestCalibratorRejectsAbsurdGameTime(t *testing.T) {
+	d := newDirect(t, Config{})
+	for range DefaultMinSamples {
+		if err := d.exchange(t, d.follower, d.leader, 5*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		d.truth.Advance(50 * time.Millisecond)
+	}
+	d.follower.StartMatch()
+	for _, game := range []GameTime{1 << 61 / 1000, -(1 << 61 / 1000), math.MaxInt64, math.MinInt64, maxGameTime + 1} {
+		ping := d.follower.AppendPing(nil)
+		d.truth.Advance(5 * time.Millisecond)
+		pong, err := d.leader.Handle(ping, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := ParsePong(pong)
+		p.Game = game
+		d.truth.Advance(5 * time.Millisecond)
+		before, _ := d.follower.GameTime()
+		rejected := d.follower.Stats().Rejected
+		err = d.follower.HandlePong(AppendPong(nil, p))
+		var te *TimestampError
+		if !errors.Is(err, ErrBadTimestamps) || !errors.As(err, &te) || !strings.Contains(te.Reason, "game time") {
+			t.Errorf("game time %d: %v, want a *TimestampError", int64(game), err)
+		}
+		if after, _ := d.follower.GameTime(); after != before {
+			t.Errorf("game time %d moved the game clock from %v to %v", int64(game), before, after)
+		}
+		if d.follower.Stats().Rejected != rejected+1 {
+			t.Errorf("game time %d not counted as rejected", int64(game))
+		}
 	}
 }

@@ -101,7 +101,9 @@
 // A message of any other length, magic, kind or flags is rejected with a
 // *WireError. The follower learns the leader's epoch from the leader's
 // pongs (t3 − game). A pong is accepted only if it echoes the seq and t1
-// of a ping still outstanding (at most 64, for at most PingTimeout), once.
+// of a ping still outstanding (at most 64, for at most PingTimeout), once,
+// and if its timestamps and game time are within ±2⁶⁰ ns (36 years) and
+// consistent (see NewSample); otherwise a *TimestampError.
 //
 // # The timestamp filter
 //

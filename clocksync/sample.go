@@ -50,6 +50,8 @@ const (
 	// maxTimestamp bounds timestamps so that no difference of differences
 	// can overflow: 2⁶⁰ ns is 36 years.
 	maxTimestamp = time.Duration(1) << 60
+	// maxGameTime bounds the game time a pong carries, likewise.
+	maxGameTime = GameTime(maxTimestamp / time.Microsecond)
 	// MaxHold is the longest a responder may hold a ping before answering
 	// (t3 − t2). A responder answers at once; anything longer is a bug or
 	// garbage, and the sample would be useless anyway.
