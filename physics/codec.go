@@ -43,7 +43,10 @@ const (
 // these, and at level 3 child position errors are 2·MaxPosError (1 mm). At the
 // very edge of the bounds or the speed limits the encoder moves a value one
 // more step inward so that the decoded state still validates; the error there
-// is at most twice these. A few 1e-12 of float rounding come on top.
+// is at most twice these, except for a linear velocity at the speed limit:
+// both of its components step toward zero, so a component's error is at most
+// three times MaxVelError (times 2^s for a child). A few 1e-12 of float
+// rounding come on top.
 const (
 	MaxPosError        = PosStep / 2        // 0.5 mm
 	MaxRootAngleError  = rootAngleStep / 2  // 0.011°

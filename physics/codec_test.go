@@ -648,3 +648,84 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// TestCodecErrorAtTheLimits encodes fighters whose bodies are scattered
+// anywhere inside the limits, often exactly on the bounds or at the speed
+// limits, and checks that every valid state encodes, and that the errors
+// stay within what the precision constants promise at the edge: twice the
+// plain error, three times for linear velocities.
+func TestCodecErrorAtTheLimits(t *testing.T) {
+	for _, cfg := range []WorldConfig{{}, {Limits: Limits{MaxSpeed: 1000, MaxAngularSpeed: 1000}}} {
+		w, err := NewWorld(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addFighter(t, w, 3, 0)
+		c := w.Codec()
+		lim := w.Limits()
+		rng := rand.New(rand.NewSource(2))
+		edge := func(lo, hi float64) float64 {
+			switch rng.Intn(4) {
+			case 0:
+				return lo
+			case 1:
+				return hi
+			}
+			return lo + rng.Float64()*(hi-lo)
+		}
+		var s, d Snapshot
+		var buf []byte
+		worst := [3]float64{} // position, velocity, angular velocity, in units of the plain error
+		for iter := 0; iter < 2000; iter++ {
+			s.Reset(0, 0)
+			os := s.next()
+			os.ID = 3
+			os.Fighter = FighterState{HP: 5, Action: ActionIdle, Facing: FacingLeft}
+			for range FighterBodies {
+				dir, speed := rng.Float64()*2*math.Pi, edge(0, lim.MaxSpeed)
+				os.Bodies = append(os.Bodies, BodyState{
+					Pos:    V(edge(lim.Bounds.Min.X, lim.Bounds.Max.X), edge(lim.Bounds.Min.Y, lim.Bounds.Max.Y)),
+					Angle:  edge(-lim.MaxAngle, lim.MaxAngle),
+					Vel:    V(speed*math.Cos(dir), speed*math.Sin(dir)),
+					AngVel: edge(-lim.MaxAngularSpeed, lim.MaxAngularSpeed),
+				})
+			}
+			if lim.ValidateState(3, os.Bodies, FighterBodies) != nil {
+				continue // cos·speed rounded past the limit
+			}
+			buf, err = c.AppendSnapshot(buf[:0], &s)
+			if err != nil {
+				t.Fatalf("iter %d: a valid state does not encode: %v", iter, err)
+			}
+			if err := c.DecodeSnapshot(buf, &d); err != nil {
+				t.Fatalf("iter %d: decode: %v", iter, err)
+			}
+			got := &d.Objects[0]
+			k := float64(int(1) << got.VelShift)
+			for i, a := range os.Bodies {
+				g := got.Bodies[i]
+				posErr, velErr, angVelErr := MaxPosError, MaxVelError, MaxAngVelError
+				if i > 0 { // a child
+					velErr, angVelErr = velErr*k, angVelErr*k
+					if got.VelShift == maxVelShift {
+						posErr *= 2
+					}
+				}
+				for j, r := range [3]float64{
+					math.Max(math.Abs(a.Pos.X-g.Pos.X), math.Abs(a.Pos.Y-g.Pos.Y)) / posErr,
+					math.Max(math.Abs(a.Vel.X-g.Vel.X), math.Abs(a.Vel.Y-g.Vel.Y)) / velErr,
+					math.Abs(a.AngVel-g.AngVel) / angVelErr,
+				} {
+					worst[j] = math.Max(worst[j], r)
+				}
+				if e := math.Abs(AngleDiff(a.Angle, g.Angle)); e > MaxChildAngleError+floatSlack {
+					t.Fatalf("iter %d body %d: angle error %.5f°", iter, i, deg(e))
+				}
+			}
+		}
+		if worst[0] > 2+1e-6 || worst[1] > 3+1e-6 || worst[2] > 2+1e-6 {
+			t.Errorf("limits %+v: worst errors %.3f× (position), %.3f× (velocity), %.3f× (angular velocity) the plain ones; want ≤ 2, 3, 2",
+				*lim, worst[0], worst[1], worst[2])
+		}
+	}
+}
