@@ -1,5 +1,8 @@
 package main
 
+// Every run here uses a loopback signaling URL, so sessions gather only
+// loopback candidates (InterfacesAuto), with -udp4: the network rule.
+
 import (
 	"bytes"
 	"context"
@@ -16,7 +19,7 @@ import (
 
 func TestSelfJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"-self", "-duration", "1s", "-json"}, &out, &errOut, nil)
+	err := run(context.Background(), []string{"-self", "-udp4", "-duration", "1s", "-json"}, &out, &errOut, nil)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
@@ -62,7 +65,7 @@ func TestSelfJSON(t *testing.T) {
 
 func TestSelfText(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"-self", "-duration", "1s"}, &out, &errOut, nil); err != nil {
+	if err := run(context.Background(), []string{"-self", "-udp4", "-duration", "1s"}, &out, &errOut, nil); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
@@ -90,7 +93,7 @@ func TestTwoProcessesByRoom(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		runA = run(context.Background(), []string{"-signal", url, "-duration", "1s", "-json"}, &outA, &errA,
+		runA = run(context.Background(), []string{"-signal", url, "-udp4", "-duration", "1s", "-json"}, &outA, &errA,
 			&hooks{room: func(c string) { codes <- c }})
 	}()
 	go func() {
@@ -102,7 +105,7 @@ func TestTwoProcessesByRoom(t *testing.T) {
 			runB = errors.New("no room code")
 			return
 		}
-		runB = run(context.Background(), []string{"-signal", url, "-room", strings.ToLower(code), "-duration", "1s", "-json"}, &outB, &errB, nil)
+		runB = run(context.Background(), []string{"-signal", url, "-udp4", "-room", strings.ToLower(code), "-duration", "1s", "-json"}, &outB, &errB, nil)
 	}()
 	wg.Wait()
 	if runA != nil || runB != nil {
