@@ -116,7 +116,7 @@
 // standby transport every Config.StandbyPingInterval (500 ms). Stats
 // carries the offset of the peer's clock and its uncertainty;
 // Session.GameTime and friends expose the game clock. The default session
-// clock reads as the wall time since ClockEpoch and then runs
+// clock reads as the wall time since 2020-01-01 UTC and then runs
 // monotonically, so the offset is the two machines' real clock difference.
 //
 // # Choosing the transport

@@ -225,11 +225,11 @@ type sessionParams struct {
 	clock    clocksync.Clock // nil: wallClock
 }
 
-// ClockEpoch is the origin of the default session clock.
-var ClockEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+// clockEpoch is the origin of the default session clock.
+var clockEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // wallClock is the default session clock: it reads as the wall time (as a
-// duration since ClockEpoch, which keeps it within clocksync's timestamp
+// duration since clockEpoch, 2020-01-01 UTC, which keeps it within clocksync's timestamp
 // range) when created and then advances monotonically, so peers on
 // different machines estimate the real offset between their wall clocks,
 // and a wall-clock step during the session never makes it jump.
@@ -240,7 +240,7 @@ type wallClock struct {
 
 func newWallClock() *wallClock {
 	b := time.Now()
-	return &wallClock{base: b, at: b.Sub(ClockEpoch)}
+	return &wallClock{base: b, at: b.Sub(clockEpoch)}
 }
 
 func (c *wallClock) Now() time.Duration { return c.at + time.Since(c.base) }
