@@ -67,7 +67,7 @@ const (
 // only accepted states move the stream's newest timestamp.
 //
 // The zero value is ready to use, with the defaults. A Filter is a small
-// value (about 60 bytes) that never allocates; it is not safe for
+// value (80 bytes) that never allocates; it is not safe for
 // concurrent use.
 type Filter struct {
 	// MaxDelay is the largest accepted age now − ts. Zero:
