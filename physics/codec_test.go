@@ -729,3 +729,41 @@ func TestCodecErrorAtTheLimits(t *testing.T) {
 		}
 	}
 }
+
+// The configuration tag is what the package doc says it is, so another
+// implementation can compute it.
+func TestCodecConfigTag(t *testing.T) {
+	lim := ArenaConfig{}.Limits()
+	c, err := NewCodec(lim, &LayoutTable{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := uint32(2166136261)
+	for _, v := range []float64{lim.Bounds.Min.X, lim.Bounds.Min.Y, lim.Bounds.Max.X, lim.Bounds.Max.Y,
+		lim.MaxSpeed, lim.MaxAngularSpeed, lim.MaxAngle} {
+		bits := math.Float64bits(v)
+		for i := 0; i < 8; i++ {
+			h ^= uint32(byte(bits >> (8 * i)))
+			h *= 16777619
+		}
+	}
+	want := byte(h) ^ byte(h>>8) ^ byte(h>>16) ^ byte(h>>24)
+	buf, err := c.AppendSnapshot(nil, &Snapshot{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf[1] != want {
+		t.Errorf("tag %#x, want %#x", buf[1], want)
+	}
+	// Every limit is part of it.
+	for _, change := range []func(*Limits){
+		func(l *Limits) { l.Bounds.Min.X-- }, func(l *Limits) { l.Bounds.Max.Y++ },
+		func(l *Limits) { l.MaxSpeed++ }, func(l *Limits) { l.MaxAngularSpeed++ }, func(l *Limits) { l.MaxAngle++ },
+	} {
+		l := lim
+		change(&l)
+		if c2, _ := NewCodec(l, &LayoutTable{}); c2.tag == c.tag {
+			t.Errorf("limits %+v give the same tag as %+v", l, lim)
+		}
+	}
+}

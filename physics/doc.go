@@ -55,8 +55,11 @@
 // bit first) padded with zero bits to a whole byte:
 //
 //	byte 0     version (1)
-//	byte 1     configuration tag: a hash of the codec's Limits (bounds and
-//	           speed limits), so peers with different arenas fail loudly
+//	byte 1     configuration tag: a hash of the codec's Limits (bounds,
+//	           speed and angle limits), so peers with different arenas
+//	           fail loudly: 32-bit FNV-1a of the little-endian float64
+//	           bits of Bounds.Min.X, Min.Y, Max.X, Max.Y, MaxSpeed,
+//	           MaxAngularSpeed and MaxAngle, its four bytes XORed together
 //	varint     game time in µs (zigzag, encoding/binary.AppendVarint)
 //	uvarint    sequence number (≤ 2^32−1)
 //	bits:
