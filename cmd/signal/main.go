@@ -6,7 +6,7 @@
 //	go run ./cmd/signal -addr :8080           # listens on every interface: reachable by other machines
 //	go run ./cmd/signal -log-format json -log-level debug
 //
-// Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay (TCP relay),
+// Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP relay),
 // http://ADDR/healthz (JSON counters). Every limit of signaling.Config has
 // a flag; 0 means the library default, shown in -help. SIGINT or SIGTERM
 // shuts down gracefully: clients get a shutting_down error and a going-away
