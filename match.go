@@ -44,6 +44,20 @@ type Link interface {
 	GameTime() (clocksync.GameTime, bool)
 }
 
+// ClassSender is implemented by links whose TCP fallback keeps only the
+// newest unsent message of each class (*p2p.Session): Match sends its states
+// as class 0 and game messages as class 1, so a game message is never
+// replaced by the state that follows it in the same tick.
+type ClassSender interface {
+	SendClass(class int, p []byte) error
+}
+
+// Message classes Match uses on a ClassSender.
+const (
+	ClassState   = 0
+	ClassMessage = 1
+)
+
 // ErrNotSynced is returned by Match.Tick while the link's game clock is not
 // yet synced with the peer's: the tick then only drains the link.
 var ErrNotSynced = errors.New("ragsync: game clock not synced yet")
@@ -193,14 +207,20 @@ var ErrReservedKind = errors.New("ragsync: first byte of a game message is reser
 // SendMessage sends a game message to the peer, delivered to its
 // MatchConfig.OnMessage during its Tick. Like states, it may be lost,
 // duplicated or reordered: repeat what matters until the peer shows it got
-// it (for example in its next states). Its first byte must not be
-// ownership.KindState or clocksync.Magic.
+// it (for example in its next states). On a ClassSender it goes as
+// ClassMessage, so the tick's state cannot replace it. At most one message
+// per tick: on a TCP fallback a second one sent in the same tick may replace
+// the first. Its first byte must not be ownership.KindState or
+// clocksync.Magic.
 func (m *Match) SendMessage(p []byte) error {
 	if len(p) == 0 {
 		return fmt.Errorf("%w: empty message", ErrReservedKind)
 	}
 	if p[0] == ownership.KindState || p[0] == clocksync.Magic {
 		return fmt.Errorf("%w: %#x", ErrReservedKind, p[0])
+	}
+	if cs, ok := m.link.(ClassSender); ok {
+		return cs.SendClass(ClassMessage, p)
 	}
 	return m.link.Send(p)
 }

@@ -258,3 +258,27 @@ func TestMatchGameMessages(t *testing.T) {
 		t.Errorf("got %q, rejected %d", got, b.Stats().Rejected)
 	}
 }
+
+type classLink struct {
+	*memLink
+	classes []int
+}
+
+func (l *classLink) SendClass(class int, p []byte) error {
+	l.classes = append(l.classes, class)
+	return l.memLink.Send(p)
+}
+
+// Game messages and states travel in different latest-only classes.
+func TestMatchUsesClasses(t *testing.T) {
+	var now clocksync.GameTime
+	la, _ := newMemPair(&now)
+	cl := &classLink{memLink: la}
+	a := newSide(t, cl, 1, 2)
+	if err := a.SendMessage([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.classes) != 1 || cl.classes[0] != ClassMessage {
+		t.Errorf("classes %v, want [ClassMessage]", cl.classes)
+	}
+}
