@@ -1,0 +1,202 @@
+package game
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/ragsync/ragsync/p2p"
+	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/signaling"
+)
+
+// Config is the demo's configuration, from its flags.
+type Config struct {
+	// Signal is the signaling server URL; SignalSet says the user gave it.
+	Signal    string
+	SignalSet bool
+	// Listen is where an embedded signaling server listens; ListenSet says
+	// the user gave it (then a server is always embedded, unless -signal
+	// is given too).
+	Listen    string
+	ListenSet bool
+	// Room: "" quick match, "new" create a private room, or a code.
+	Room string
+	// Bot adds a local bot rival, paired through the full stack.
+	Bot bool
+	// Headless runs without a window; the local fighter is bot-driven.
+	Headless bool
+	Duration time.Duration // headless: how long to play once connected
+	JSON     bool          // headless: print the summary as JSON too
+	// Lag, Jitter, Loss impair what each player sends (netsim, per
+	// direction: half the lag, half the jitter).
+	Lag, Jitter time.Duration
+	Loss        float64
+	ICE         []string
+	LAN         bool
+	// Prefer is the transport policy: p2p.TransportWebRTC (default: TCP
+	// only as a fallback), p2p.TransportTCP, or TransportUnknown for the
+	// seed's rule (the lower 3-probe ping wins).
+	Prefer      p2p.TransportKind
+	RoundLength time.Duration
+	Seed        uint64
+	Verbose     bool
+	// ConnectTimeout bounds pairing in headless mode.
+	ConnectTimeout time.Duration
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// ParseFlags parses the demo's command line.
+func ParseFlags(args []string, stderr io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `ragsync demo: two ragdoll fighters, one per player, synced peer to peer.
+
+  go run ./demo                      pair with the next player on this machine (quick match)
+  go run ./demo -signal http://HOST:8080   pair through another machine's demo or server
+  go run ./demo -room new            create a private room and show its code
+  go run ./demo -room CODE           join a private room
+  go run ./demo -bot                 fight a local bot peer through the full stack
+  go run ./demo -headless -bot -duration 30s   bot against bot, no window, print a summary
+
+Controls: A/D or ←/→ walk, W or ↑ jump, S or ↓ block, J punch, K kick,
+R or Enter rematch, F1 net HUD, F2 ghost of the rival's received state, Esc quit.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.Signal, "signal", DefaultSignal, "signaling server URL; without -signal, one is embedded if none answers at the default")
+	fs.StringVar(&c.Listen, "listen", ":8080", "address of the embedded signaling server (all interfaces by default, so another machine can reach it)")
+	fs.StringVar(&c.Room, "room", "", `private room: "new" creates one and shows its code, CODE joins one; empty: quick match`)
+	fs.BoolVar(&c.Bot, "bot", false, "fight a local bot peer (real signaling, real WebRTC on loopback, its own world)")
+	fs.BoolVar(&c.Headless, "headless", false, "no window: the local fighter is bot-driven; prints a summary at the end")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "headless: how long to play once connected")
+	fs.BoolVar(&c.JSON, "json", false, "headless: also print the summary as JSON")
+	fs.DurationVar(&c.Lag, "lag", 0, "added round trip of the game's packets (each player delays what it sends by half; -bot: both)")
+	fs.DurationVar(&c.Jitter, "jitter", 0, "round-trip jitter of the game's packets (± half of it per direction)")
+	fs.Float64Var(&c.Loss, "loss", 0, "loss of the game's packets per direction, 0..1")
+	var ice stringList
+	fs.Var(&ice, "ice", "STUN/TURN server URL for WebRTC (repeatable), e.g. stun:stun.example.org:3478 or turn:user:pass@host:3478; none by default")
+	fs.BoolVar(&c.LAN, "lan", false, "gather WebRTC candidates on every interface even with a loopback -signal (the host of a game between two machines needs it)")
+	prefer := fs.String("prefer", "webrtc", "transport policy: webrtc (TCP relay only as a fallback), tcp, or ping (the lower 3-probe ping wins, as in the seed game)")
+	fs.DurationVar(&c.RoundLength, "round", DefaultRoundLength, "length of a round (the host's counts)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the bots and the network impairment")
+	fs.BoolVar(&c.Verbose, "v", false, "debug logs (sessions, pion)")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", time.Minute, "headless: how long to wait for a rival")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "signal":
+			c.SignalSet = true
+		case "listen":
+			c.ListenSet = true
+		}
+	})
+	c.ICE = ice
+	switch *prefer {
+	case "webrtc":
+		c.Prefer = p2p.TransportWebRTC
+	case "tcp":
+		c.Prefer = p2p.TransportTCP
+	case "ping":
+		c.Prefer = p2p.TransportUnknown
+	default:
+		return c, fmt.Errorf("-prefer %q: want webrtc, tcp or ping", *prefer)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.Duration <= 0:
+		return fmt.Errorf("-duration %v must be positive", c.Duration)
+	case c.Lag < 0 || c.Jitter < 0:
+		return errors.New("-lag and -jitter must not be negative")
+	case !(c.Loss >= 0 && c.Loss < 1):
+		return fmt.Errorf("-loss %v must be in [0, 1)", c.Loss)
+	case c.RoundLength < 5*time.Second || c.RoundLength > MaxRoundLength:
+		return fmt.Errorf("-round %v must be between 5s and %v", c.RoundLength, MaxRoundLength)
+	case c.Bot && c.Room != "":
+		return errors.New("-bot creates its own private room: it takes no -room")
+	case c.ConnectTimeout <= 0:
+		return fmt.Errorf("-connect-timeout %v must be positive", c.ConnectTimeout)
+	}
+	if c.Room != "" && c.Room != "new" {
+		code, err := signaling.ParseRoomCode(c.Room)
+		if err != nil {
+			return fmt.Errorf("-room %q: %w", c.Room, err)
+		}
+		c.Room = string(code)
+	}
+	for _, u := range c.ICE {
+		if _, err := webrtcURL(u); err != nil {
+			return err
+		}
+	}
+	if _, err := c.impairment(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// impairment returns the netsim config of -lag/-jitter/-loss, nil if none.
+func (c *Config) impairment() (*netsim.Config, error) {
+	if c.Lag == 0 && c.Jitter == 0 && c.Loss == 0 {
+		return nil, nil
+	}
+	n := netsim.RoundTrip(c.Lag, c.Jitter, c.Loss)
+	if err := n.Validate(); err != nil {
+		return nil, fmt.Errorf("-lag/-jitter/-loss: %w", err)
+	}
+	return &n, nil
+}
+
+func webrtcURL(u string) (webrtc.ICEServer, error) {
+	s := webrtc.ICEServer{URLs: []string{u}}
+	// turn:user:pass@host:port carries credentials.
+	if scheme, rest, ok := strings.Cut(u, ":"); ok && (scheme == "turn" || scheme == "turns") {
+		if cred, host, ok := strings.Cut(rest, "@"); ok {
+			user, pass, _ := strings.Cut(cred, ":")
+			s = webrtc.ICEServer{URLs: []string{scheme + ":" + host}, Username: user, Credential: pass}
+		}
+	}
+	if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {
+		return s, fmt.Errorf("-ice %q: want a stun:, stuns:, turn: or turns: URL", u)
+	}
+	return s, nil
+}
+
+// p2pConfig is the session configuration of a player. With the default
+// interface policy, a loopback signaling URL keeps WebRTC on loopback.
+func (c *Config) p2pConfig() p2p.Config {
+	pc := p2p.Config{Prefer: c.Prefer}
+	for _, u := range c.ICE {
+		s, _ := webrtcURL(u)
+		pc.ICEServers = append(pc.ICEServers, s)
+	}
+	if c.LAN {
+		// Every interface, loopback included (a second demo on this
+		// machine gathers loopback candidates only).
+		pc.Interfaces = p2p.InterfacesAll
+		pc.IncludeLoopback = true
+	}
+	return pc
+}

@@ -1,0 +1,345 @@
+package game
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/ragsync/ragsync"
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/p2p"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Graph geometry: one sample every SampleTicks ticks, GraphLen samples.
+const (
+	SampleTicks = 6  // 100 ms at 60 Hz
+	GraphLen    = 60 // 6 s of history
+	ticksPerSec = 60.0
+)
+
+// Sample is one point of the HUD's net graph.
+type Sample struct {
+	RTT      time.Duration // link round trip (session pings on the active transport)
+	Jitter   time.Duration // link jitter, peer → us (RFC 3550)
+	StateAge time.Duration // age of the rival's newest state when it arrived (game clock; includes -lag)
+	Loss     float64       // 0..1: the larger of link loss (last second) and missing rival states
+}
+
+// errAcc accumulates the rival's correction error.
+type errAcc struct {
+	sumSq float64
+	n     int
+	max   float64
+}
+
+func (e *errAcc) add(v float64) {
+	e.sumSq += v * v
+	e.n++
+	e.max = math.Max(e.max, v)
+}
+
+func (e *errAcc) rms() float64 {
+	if e.n == 0 {
+		return 0
+	}
+	return math.Sqrt(e.sumSq / float64(e.n))
+}
+
+// ageAcc accumulates state ages.
+type ageAcc struct {
+	sum time.Duration
+	n   int
+	max time.Duration
+}
+
+func (a *ageAcc) add(d time.Duration) { a.sum += d; a.n++; a.max = max(a.max, d) }
+func (a *ageAcc) mean() time.Duration {
+	if a.n == 0 {
+		return 0
+	}
+	return a.sum / time.Duration(a.n)
+}
+
+// window holds what accumulates between two log lines (and over the match).
+type window struct {
+	ticks     int
+	err       errAcc
+	age       ageAcc
+	hardTicks uint64 // at the window's start
+	states    uint64 // rival state packets received, at the window's start
+}
+
+// Diag measures one player's connection and netcode for the HUD, the log
+// and the final summary. It is fed once per tick from the game loop and
+// allocates nothing there.
+type Diag struct {
+	rival physics.ObjectID
+
+	graph [GraphLen]Sample
+	n     int // samples ever taken
+	tick  int
+
+	lastSentAt  int64
+	haveSentAt  bool
+	ageJitter   float64 // RFC 3550 style, over state ages (µs)
+	prevAge     time.Duration
+	lastAge     time.Duration
+	stateWin    struct{ first, last int64 } // sentAt span of the current 1 s loss window
+	prevLast    int64                       // sentAt of the previous loss window's last state
+	stateCount  uint64                      // packets in at the loss window's start
+	stateLoss   float64
+	lossTicks   int
+	curErr      [2]float64 // rms, max of the rival's bodies at the last tick
+	win, total  window
+	hardPerSec  float64
+	startPos    [len(Objects)]physics.Vec2
+	moved       [len(Objects)]float64
+	haveStart   bool
+	last        MatchStatsView
+	lastLink    p2p.Stats
+	hasLinkStat bool
+}
+
+// MatchStatsView is what Diag keeps of the match's counters.
+type MatchStatsView struct {
+	Ticks, Unsynced, Rejected uint64
+	HitsDealt, HitsTaken      uint64
+	Damage                    uint64
+	HardTicks                 uint64
+	Claims, Transfers         uint64
+	PacketsIn                 uint64
+}
+
+func newDiag(rival physics.ObjectID) *Diag { return &Diag{rival: rival} }
+
+// tickUpdate records one tick: the rival's correction error, the age of its
+// newest state, movement, and every SampleTicks a graph sample.
+func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTime) {
+	st := m.Stats()
+	d.last = MatchStatsView{Ticks: st.Ticks, Unsynced: st.Unsynced, Rejected: st.Rejected,
+		HitsDealt: st.Replicator.HitsDealt, HitsTaken: st.Replicator.HitsTaken, Damage: st.Replicator.Damage,
+		HardTicks: st.Replicator.Correction.HardTicks, Claims: st.Replicator.Claims, Transfers: st.Replicator.Transfers,
+		PacketsIn: st.Replicator.PacketsIn}
+	if d.win.ticks == 0 {
+		d.win.hardTicks, d.win.states = d.last.HardTicks, d.last.PacketsIn
+	}
+	if d.total.ticks == 0 {
+		d.total.hardTicks, d.total.states = d.last.HardTicks, d.last.PacketsIn
+		d.stateCount = d.last.PacketsIn
+	}
+	d.win.ticks++
+	d.total.ticks++
+
+	// Correction error of the rival's bodies (measured by its corrector
+	// before it corrected this tick).
+	if c := m.Corrector(d.rival); c != nil && c.HasTarget() {
+		cs := c.Stats()
+		var sq, mx float64
+		for i := range cs.Bodies {
+			e := cs.Error[i]
+			sq += e * e
+			mx = math.Max(mx, e)
+		}
+		if cs.Bodies > 0 {
+			rms := math.Sqrt(sq / float64(cs.Bodies))
+			d.curErr = [2]float64{rms, mx}
+			for i := range cs.Bodies {
+				d.win.err.add(cs.Error[i])
+				d.total.err.add(cs.Error[i])
+			}
+		}
+		// A new state of the rival arrived: its age, from the game clock.
+		if _, sentAt := c.Target(0); !d.haveSentAt || sentAt != d.lastSentAt {
+			age := time.Duration(int64(now)-sentAt) * time.Microsecond
+			if age >= 0 && age < 10*time.Second {
+				if d.haveSentAt {
+					diff := math.Abs(float64(age - d.prevAge))
+					d.ageJitter += (diff - d.ageJitter) / 16
+				}
+				d.prevAge, d.lastAge = age, age
+				d.win.age.add(age)
+				d.total.age.add(age)
+			}
+			if d.stateWin.first == 0 {
+				d.stateWin.first = sentAt
+			}
+			d.stateWin.last = sentAt
+			d.lastSentAt, d.haveSentAt = sentAt, true
+		}
+	}
+	// Missing rival states over ~1 s windows: the rival sends one state
+	// per tick, so the span of their timestamps says how many were sent:
+	// those after the previous window's last one up to this window's last.
+	d.lossTicks++
+	if d.lossTicks >= int(ticksPerSec) {
+		w := d.stateWin
+		tick := float64(physics.TickDuration.Microseconds())
+		var expected float64
+		switch {
+		case w.last == 0:
+		case d.prevLast != 0:
+			expected = math.Round(float64(w.last-d.prevLast) / tick)
+		default:
+			expected = math.Round(float64(w.last-w.first)/tick) + 1
+		}
+		got := float64(d.last.PacketsIn - d.stateCount)
+		if expected >= 10 {
+			d.stateLoss = math.Max(0, math.Min(1, 1-got/expected))
+		}
+		if w.last != 0 {
+			d.prevLast = w.last
+		}
+		d.stateWin.first, d.stateWin.last = 0, 0
+		d.stateCount = d.last.PacketsIn
+		d.lossTicks = 0
+	}
+
+	// How far each fighter got from its start, in this peer's world.
+	w := m.World()
+	for i, id := range Objects {
+		p, _ := w.Object(id).Transform(0)
+		if !d.haveStart {
+			d.startPos[i] = p
+		}
+		d.moved[i] = math.Max(d.moved[i], p.Sub(d.startPos[i]).Len())
+	}
+	d.haveStart = true
+
+	d.tick++
+	if d.tick%SampleTicks == 0 {
+		ls := s.Stats()
+		d.lastLink, d.hasLinkStat = ls, true
+		d.graph[d.n%GraphLen] = Sample{RTT: ls.RTT.Smoothed, Jitter: ls.Jitter, StateAge: d.lastAge,
+			Loss: math.Max(ls.LossRecent, d.stateLoss)}
+		d.n++
+	}
+}
+
+// Graph copies the graph's samples, oldest first, into dst and returns it.
+func (d *Diag) Graph(dst []Sample) []Sample {
+	dst = dst[:0]
+	n := min(d.n, GraphLen)
+	for i := d.n - n; i < d.n; i++ {
+		dst = append(dst, d.graph[i%GraphLen])
+	}
+	return dst
+}
+
+// CurrentError returns the rms and max position error, in m, of the rival's
+// bodies at the last tick.
+func (d *Diag) CurrentError() (rms, max float64) { return d.curErr[0], d.curErr[1] }
+
+// StateAge returns the age of the rival's newest state and its jitter.
+func (d *Diag) StateAge() (age, jitter time.Duration) {
+	return d.lastAge, time.Duration(d.ageJitter)
+}
+
+// StateLoss is the share of the rival's states that did not arrive over the
+// last second.
+func (d *Diag) StateLoss() float64 { return d.stateLoss }
+
+// closeWindow returns the 5 s figures and starts a new window.
+func (d *Diag) closeWindow() (err errAcc, age ageAcc, hardPerSec float64) {
+	w := d.win
+	if w.ticks > 0 {
+		hardPerSec = float64(d.last.HardTicks-w.hardTicks) / (float64(w.ticks) / ticksPerSec)
+	}
+	d.hardPerSec = hardPerSec
+	d.win = window{}
+	return w.err, w.age, hardPerSec
+}
+
+// HardSnapsPerSec is the rate of hard corrections of the rival over the
+// last log window.
+func (d *Diag) HardSnapsPerSec() float64 { return d.hardPerSec }
+
+// Summary is one player's figures, for the log and the final report.
+type Summary struct {
+	Peer        string  `json:"peer"`
+	PeerID      int     `json:"peer_id"`
+	Role        string  `json:"role"`
+	Room        string  `json:"room,omitempty"`
+	Status      string  `json:"status"`
+	Seconds     float64 `json:"seconds"`
+	Transport   string  `json:"transport"`
+	Path        string  `json:"path"` // human description: direct / relayed (TURN) / TCP relay
+	LocalCand   string  `json:"local_candidate"`
+	RemoteCand  string  `json:"remote_candidate"`
+	Switches    int     `json:"transport_switches"`
+	RTTMs       float64 `json:"rtt_ms"` // smoothed
+	RTTMinMs    float64 `json:"rtt_min_ms"`
+	RTTP95Ms    float64 `json:"rtt_p95_ms"`
+	JitterMs    float64 `json:"jitter_ms"`
+	LinkLossPct float64 `json:"link_loss_pct"`
+	StateAgeMs  float64 `json:"state_age_ms"` // mean age of the rival's states on arrival
+	StateAgeMax float64 `json:"state_age_max_ms"`
+	StateLoss   float64 `json:"state_loss_pct"` // last second
+	ClockOffMs  float64 `json:"clock_offset_ms"`
+	ClockUncMs  float64 `json:"clock_uncertainty_ms"`
+	ClockSynced bool    `json:"clock_synced"`
+	TxPktS      float64 `json:"tx_packets_per_s"`
+	RxPktS      float64 `json:"rx_packets_per_s"`
+	TxBytesS    float64 `json:"tx_bytes_per_s"`
+	RxBytesS    float64 `json:"rx_bytes_per_s"`
+	ErrRMSm     float64 `json:"rival_error_rms_m"`
+	ErrMaxm     float64 `json:"rival_error_max_m"`
+	HardPerSec  float64 `json:"hard_snaps_per_s"`
+	HitsDealt   uint64  `json:"hits_dealt"`
+	HitsTaken   uint64  `json:"hits_taken"`
+	Damage      uint64  `json:"damage_taken"`
+	Transfers   uint64  `json:"prop_transfers"`
+	Ticks       uint64  `json:"ticks"`
+	Rejected    uint64  `json:"rejected_packets"`
+	// Moved is how far each fighter (1, 2) got from its start, in metres,
+	// in this peer's world.
+	Moved   [2]float64 `json:"fighter_moved_m"`
+	Rounds  []string   `json:"rounds,omitempty"`
+	Round   uint32     `json:"round"`
+	Impair  string     `json:"impairment,omitempty"`
+	LastErr string     `json:"last_error,omitempty"`
+}
+
+// fill sets the link figures of sum from the session's statistics.
+func fillLink(sum *Summary, ls *p2p.Stats) {
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	sum.Transport = ls.Transport.String()
+	sum.Path = PathOf(ls)
+	sum.LocalCand, sum.RemoteCand = ls.LocalCandidate.String(), ls.RemoteCandidate.String()
+	sum.Switches = ls.Switches
+	sum.RTTMs, sum.RTTMinMs, sum.RTTP95Ms = ms(ls.RTT.Smoothed), ms(ls.RTT.Min), ms(ls.RTT.P95)
+	sum.JitterMs = ms(ls.Jitter)
+	sum.LinkLossPct = 100 * ls.Loss
+	sum.ClockOffMs, sum.ClockUncMs, sum.ClockSynced = ms(ls.ClockOffset), ms(ls.ClockUncertainty), ls.ClockSynced
+}
+
+// PathOf describes how the packets travel, plainly.
+func PathOf(ls *p2p.Stats) string {
+	switch ls.Transport {
+	case p2p.TransportTCP:
+		return "TCP relay through the signaling server"
+	case p2p.TransportWebRTC:
+		if ls.LocalCandidate == p2p.CandidateRelay || ls.RemoteCandidate == p2p.CandidateRelay {
+			return "WebRTC, RELAYED (TURN)"
+		}
+		return fmt.Sprintf("WebRTC, direct (%v <-> %v)", ls.LocalCandidate, ls.RemoteCandidate)
+	}
+	return "no transport"
+}
+
+// String is the one-line human form used in the log and the final report.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (peer %d, %s): %s; rtt %.2f ms (min %.2f, p95 %.2f), jitter %.2f ms, link loss %.1f%%; ",
+		s.Peer, s.PeerID, s.Role, s.Path, s.RTTMs, s.RTTMinMs, s.RTTP95Ms, s.JitterMs, s.LinkLossPct)
+	fmt.Fprintf(&b, "rival states %.1f ms old (max %.1f), %.1f%% missing; clock offset %+.3f +/- %.3f ms; ",
+		s.StateAgeMs, s.StateAgeMax, s.StateLoss, s.ClockOffMs, s.ClockUncMs)
+	fmt.Fprintf(&b, "tx %.0f pkt/s %.1f kB/s, rx %.0f pkt/s %.1f kB/s; ", s.TxPktS, s.TxBytesS/1000, s.RxPktS, s.RxBytesS/1000)
+	fmt.Fprintf(&b, "rival error rms %.3f m, max %.3f m, hard snaps %.2f/s; hits dealt %d, taken %d; fighters moved %.2f m / %.2f m",
+		s.ErrRMSm, s.ErrMaxm, s.HardPerSec, s.HitsDealt, s.HitsTaken, s.Moved[0], s.Moved[1])
+	if s.Impair != "" {
+		fmt.Fprintf(&b, "; impairment %s", s.Impair)
+	}
+	return b.String()
+}

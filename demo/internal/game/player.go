@@ -1,0 +1,551 @@
+package game
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ragsync/ragsync"
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/ownership"
+	"github.com/ragsync/ragsync/p2p"
+	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Status is where a player is in pairing and connection.
+type Status uint8
+
+const (
+	StatusUnknown     Status = iota
+	StatusIdle               // not started
+	StatusConnecting         // reaching the signaling server, creating or joining a room
+	StatusWaiting            // in the quick-match queue or a room, waiting for a rival (then connecting to it)
+	StatusConnected          // the session runs; the match is on
+	StatusInterrupted        // connected, but nothing has arrived from the rival for a moment
+	StatusLost               // the rival is gone (timeout or it left)
+	StatusFailed             // pairing failed (see Err)
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusIdle:
+		return "idle"
+	case StatusConnecting:
+		return "connecting"
+	case StatusWaiting:
+		return "waiting for rival"
+	case StatusConnected:
+		return "connected"
+	case StatusInterrupted:
+		return "interrupted"
+	case StatusLost:
+		return "rival lost"
+	case StatusFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Controls are one tick's inputs of a player.
+type Controls struct {
+	// Fighter is the local fighter's input (ignored for bot players).
+	Fighter physics.Input
+	// Confirm is R or Enter pressed this tick: rematch after a round,
+	// look for a new rival after losing one, retry after a failure.
+	Confirm bool
+}
+
+// PlayerConfig configures one player.
+type PlayerConfig struct {
+	Name   string // for logs and the summary: "you", "bot"
+	Signal string // signaling server URL
+	// Room: "" quick match, "new" create a private room, else a room code
+	// to join.
+	Room string
+	P2P  p2p.Config
+	// Impair, if set, delays/drops what this player sends (netsim pipe).
+	Impair *netsim.Config
+	Seed   uint64
+	// Bot: a physics.Bot drives the fighter (and asks for rematches).
+	Bot          bool
+	RoundLength  time.Duration
+	Countdown    time.Duration
+	RematchDelay time.Duration // bots ask for a rematch this long after a result; zero: 3 s
+	Log          *slog.Logger
+}
+
+// pairState is what the pairing goroutine reports (under mu).
+type pairState struct {
+	status Status
+	room   string
+	err    error
+}
+
+type pairResult struct {
+	s   *p2p.Session
+	err error
+	gen uint64 // the StartRoom call it answers
+}
+
+// Player is one peer of the game: pairing, the session, the world, the
+// Match, the round rules and the diagnostics. Everything but pairing runs
+// in the game loop (Update); pairing runs in a goroutine that Update polls,
+// so nothing ever blocks the loop.
+type Player struct {
+	cfg PlayerConfig
+	log *slog.Logger
+
+	mu     sync.Mutex
+	ps     pairState
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	pairCh chan pairResult
+	gen    uint64
+
+	status Status
+	err    error // why the pairing failed or the rival was lost
+
+	sess   *p2p.Session
+	link   *link
+	arena  *arena
+	match  *ragsync.Match
+	rules  *Rules
+	diag   *Diag
+	bot    *physics.Bot
+	me     ownership.PeerID
+	fid    physics.ObjectID // own fighter
+	rid    physics.ObjectID // the rival's fighter
+	now    clocksync.GameTime
+	synced bool
+
+	connectedAt time.Time
+	results     []Result
+	msgBuf      []byte
+	lastEvent   string
+	events      uint64
+	closers     sync.WaitGroup // sessions closing in the background
+}
+
+// NewPlayer returns a player; call Start to begin pairing.
+func NewPlayer(cfg PlayerConfig) *Player {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RematchDelay == 0 {
+		cfg.RematchDelay = 3 * time.Second
+	}
+	return &Player{cfg: cfg, log: cfg.Log.With("peer", cfg.Name), status: StatusIdle, pairCh: make(chan pairResult, 1),
+		msgBuf: make([]byte, 0, 1200)}
+}
+
+// Start begins pairing in a goroutine (room as in PlayerConfig.Room).
+func (p *Player) Start() { p.StartRoom(p.cfg.Room) }
+
+// StartRoom begins pairing into room ("" quick match, "new", or a code).
+func (p *Player) StartRoom(room string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.cancel = cancel
+	p.ps = pairState{status: StatusConnecting}
+	p.mu.Unlock()
+	p.status, p.err = StatusConnecting, nil
+	p.gen++
+	gen := p.gen
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		s, err := p.pair(ctx, room)
+		if ctx.Err() != nil {
+			if s != nil {
+				s.Close()
+			}
+			return
+		}
+		select {
+		case p.pairCh <- pairResult{s, err, gen}:
+		case <-ctx.Done():
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+}
+
+func (p *Player) setPair(st Status, room string) {
+	p.mu.Lock()
+	p.ps.status = st
+	if room != "" {
+		p.ps.room = room
+	}
+	p.mu.Unlock()
+}
+
+func (p *Player) pair(ctx context.Context, room string) (*p2p.Session, error) {
+	url, cfg := p.cfg.Signal, p.cfg.P2P
+	cfg.Logger = p.log
+	switch room {
+	case "new":
+		r, err := p2p.CreateRoom(ctx, url, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("creating a room on %s: %w", url, err)
+		}
+		p.setPair(StatusWaiting, r.Code())
+		p.log.Info("room created", "room", r.Code())
+		s, err := r.Connect(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("room %s: %w", r.Code(), err)
+		}
+		return s, nil
+	case p2p.QuickMatch:
+		p.setPair(StatusWaiting, "")
+		p.log.Info("looking for a rival (quick match)", "signal", url)
+		s, err := p2p.Connect(ctx, url, p2p.QuickMatch, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("quick match on %s: %w", url, err)
+		}
+		return s, nil
+	default:
+		p.setPair(StatusConnecting, room)
+		s, err := p2p.Connect(ctx, url, room, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("joining room %s on %s: %w", room, url, err)
+		}
+		return s, nil
+	}
+}
+
+// Update runs one tick of the player: pairing progress, session events,
+// input, the match tick, the rules and the diagnostics.
+func (p *Player) Update(c Controls) {
+	if p.sess == nil {
+		p.pollPairing()
+		if p.sess == nil {
+			if p.status == StatusFailed && c.Confirm {
+				p.StartRoom(p.cfg.Room)
+			}
+			return
+		}
+	}
+	p.pollEvents()
+	if p.status == StatusLost {
+		if c.Confirm {
+			p.Restart()
+		}
+		return
+	}
+	p.tick(c)
+}
+
+func (p *Player) pollPairing() {
+	p.mu.Lock()
+	ps := p.ps
+	p.mu.Unlock()
+	if p.status == StatusConnecting || p.status == StatusWaiting {
+		p.status = ps.status
+	}
+	select {
+	case r := <-p.pairCh:
+		if r.gen != p.gen {
+			if r.s != nil { // a pairing given up on
+				p.closers.Add(1)
+				go func() { defer p.closers.Done(); r.s.Close() }()
+			}
+			return
+		}
+		if r.err != nil {
+			p.status, p.err = StatusFailed, r.err
+			p.log.Warn("pairing failed", "err", r.err)
+			return
+		}
+		if err := p.attach(r.s); err != nil {
+			r.s.Close()
+			p.status, p.err = StatusFailed, err
+			p.log.Error("starting the match", "err", err)
+		}
+	default:
+	}
+}
+
+// attach builds the match on a new session.
+func (p *Player) attach(s *p2p.Session) error {
+	me := ownership.PeerID(1)
+	if s.Role() == p2p.RoleAnswerer {
+		me = 2
+	}
+	a, err := newArena()
+	if err != nil {
+		return err
+	}
+	l, err := newLink(s, p.cfg.Impair, p.cfg.Seed^0x5eed)
+	if err != nil {
+		return err
+	}
+	rival := 3 - me
+	m, err := ragsync.NewMatch(a.world, l, ragsync.MatchConfig{Local: me, Remote: rival, OnMessage: p.onMessage})
+	if err != nil {
+		l.close()
+		return err
+	}
+	if err := track(m.Replicator()); err != nil {
+		l.close()
+		return err
+	}
+	rules, err := NewRules(RulesConfig{Me: me, Rival: rival, RoundLength: p.cfg.RoundLength, Countdown: p.cfg.Countdown,
+		MaxHP: a.world.Fighter(FighterOf(me)).MaxHP()})
+	if err != nil {
+		l.close()
+		return err
+	}
+	p.sess, p.link, p.arena, p.match, p.rules = s, l, a, m, rules
+	p.me, p.fid, p.rid = me, FighterOf(me), FighterOf(rival)
+	p.diag = newDiag(p.rid)
+	p.bot = physics.NewBot(p.cfg.Seed + uint64(me))
+	p.status, p.err = StatusConnected, nil
+	p.connectedAt = time.Now()
+	p.results = nil
+	st := s.Stats()
+	p.log.Info("connected", "role", s.Role().String(), "peer_id", int(me), "room", s.Room(), "transport", st.Transport.String(),
+		"reason", st.ChoiceReason)
+	return nil
+}
+
+// onMessage gets the game messages (round protocol) during Match.Tick.
+func (p *Player) onMessage(b []byte) {
+	now, _ := p.sess.GameTime()
+	if err := p.rules.Handle(b, now); err != nil {
+		p.log.Debug("round message refused", "err", err)
+	}
+}
+
+func (p *Player) pollEvents() {
+	for {
+		select {
+		case ev, ok := <-p.sess.Events():
+			if !ok {
+				if p.status != StatusLost {
+					p.lose(p.sess.Err())
+				}
+				return
+			}
+			p.events++
+			p.lastEvent = ev.String()
+			switch ev.Kind {
+			case p2p.EventInterrupted:
+				p.status = StatusInterrupted
+				p.log.Warn("rival silent", "silence", ev.Silence)
+			case p2p.EventResumed:
+				p.status = StatusConnected
+				p.log.Info("rival back", "silence", ev.Silence)
+			case p2p.EventTransportChanged:
+				p.log.Info("transport changed", "from", ev.From.String(), "to", ev.Transport.String(), "reason", ev.Reason)
+			case p2p.EventDisconnected:
+				p.lose(errors.New(ev.String()))
+				return
+			default:
+				p.log.Debug("session event", "event", ev.String())
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (p *Player) lose(why error) {
+	p.status, p.err = StatusLost, why
+	p.log.Warn("rival lost", "err", why)
+}
+
+// Restart drops the current session (if any) and looks for a new rival.
+func (p *Player) Restart() {
+	p.stop()
+	p.StartRoom(p.cfg.Room)
+}
+
+// stop ends pairing and the session, closing the session in the
+// background so the loop never waits for it.
+func (p *Player) stop() {
+	p.mu.Lock()
+	cancel := p.cancel
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if p.link != nil {
+		p.link.close()
+	}
+	if s := p.sess; s != nil {
+		p.closers.Add(1)
+		go func() { defer p.closers.Done(); s.Close() }()
+	}
+	p.sess, p.link, p.match, p.rules, p.arena, p.diag = nil, nil, nil, nil, nil, nil
+}
+
+// Close stops everything and waits for the player's goroutines.
+func (p *Player) Close() {
+	p.stop()
+	p.wg.Wait()
+	select {
+	case r := <-p.pairCh:
+		if r.s != nil {
+			r.s.Close()
+		}
+	default:
+	}
+	p.closers.Wait()
+	p.status = StatusIdle
+}
+
+func (p *Player) tick(c Controls) {
+	now, ok := p.sess.GameTime()
+	f := p.arena.world.Fighter(p.fid)
+	in := c.Fighter
+	if p.cfg.Bot {
+		in = p.bot.Input(p.arena.world, p.fid, p.rid)
+	}
+	if !ok || !p.rules.CanFight(now) || f.Action() == physics.ActionKO {
+		in = 0
+	}
+	f.SetInput(in)
+	if err := p.match.Tick(); err != nil {
+		p.synced = false
+		return // ErrNotSynced: the clock is still calibrating
+	}
+	if !p.synced {
+		p.synced = true
+		p.sess.StartMatch()
+	}
+	p.now = p.match.Stats().GameTime
+	ev := p.rules.Tick(p.now, f.HP())
+	if ev.NewRound {
+		if err := p.arena.reset(p.match.Replicator(), p.fid); err != nil {
+			p.log.Error("resetting the round", "err", err)
+		}
+		n, start, length := p.rules.Round()
+		p.log.Info("round set", "round", n, "starts_in", start.Sub(p.now).Round(time.Millisecond), "length", length)
+	}
+	if ev.Decided {
+		res, _ := p.rules.Result()
+		p.results = append(p.results, res)
+		p.log.Info("round over", "result", res.String())
+	}
+	if res, ok := p.rules.Result(); ok && !p.rules.WantsRematch() {
+		if c.Confirm || (p.cfg.Bot && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
+			p.rules.Rematch()
+			p.log.Info("rematch asked", "after", res.String())
+		}
+	}
+	if msg, ok := p.rules.AppendMessage(p.msgBuf[:0], p.now); ok {
+		if err := p.match.SendMessage(msg); err != nil {
+			p.log.Debug("sending a round message", "err", err)
+		}
+		p.msgBuf = msg[:0]
+	}
+	p.diag.tickUpdate(p.match, p.sess, p.now)
+}
+
+// Accessors for drawing and the HUD (read-only, from the game loop).
+
+func (p *Player) Status() Status { return p.status }
+func (p *Player) Err() error     { return p.err }
+func (p *Player) Name() string   { return p.cfg.Name }
+
+// Room returns the room code of the pairing in progress or of the session.
+func (p *Player) Room() string {
+	if p.sess != nil && p.sess.Room() != "" {
+		return p.sess.Room()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ps.room
+}
+
+// Session returns the session (nil before pairing completes).
+func (p *Player) Session() *p2p.Session { return p.sess }
+
+// World returns the world (nil before pairing completes).
+func (p *Player) World() *physics.World {
+	if p.arena == nil {
+		return nil
+	}
+	return p.arena.world
+}
+
+func (p *Player) Match() *ragsync.Match                  { return p.match }
+func (p *Player) Rules() *Rules                          { return p.rules }
+func (p *Player) Diag() *Diag                            { return p.diag }
+func (p *Player) Me() ownership.PeerID                   { return p.me }
+func (p *Player) Fighters() (me, rival physics.ObjectID) { return p.fid, p.rid }
+
+// Now is the game time of the last tick; Synced whether the clock is.
+func (p *Player) Now() clocksync.GameTime { return p.now }
+func (p *Player) Synced() bool            { return p.synced }
+
+// Results lists the results of the rounds played on this session.
+func (p *Player) Results() []Result { return p.results }
+
+// Summary returns the player's figures over the whole session so far.
+func (p *Player) Summary() Summary {
+	s := Summary{Peer: p.cfg.Name, Status: p.status.String(), PeerID: int(p.me)}
+	if p.cfg.Impair != nil {
+		s.Impair = p.cfg.Impair.String()
+	}
+	if p.sess == nil {
+		if p.err != nil {
+			s.LastErr = p.err.Error()
+		}
+		return s
+	}
+	ls := p.sess.Stats()
+	s.Role, s.Room = p.sess.Role().String(), p.sess.Room()
+	fillLink(&s, &ls)
+	secs := time.Since(p.connectedAt).Seconds()
+	s.Seconds = secs
+	if secs > 0 {
+		var txp, txb, rxp, rxb uint64
+		for _, l := range []*p2p.LinkStats{&ls.WebRTC, &ls.TCP} {
+			txp, txb, rxp, rxb = txp+l.TxPackets, txb+l.TxBytes, rxp+l.RxPackets, rxb+l.RxBytes
+		}
+		s.TxPktS, s.TxBytesS, s.RxPktS, s.RxBytesS = float64(txp)/secs, float64(txb)/secs, float64(rxp)/secs, float64(rxb)/secs
+	}
+	d := p.diag
+	s.StateAgeMs, s.StateAgeMax = float64(d.total.age.mean())/1e6, float64(d.total.age.max)/1e6
+	s.StateLoss = 100 * d.stateLoss
+	s.ErrRMSm, s.ErrMaxm = d.total.err.rms(), d.total.err.max
+	if d.total.ticks > 0 {
+		s.HardPerSec = float64(d.last.HardTicks-d.total.hardTicks) / (float64(d.total.ticks) / ticksPerSec)
+	}
+	s.HitsDealt, s.HitsTaken, s.Damage = d.last.HitsDealt, d.last.HitsTaken, d.last.Damage
+	s.Transfers, s.Ticks, s.Rejected = d.last.Transfers, d.last.Ticks, d.last.Rejected
+	s.Moved = [2]float64{d.moved[0], d.moved[1]}
+	s.Round, _, _ = p.rules.Round()
+	for _, r := range p.results {
+		s.Rounds = append(s.Rounds, r.String())
+	}
+	if st := p.match.Stats(); st.LastError != nil {
+		s.LastErr = st.LastError.Error()
+	}
+	return s
+}
+
+// logWindow writes the 5 s summary line of this player.
+func (p *Player) logWindow() {
+	if p.sess == nil || p.diag == nil {
+		return
+	}
+	err, age, hard := p.diag.closeWindow()
+	ls := p.sess.Stats()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	p.log.Info("net",
+		"path", PathOf(&ls),
+		"rtt_ms", ms(ls.RTT.Smoothed), "jitter_ms", ms(ls.Jitter), "loss_pct", 100*ls.LossRecent,
+		"state_age_ms", ms(age.mean()), "state_loss_pct", 100*p.diag.stateLoss,
+		"clock_offset_ms", ms(ls.ClockOffset), "clock_unc_ms", ms(ls.ClockUncertainty),
+		"tx_pps", int(ls.TxPacketsPerSec), "tx_Bps", int(ls.TxBytesPerSec), "rx_pps", int(ls.RxPacketsPerSec), "rx_Bps", int(ls.RxBytesPerSec),
+		"err_rms_m", round3(err.rms()), "err_max_m", round3(err.max), "hard_snaps_per_s", round3(hard))
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -1,0 +1,167 @@
+package game
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ragsync/ragsync/signaling"
+)
+
+// DefaultSignal is the signaling server the demo looks for first.
+const DefaultSignal = "http://127.0.0.1:8080"
+
+// healthy reports whether a signaling server answers GET /healthz at base.
+// It uses its own client without keep-alives, so it leaves no connection
+// (or goroutine) behind.
+func healthy(ctx context.Context, base string, timeout time.Duration) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("signaling URL %q: %w", base, err)
+	}
+	switch u.Scheme {
+	case "ws":
+		u.Scheme = "http"
+	case "wss":
+		u.Scheme = "https"
+	}
+	u.Path, u.RawQuery = "/healthz", ""
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Timeout: timeout, Transport: tr}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answers %s", u, resp.Status)
+	}
+	return nil
+}
+
+// embeddedServer is a signaling server running inside the demo.
+type embeddedServer struct {
+	srv  *signaling.Server
+	l    net.Listener
+	done chan struct{}
+}
+
+// startServer starts a signaling server listening on addr.
+func startServer(addr string, log *slog.Logger) (*embeddedServer, error) {
+	srv, err := signaling.NewServer(signaling.Config{Logger: log.With("component", "signaling")})
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded signaling server: %w", err)
+	}
+	e := &embeddedServer{srv: srv, l: l, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("embedded signaling server stopped", "err", err)
+		}
+	}()
+	return e, nil
+}
+
+// Addr returns the address the server listens on.
+func (e *embeddedServer) Addr() *net.TCPAddr { return e.l.Addr().(*net.TCPAddr) }
+
+// LocalURL is the URL this process uses to reach the server: loopback when
+// the server listens on every interface or on loopback (so the session's
+// default interface policy keeps WebRTC on loopback), else the listen IP.
+func (e *embeddedServer) LocalURL() string {
+	a := e.Addr()
+	host := "127.0.0.1"
+	if !a.IP.IsUnspecified() && !a.IP.IsLoopback() {
+		host = a.IP.String()
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(a.Port))
+}
+
+// ShareURLs are the URLs another machine can use to reach the server: one
+// per non-loopback IPv4 address of this machine when it listens on every
+// interface, the listen address when it is a specific one, none when it
+// listens on loopback only.
+func (e *embeddedServer) ShareURLs() []string {
+	a := e.Addr()
+	port := strconv.Itoa(a.Port)
+	switch {
+	case a.IP.IsLoopback():
+		return nil
+	case !a.IP.IsUnspecified():
+		return []string{"http://" + net.JoinHostPort(a.IP.String(), port)}
+	}
+	var out []string
+	for _, ip := range lanIPv4s() {
+		out = append(out, "http://"+net.JoinHostPort(ip.String(), port))
+	}
+	return out
+}
+
+// Close shuts the server down and waits for it.
+func (e *embeddedServer) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	e.srv.Shutdown(ctx)
+	<-e.done
+}
+
+// lanIPv4s lists this machine's non-loopback IPv4 addresses on interfaces
+// that are up. Reading interfaces sends nothing.
+func lanIPv4s() []net.IP {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if ip4 := ipn.IP.To4(); ip4 != nil && !ip4.IsLoopback() && !ip4.IsLinkLocalUnicast() {
+				out = append(out, ip4)
+			}
+		}
+	}
+	return out
+}
+
+// isLoopbackURL reports whether u's host is a loopback address or
+// "localhost".
+func isLoopbackURL(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	h := p.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,100 @@
+package game
+
+import (
+	"github.com/ragsync/ragsync/ownership"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Object ids, the same on both peers.
+const (
+	Fighter1 physics.ObjectID = 1 // peer 1's (the offerer's), on the left
+	Fighter2 physics.ObjectID = 2 // peer 2's, on the right
+	CrateID  physics.ObjectID = 3 // shared; peer 1 owns it first
+	BallID   physics.ObjectID = 4 // shared; peer 1 owns it first
+)
+
+// Objects lists every object of the match in id order.
+var Objects = [...]physics.ObjectID{Fighter1, Fighter2, CrateID, BallID}
+
+// FighterOf returns the fighter peer p controls.
+func FighterOf(p ownership.PeerID) physics.ObjectID {
+	if p == 2 {
+		return Fighter2
+	}
+	return Fighter1
+}
+
+// Start positions.
+const (
+	fighterX = 2.0
+	crateX   = -4.5
+	ballX    = 4.5
+)
+
+// arena is the match's world with the start states of its objects, to reset
+// them for a new round.
+type arena struct {
+	world *physics.World
+	start map[physics.ObjectID][]physics.BodyState
+}
+
+// newArena builds the match's world, identical on both peers: two fighters
+// facing each other, a crate and a ball.
+func newArena() (*arena, error) {
+	w, err := physics.NewWorld(physics.WorldConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.AddFighter(Fighter1, physics.FighterConfig{X: -fighterX}); err != nil {
+		return nil, err
+	}
+	if _, err := w.AddFighter(Fighter2, physics.FighterConfig{X: fighterX}); err != nil {
+		return nil, err
+	}
+	if _, err := w.AddCrate(CrateID, physics.PropConfig{Pos: physics.V(crateX, 0.3)}); err != nil {
+		return nil, err
+	}
+	if _, err := w.AddBall(BallID, physics.PropConfig{Pos: physics.V(ballX, 0.2)}); err != nil {
+		return nil, err
+	}
+	a := &arena{world: w, start: map[physics.ObjectID][]physics.BodyState{}}
+	for _, id := range Objects {
+		a.start[id] = w.Object(id).ReadState(nil)
+	}
+	return a, nil
+}
+
+// track registers the objects with the replicator: each fighter is its
+// peer's for the whole match, the props are shared and start with peer 1.
+func track(r *ownership.Replicator) error {
+	for _, err := range []error{
+		r.Track(Fighter1, 1, false),
+		r.Track(Fighter2, 2, false),
+		r.Track(CrateID, 1, true),
+		r.Track(BallID, 1, true),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reset puts every object back at its start for a new round and heals the
+// local fighter. Both peers do it when the round is set; the copies of the
+// rival's objects are reset too (their correctors forget the old targets),
+// so the countdown starts with both screens alike.
+func (a *arena) reset(r *ownership.Replicator, me physics.ObjectID) error {
+	for _, id := range Objects {
+		if err := a.world.Object(id).WriteState(a.start[id]); err != nil {
+			return err
+		}
+		if c := r.Corrector(id); c != nil && r.Mode(id) == ownership.ModeRemote {
+			c.Reset()
+		}
+	}
+	f := a.world.Fighter(me)
+	f.SetInput(0)
+	f.Revive(f.MaxHP())
+	return nil
+}

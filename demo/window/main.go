@@ -1,0 +1,29 @@
+// Command window is the ragsync demo's Ebiten window. Users run it through
+// ./demo (which handles -headless itself, since a program that links Ebiten
+// cannot even start without a display); it takes the same flags.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/ragsync/ragsync/demo/internal/game"
+	"github.com/ragsync/ragsync/demo/internal/ui"
+)
+
+func main() {
+	cfg, err := game.ParseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(2)
+	}
+	if err := ui.Run(cfg, game.NewLogger(os.Stderr, cfg.Verbose)); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
