@@ -46,6 +46,9 @@ type Config struct {
 	RoundLength time.Duration
 	Seed        uint64
 	Verbose     bool
+	// HUD and Ghost start the window with the net HUD (F1) and the ghost
+	// (F2) shown.
+	HUD, Ghost bool
 	// ConnectTimeout bounds pairing in headless mode.
 	ConnectTimeout time.Duration
 }
@@ -94,6 +97,8 @@ Flags:
 	fs.DurationVar(&c.RoundLength, "round", DefaultRoundLength, "length of a round (the host's counts)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the bots and the network impairment")
 	fs.BoolVar(&c.Verbose, "v", false, "debug logs (sessions, pion)")
+	fs.BoolVar(&c.HUD, "hud", false, "start with the net HUD shown (F1 toggles it)")
+	fs.BoolVar(&c.Ghost, "ghost", false, "start with the ghost of the rival's received state shown (F2 toggles it)")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", time.Minute, "headless: how long to wait for a rival")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -292,7 +292,7 @@ func wrap(s string, n int) string {
 // drawNetHUD is the F1 diagnostics panel: a rolling graph of RTT, state
 // age, jitter and loss, and the link figures.
 func (g *Game) drawNetHUD(dst *ebiten.Image, pl *game.Player) {
-	const x, y, w, h = 16, topBar + 12, 520, 300
+	const x, y, w, h = 16, topBar + 12, 640, 300
 	vector.DrawFilledRect(dst, x, y, w, h, colPanel, false)
 	ls := pl.Session().Stats()
 	d := pl.Diag()

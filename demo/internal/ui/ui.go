@@ -25,7 +25,8 @@ type Game struct {
 
 // Run opens the window and plays until it is closed or Esc is pressed.
 func Run(cfg game.Config, log *slog.Logger) error {
-	g := &Game{app: game.NewApp(cfg, log), paint: newPainter(), samples: make([]game.Sample, 0, game.GraphLen)}
+	g := &Game{app: game.NewApp(cfg, log), paint: newPainter(), samples: make([]game.Sample, 0, game.GraphLen),
+		hud: cfg.HUD, ghost: cfg.Ghost}
 	defer g.app.Close()
 	ebiten.SetTPS(60)
 	ebiten.SetWindowSize(screenW, screenH)
