@@ -69,7 +69,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
   go run ./demo                      pair with the next player on this machine (quick match)
   go run ./demo -signal http://HOST:8080   pair through another machine's demo or server
   go run ./demo -room new            create a private room and show its code
-  go run ./demo -room CODE           join a private room
+  go run ./demo -room CODE           join (or create) the private room CODE
   go run ./demo -bot                 fight a local bot peer through the full stack
   go run ./demo -headless -bot -duration 30s   bot against bot, no window, print a summary
 
@@ -82,7 +82,7 @@ Flags:
 	}
 	fs.StringVar(&c.Signal, "signal", DefaultSignal, "signaling server URL; without -signal, one is embedded if none answers at the default")
 	fs.StringVar(&c.Listen, "listen", ":8080", "address of the embedded signaling server (all interfaces by default, so another machine can reach it)")
-	fs.StringVar(&c.Room, "room", "", `private room: "new" creates one and shows its code, CODE joins one; empty: quick match`)
+	fs.StringVar(&c.Room, "room", "", `private room: "new" creates one with a server-chosen code to share; CODE joins the room with that code (or creates it, for the rival to join); empty: quick match`)
 	fs.BoolVar(&c.Bot, "bot", false, "fight a local bot peer (real signaling, real WebRTC on loopback, its own world)")
 	fs.BoolVar(&c.Headless, "headless", false, "no window: the local fighter is bot-driven; prints a summary at the end")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "headless: how long to play once connected")

@@ -209,10 +209,13 @@ func (p *Player) pair(ctx context.Context, room string) (*p2p.Session, error) {
 		}
 		return s, nil
 	default:
-		p.setPair(StatusConnecting, room)
+		// The room is joined if the rival made it, else created with
+		// this code for the rival to join: either order works.
+		p.setPair(StatusWaiting, room)
+		p.log.Info("waiting in room", "room", room, "signal", url)
 		s, err := p2p.Connect(ctx, url, room, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("joining room %s on %s: %w", room, url, err)
+			return nil, fmt.Errorf("room %s on %s: %w", room, url, err)
 		}
 		return s, nil
 	}

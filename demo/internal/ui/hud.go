@@ -241,7 +241,7 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	case cfg.Room == "new":
 		add("Private room "+room+" - waiting for a rival", colWarn)
 	case cfg.Room != "":
-		add("Joining room "+cfg.Room+"...", colText)
+		add("Room "+cfg.Room+" - waiting for the rival who has the same code", colWarn)
 	default:
 		add("Waiting for a rival (quick match)...", colWarn)
 	}

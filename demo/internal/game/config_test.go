@@ -1,0 +1,68 @@
+package game
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/ragsync/ragsync/ownership"
+	"github.com/ragsync/ragsync/p2p"
+)
+
+func TestParseFlags(t *testing.T) {
+	c, err := ParseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No flags: the default server on loopback, quick match, WebRTC on
+	// loopback only (InterfacesAuto with a loopback URL), no ICE servers,
+	// no impairment.
+	if c.Signal != DefaultSignal || c.SignalSet || c.Listen != ":8080" || c.ListenSet || c.Room != "" || c.Bot || c.Headless {
+		t.Errorf("defaults %+v", c)
+	}
+	pc := c.p2pConfig()
+	if pc.Interfaces != p2p.InterfacesAuto || len(pc.ICEServers) != 0 || pc.Prefer != p2p.TransportWebRTC {
+		t.Errorf("p2p config %+v", pc)
+	}
+	if imp, _ := c.impairment(); imp != nil {
+		t.Errorf("impairment %v by default", imp)
+	}
+
+	c, err = ParseFlags([]string{"-signal", "http://10.0.0.2:8080", "-room", "abcdef", "-lan", "-ice", "stun:stun.example.org:3478",
+		"-ice", "turn:me:secret@turn.example.org:3478", "-lag", "80ms", "-jitter", "10ms", "-loss", "0.02", "-prefer", "ping"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc = c.p2pConfig()
+	if !c.SignalSet || c.Room != "ABCDEF" || pc.Interfaces != p2p.InterfacesAll || !pc.IncludeLoopback || pc.Prefer != p2p.TransportUnknown {
+		t.Errorf("parsed %+v / %+v", c, pc)
+	}
+	if len(pc.ICEServers) != 2 || pc.ICEServers[1].Username != "me" || pc.ICEServers[1].Credential != "secret" ||
+		pc.ICEServers[1].URLs[0] != "turn:turn.example.org:3478" {
+		t.Errorf("ICE servers %+v", pc.ICEServers)
+	}
+	imp, err := c.impairment()
+	if err != nil || imp == nil || imp.Latency != 40*time.Millisecond || imp.Jitter != 5*time.Millisecond || imp.Loss != 0.02 {
+		t.Errorf("impairment %+v, %v", imp, err)
+	}
+
+	if _, err := ParseFlags([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+	for _, args := range [][]string{
+		{"-bot", "-room", "new"}, {"-room", "O0I1"}, {"-loss", "1"}, {"-loss", "NaN"}, {"-lag", "-1s"},
+		{"-round", "1s"}, {"-duration", "0"}, {"-ice", "8.8.8.8"}, {"-prefer", "udp"}, {"stray"},
+	} {
+		if _, err := ParseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func TestStateAndGameMessagesTravelInDifferentClasses(t *testing.T) {
+	if classOf([]byte{ownership.KindState, 1}) != classState || classOf([]byte{MsgKind, MsgVersion}) != classGame || classOf(nil) != classGame {
+		t.Error("a round message could be superseded by a state on the TCP relay")
+	}
+}
