@@ -132,6 +132,39 @@ func TestHeadlessBotMatch(t *testing.T) {
 	}
 }
 
+// TestHeadlessImpaired checks that -lag and -loss reach the game's packets
+// in both directions (-bot: both peers impair what they send).
+func TestHeadlessImpaired(t *testing.T) {
+	bin := demoBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "-headless", "-bot", "-listen", "127.0.0.1:0", "-duration", "5s", "-json",
+		"-lag", "120ms", "-jitter", "10ms", "-loss", "0.1")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	var rep game.RunReport
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "\n{")+1:]), &rep); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out)
+	}
+	for _, p := range rep.Players {
+		// 60 ms one way, plus up to a tick of polling; the session's own
+		// pings are not impaired, so the link RTT stays a loopback one.
+		if p.StateAgeMs < 50 || p.StateAgeMs > 150 || p.Impair == "" {
+			t.Errorf("%s: rival states %.1f ms old with a 120 ms round trip added (%q)", p.Peer, p.StateAgeMs, p.Impair)
+		}
+		if p.StateLoss <= 0 {
+			t.Errorf("%s: no rival state missing with 10%% loss", p.Peer)
+		}
+		if p.ErrRMSm > 0.3 {
+			t.Errorf("%s: rival error rms %.3f m", p.Peer, p.ErrRMSm)
+		}
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	bin := demoBinary(t)
 	for _, args := range [][]string{

@@ -36,6 +36,7 @@ func findWindow(args []string) (*exec.Cmd, error) {
 		dir := filepath.Join(filepath.Dir(file), "window")
 		if st, err := os.Stat(filepath.Join(dir, "main.go")); err == nil && !st.IsDir() {
 			if gobin, err := exec.LookPath("go"); err == nil {
+				fmt.Fprintln(os.Stderr, "demo: starting the window with go run ./demo/window (the first build takes a minute)")
 				cmd := exec.Command(gobin, append([]string{"run", "."}, args...)...)
 				cmd.Dir = dir
 				return cmd, nil

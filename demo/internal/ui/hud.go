@@ -269,8 +269,14 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 		if !cfg.LAN {
 			add("(for WebRTC between machines, start the host with -lan; otherwise the TCP relay is used)", colDim)
 		}
+	case emb && (strings.HasPrefix(addr, "127.") || strings.HasPrefix(addr, "[::1]")):
+		add("(the signaling server listens on "+addr+": this machine only; -listen :8080 lets other machines in)", colDim)
 	case emb:
-		add("(the signaling server listens on "+addr+": this machine only)", colDim)
+		add("(the signaling server listens on "+addr+", but this machine has no network address besides loopback)", colDim)
+	case !strings.Contains(a.SignalURL(), "127.0.0.1") && !strings.Contains(a.SignalURL(), "localhost"):
+		add("On another machine:  go run ./demo -signal "+a.SignalURL()+roomArg, colText)
+	default:
+		add("(another demo on this machine runs the signaling server; it shows the address for other machines)", colDim)
 	}
 }
 
