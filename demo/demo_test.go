@@ -76,7 +76,9 @@ func TestHeadlessBotMatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "-headless", "-bot", "-listen", "127.0.0.1:0", "-duration", "8s", "-json")
+	// A 5 s round: countdown 3 s, fight 5 s, result, bots ask for a rematch
+	// 3 s later; the match stops as round 2 starts.
+	cmd := exec.CommandContext(ctx, bin, "-headless", "-bot", "-listen", "127.0.0.1:0", "-duration", "13s", "-round", "5s", "-json")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	t.Logf("stdout:\n%s", stdout.String())
@@ -101,7 +103,7 @@ func TestHeadlessBotMatch(t *testing.T) {
 	if !strings.Contains(stderr.String(), "msg=net ") {
 		t.Errorf("no periodic net summary in the log:\n%s", stderr.String())
 	}
-	if rep.Seconds < 8 || !rep.Embedded || !strings.HasPrefix(rep.Signal, "http://127.0.0.1:") || len(rep.Players) != 2 {
+	if rep.Seconds < 13 || !rep.Embedded || !strings.HasPrefix(rep.Signal, "http://127.0.0.1:") || len(rep.Players) != 2 {
 		t.Fatalf("run: %+v", rep)
 	}
 	var hits uint64
@@ -119,13 +121,21 @@ func TestHeadlessBotMatch(t *testing.T) {
 		if p.ErrRMSm <= 0 || p.ErrRMSm > 0.15 || p.ErrMaxm > 1.5 {
 			t.Errorf("%s: rival error rms %.3f m, max %.3f m", p.Peer, p.ErrRMSm, p.ErrMaxm)
 		}
-		if !p.ClockSynced || p.Ticks < 8*55 || p.Rejected != 0 {
+		if !p.ClockSynced || p.Ticks < 13*55 || p.Rejected != 0 {
 			t.Errorf("%s: clock synced %v, ticks %d, rejected %d", p.Peer, p.ClockSynced, p.Ticks, p.Rejected)
 		}
 		hits += p.HitsTaken
 	}
 	if hits == 0 {
 		t.Error("no hit landed in the whole match")
+	}
+	// Both peers agree on round 1's result, decided over the network.
+	a, b := rep.Players[0], rep.Players[1]
+	if len(a.Rounds) == 0 || len(b.Rounds) == 0 || a.Rounds[0] != b.Rounds[0] || !strings.HasPrefix(a.Rounds[0], "round 1:") {
+		t.Errorf("round results %q / %q", a.Rounds, b.Rounds)
+	}
+	if a.Round != 2 || b.Round != 2 {
+		t.Errorf("rematch: rounds %d / %d, want 2", a.Round, b.Round)
 	}
 	if rep.GoroutinesAfter > rep.GoroutinesBefore {
 		t.Errorf("goroutines leaked: %d before, %d after", rep.GoroutinesBefore, rep.GoroutinesAfter)

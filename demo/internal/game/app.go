@@ -146,10 +146,11 @@ func (a *App) startPlayers(r setupResult) {
 	if a.cfg.Bot {
 		room = "new"
 	}
-	a.local = NewPlayer(a.playerConfig("you", room, a.cfg.Seed, a.cfg.Headless))
+	name := "you"
 	if a.cfg.Headless {
-		a.local.cfg.Name = "bot-1"
+		name = "bot-1" // headless: a bot plays the local fighter
 	}
+	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, a.cfg.Headless))
 	if a.cfg.Bot {
 		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, true))
 	}

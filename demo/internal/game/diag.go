@@ -87,6 +87,7 @@ type Diag struct {
 	prevAge     time.Duration
 	lastAge     time.Duration
 	stateWin    struct{ first, last int64 } // sentAt span of the current 1 s loss window
+	quiet       int                         // ticks left in which the error is not accumulated (round reset)
 	prevLast    int64                       // sentAt of the previous loss window's last state
 	stateCount  uint64                      // packets in at the loss window's start
 	stateLoss   float64
@@ -134,6 +135,9 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 
 	// Correction error of the rival's bodies (measured by its corrector
 	// before it corrected this tick).
+	if d.quiet > 0 {
+		d.quiet--
+	}
 	if c := m.Corrector(d.rival); c != nil && c.HasTarget() {
 		cs := c.Stats()
 		var sq, mx float64
@@ -145,7 +149,7 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 		if cs.Bodies > 0 {
 			rms := math.Sqrt(sq / float64(cs.Bodies))
 			d.curErr = [2]float64{rms, mx}
-			for i := range cs.Bodies {
+			for i := 0; i < cs.Bodies && d.quiet == 0; i++ {
 				d.win.err.add(cs.Error[i])
 				d.total.err.add(cs.Error[i])
 			}
@@ -216,6 +220,12 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 		d.n++
 	}
 }
+
+// roundReset keeps the teleports of a new round (both players reset their
+// own objects, a round trip apart) out of the correction-error figures for
+// a second: they are the round's reset, not the netcode's error. The HUD's
+// current error still shows them.
+func (d *Diag) roundReset() { d.quiet = int(ticksPerSec) }
 
 // Graph copies the graph's samples, oldest first, into dst and returns it.
 func (d *Diag) Graph(dst []Sample) []Sample {

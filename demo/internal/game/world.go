@@ -80,17 +80,18 @@ func track(r *ownership.Replicator) error {
 	return nil
 }
 
-// reset puts every object back at its start for a new round and heals the
-// local fighter. Both peers do it when the round is set; the copies of the
-// rival's objects are reset too (their correctors forget the old targets),
-// so the countdown starts with both screens alike.
+// reset puts every object this peer owns back at its start for a new
+// round, and heals the local fighter. The rival does the same with what it
+// owns when it adopts the round; its new states then pull the local copies
+// of its objects back smoothly (the correction's hard path, over a few
+// ticks), without teleporting them twice.
 func (a *arena) reset(r *ownership.Replicator, me physics.ObjectID) error {
 	for _, id := range Objects {
+		if r.Mode(id) != ownership.ModeOwned {
+			continue
+		}
 		if err := a.world.Object(id).WriteState(a.start[id]); err != nil {
 			return err
-		}
-		if c := r.Corrector(id); c != nil && r.Mode(id) == ownership.ModeRemote {
-			c.Reset()
 		}
 	}
 	f := a.world.Fighter(me)
