@@ -113,23 +113,29 @@ func TestRivalLostAndNewRival(t *testing.T) {
 	}
 }
 
-// Two players who agreed on a room code pair through it, in either order;
-// a third is refused with a clear error, and Confirm retries.
-func TestRoomByCode(t *testing.T) {
+// A player creates a private room (-room new) and shows its code; the
+// rival joins with the code; a third player with the same code is refused
+// with a clear error, and Confirm retries.
+func TestPrivateRoom(t *testing.T) {
 	checkGoroutines(t)
 	srv := testServer(t)
 	url := srv.LocalURL()
-	a, b, c := testPlayer("a", url, "ABCDEF"), testPlayer("b", url, "ABCDEF"), testPlayer("c", url, "ABCDEF")
+	a := testPlayer("a", url, "new")
 	defer a.Close()
+	a.Start()
+	tickUntil(t, "a waits in its room", 10*time.Second, func() bool { return a.Status() == StatusWaiting && a.Room() != "" }, a)
+	code := a.Room()
+	b, c := testPlayer("b", url, code), testPlayer("c", url, code)
 	defer b.Close()
 	defer c.Close()
-	a.Start()
-	tickUntil(t, "a waits in the room", 10*time.Second, func() bool { return a.Status() == StatusWaiting && a.Room() == "ABCDEF" }, a)
 	b.Start()
 	tickUntil(t, "a and b play", 20*time.Second, func() bool { return playing(a) && playing(b) }, a, b)
+	if a.Me() != 1 || b.Me() != 2 || b.Room() != code {
+		t.Errorf("creator peer %d, joiner peer %d in room %q (code %q)", a.Me(), b.Me(), b.Room(), code)
+	}
 	c.Start()
 	tickUntil(t, "c refused", 10*time.Second, func() bool { return c.Status() == StatusFailed }, a, b, c)
-	if c.Err() == nil || !strings.Contains(c.Err().Error(), "ABCDEF") {
+	if c.Err() == nil || !strings.Contains(c.Err().Error(), code) {
 		t.Errorf("error %v does not name the room", c.Err())
 	}
 	c.Update(Controls{Confirm: true})
