@@ -18,14 +18,16 @@ const QuickMatch = ""
 
 // Connect pairs with a peer through the signaling server at signalingURL
 // (http://, https://, ws:// or wss://) and returns a connected session. room
-// is a room code to join (created by the other player with CreateRoom) or
-// QuickMatch. It returns when the session has chosen its first transport:
+// is QuickMatch, or a room code: the room is joined if it exists (created by
+// the other player, with CreateRoom or with Connect and the same code) and
+// created with that code otherwise, so two players who agreed on a code can
+// both Connect with it, in either order (the creator is the offerer). It returns when the session has chosen its first transport:
 // the offerer after probing, the answerer when the offerer's choice arrives.
 // ctx bounds the whole of it; the session itself lives until Close or a
 // disconnect.
 //
 // Errors: ErrBadConfig, the signaling client's errors (an unreachable
-// server, signaling.ErrRoomNotFound, ErrRoomFull, ...), ErrNoTransport when
+// server, signaling.ErrBadRoomCode, ErrRoomFull, ...), ErrNoTransport when
 // neither transport reached the peer, or ctx.Err().
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
 	c, err := cfg.withDefaults(signalingURL)
@@ -39,7 +41,7 @@ func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Sessi
 	if room == QuickMatch {
 		err = cl.QuickMatch(ctx)
 	} else {
-		err = cl.JoinRoom(ctx, room)
+		_, err = cl.JoinOrCreateRoom(ctx, room)
 	}
 	if err != nil {
 		cl.Close()

@@ -256,6 +256,25 @@ func (c *Client) JoinRoom(ctx context.Context, code string) error {
 	return err
 }
 
+// JoinOrCreateRoom joins the room with the given code, or creates it with
+// that code if there is none, so two players who agreed on a code can both
+// call it, in either order. It returns the role this client got: the
+// creator is the offerer and waits for EventPaired; the joiner is the
+// answerer and EventPaired follows at once. A malformed code fails without
+// a round trip (ErrBadRoomCode); ErrRoomFull and ErrTooManyRooms come from
+// the server.
+func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error) {
+	rc, err := ParseRoomCode(code)
+	if err != nil {
+		return RoleUnknown, err
+	}
+	m, err := c.request(ctx, Message{Type: TypeJoin, Room: rc, Create: true}, TypeJoined)
+	if err != nil {
+		return RoleUnknown, err
+	}
+	return m.Role, nil
+}
+
 // QuickMatch puts this client in the quick-match queue and returns once the
 // server has queued it. When another player is waiting or arrives, both get
 // EventPaired; the one who waited longer is the offerer.

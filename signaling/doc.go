@@ -27,7 +27,10 @@
 // Client → server:
 //
 //	create                     create a private room; you are its offerer.    reply: joined
-//	join       room            join a room by code; you are its answerer.     reply: joined, then paired to both
+//	join       room, create    join a room by code; you are its answerer.     reply: joined, then paired to both
+//	                           With "create":true and no such room, it is created with that code
+//	                           and you are its offerer (two players who agreed on a code both send
+//	                           this, in either order).                           reply: joined
 //	quick                      wait for the next quick-match player.          reply: queued, later paired to both
 //	leave                      leave your room or the queue.                  reply: left; the peer gets peer_left
 //	offer      sdp             offerer only, when paired: relayed to the peer as offer

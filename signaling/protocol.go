@@ -223,6 +223,7 @@ type Message struct {
 	V         int        `json:"v,omitempty"`         // welcome: protocol version
 	Limits    *Limits    `json:"limits,omitempty"`    // welcome
 	Room      RoomCode   `json:"room,omitempty"`      // join, joined, paired, peer_left, left
+	Create    bool       `json:"create,omitempty"`    // join: create the room if there is none
 	Role      Role       `json:"role,omitempty"`      // joined, paired
 	Token     RelayToken `json:"token,omitempty"`     // paired
 	SDP       string     `json:"sdp,omitempty"`       // offer, answer
@@ -278,6 +279,9 @@ func (m *Message) Validate() error {
 			return err
 		}
 		m.Room = rc
+	}
+	if m.Create && m.Type != TypeJoin {
+		return bad(`"create" is only valid in join`)
 	}
 	switch m.Type {
 	case TypeJoin:

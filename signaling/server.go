@@ -416,7 +416,7 @@ func (s *Server) handle(c *client, m *Message) {
 	case TypeCreate:
 		s.handleCreate(c)
 	case TypeJoin:
-		s.handleJoin(c, m.Room)
+		s.handleJoin(c, m.Room, m.Create)
 	case TypeQuick:
 		s.handleQuick(c)
 	case TypeLeave:
@@ -446,13 +446,14 @@ func (s *Server) busy(c *client, ref MsgType) bool {
 }
 
 // newRoom creates a room, or reports too_many_rooms to c. Called with s.mu held.
-func (s *Server) newRoom(c *client, ref MsgType) *room {
+// newRoom makes a room with the given code, or a fresh random one if code
+// is empty. Called with s.mu held; code must not be in use.
+func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
 	if len(s.rooms) >= s.cfg.MaxRooms {
 		c.sendError(&Error{Code: CodeTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
 		return nil
 	}
-	code := newRoomCode()
-	for s.rooms[code] != nil {
+	for code == "" || s.rooms[code] != nil {
 		code = newRoomCode()
 	}
 	r := &room{code: code}
@@ -464,22 +465,31 @@ func (s *Server) handleCreate(c *client) {
 	if s.busy(c, TypeCreate) {
 		return
 	}
-	r := s.newRoom(c, TypeCreate)
+	s.createRoom(c, TypeCreate, "")
+}
+
+// createRoom makes a room (code "" for a random one) with c as its first
+// player, the offerer. Called with s.mu held.
+func (s *Server) createRoom(c *client, ref MsgType, code RoomCode) {
+	r := s.newRoom(c, ref, code)
 	if r == nil {
 		return
 	}
 	r.players[0] = c
 	c.room = r
 	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleOfferer})
-	s.log.Info("signaling: room created", "room", r.code, "client", c.id)
+	s.log.Info("signaling: room created", "room", r.code, "client", c.id, "chosen_code", code != "")
 }
 
-func (s *Server) handleJoin(c *client, code RoomCode) {
+func (s *Server) handleJoin(c *client, code RoomCode, create bool) {
 	if s.busy(c, TypeJoin) {
 		return
 	}
 	r := s.rooms[code]
 	switch {
+	case r == nil && create:
+		s.createRoom(c, TypeJoin, code)
+		return
 	case r == nil:
 		c.sendError(&Error{Code: CodeRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
 		return
@@ -503,7 +513,7 @@ func (s *Server) handleQuick(c *client) {
 		c.send(&Message{Type: TypeQueued})
 		return
 	}
-	r := s.newRoom(c, TypeQuick)
+	r := s.newRoom(c, TypeQuick, "")
 	if r == nil {
 		return
 	}

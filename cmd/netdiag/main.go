@@ -5,13 +5,14 @@
 // at a game's rate for -duration while pinging both transports, and prints
 // a report.
 //
-// On the first machine (creates a room and prints its code):
-//
-//	go run ./cmd/netdiag -signal http://SERVER:8080
-//
-// On the second machine, with that code:
+// On both machines, with a room code you agree on (6 characters from
+// 2-9 and A-Z without I and O; the first to arrive creates the room, the
+// second joins it):
 //
 //	go run ./cmd/netdiag -signal http://SERVER:8080 -room CODE
+//
+// Without -room, netdiag creates a room with a fresh code and prints the
+// command to run on the other machine.
 //
 // Or pair by quick match on both (-quick), or try it alone: -self runs both
 // ends in this process, against -signal if given, else against a signaling

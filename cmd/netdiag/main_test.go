@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ragsync/ragsync/signaling"
 )
 
 func TestSelfJSON(t *testing.T) {
@@ -129,6 +131,39 @@ func TestTwoProcessesByRoom(t *testing.T) {
 	}
 }
 
+// TestBothByAgreedCode is the usage: both machines run
+// netdiag -signal URL -room CODE with the same code.
+func TestBothByAgreedCode(t *testing.T) {
+	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var wg sync.WaitGroup
+	var out [2]bytes.Buffer
+	var errs [2]error
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = run(context.Background(), []string{"-signal", url, "-udp4", "-room", "brawl7", "-duration", "1s", "-json"}, &out[i], io.Discard, nil)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("runs: %v / %v", errs[0], errs[1])
+	}
+	var r [2]report
+	for i := range r {
+		if err := json.Unmarshal(out[i].Bytes(), &r[i]); err != nil {
+			t.Fatal(err, out[i].String())
+		}
+	}
+	if r[0].Room != "BRAWL7" || r[1].Room != "BRAWL7" || r[0].Role == r[1].Role || r[0].Received == 0 || r[1].Received == 0 {
+		t.Errorf("reports: room %s/%s role %s/%s received %d/%d", r[0].Room, r[1].Room, r[0].Role, r[1].Role, r[0].Received, r[1].Received)
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-rate", "0"},
@@ -155,9 +190,20 @@ func TestJoinBadRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	// Fill room ZZZZZZ with two players: a third is refused, by name.
+	for range 2 {
+		c, err := signaling.Dial(context.Background(), url, signaling.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.JoinOrCreateRoom(context.Background(), "ZZZZZZ"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	err = run(context.Background(), []string{"-signal", url, "-room", "ZZZZZZ"}, io.Discard, io.Discard, nil)
-	if err == nil || !strings.Contains(err.Error(), "ZZZZZZ") {
-		t.Errorf("joining a missing room: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "ZZZZZZ") || !errors.Is(err, signaling.ErrRoomFull) {
+		t.Errorf("joining a full room: %v", err)
 	}
 	err = run(context.Background(), []string{"-signal", url, "-room", "0O1"}, io.Discard, io.Discard, nil)
 	if err == nil {

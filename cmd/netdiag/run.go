@@ -50,7 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("netdiag", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.signal, "signal", defaultSignal, "signaling server URL")
-	fs.StringVar(&o.room, "room", "", "room code to join; without it (and without -quick or -self) a room is created and its code printed")
+	fs.StringVar(&o.room, "room", "", "room code agreed with the other machine (joined, or created if it does not exist yet); without it (and without -quick or -self) a room is created and its code printed")
 	fs.BoolVar(&o.quick, "quick", false, "pair by quick match instead of a room code")
 	fs.BoolVar(&o.self, "self", false, "run both ends in this process (against -signal if given, else an embedded server on 127.0.0.1:0)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure after connecting")
