@@ -510,8 +510,11 @@ func TestRoomAbandonedAndCanceled(t *testing.T) {
 	if _, err := Connect(ctx, url, "22222", cfgWith(nil)); err == nil {
 		t.Error("a malformed room code was accepted")
 	}
-	if _, err := Connect(ctx, url, "222222", cfgWith(nil)); err == nil {
-		t.Error("joining a room that does not exist succeeded")
+	// A code nobody has used yet creates the room and waits in it.
+	wctx, wcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer wcancel()
+	if _, err := Connect(wctx, url, "222222", cfgWith(nil)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Connect to a new code with nobody joining: %v", err)
 	}
 	if _, err := Connect(ctx, url, QuickMatch, Config{DisableTCP: true, DisableWebRTC: true}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("both transports disabled: %v", err)
@@ -560,4 +563,41 @@ func TestSignalingServerGoesAway(t *testing.T) {
 		t.Errorf("errors %v %v, transport %v; events %v", a.Err(), b.Err(), a.Stats().Transport, evs)
 	}
 	checkNoInterruption(t, "offerer", ea.snapshot())
+}
+
+// Two players who agreed on a code both Connect with it: one creates the
+// room, the other joins, and they pair.
+func TestPairByAgreedCode(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var s [2]*Session
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s[i], errs[i] = Connect(ctx, url, "brawl7", cfgWith(nil))
+		}()
+	}
+	wg.Wait()
+	for i := range s {
+		if errs[i] != nil {
+			t.Fatalf("session %d: %v", i, errs[i])
+		}
+		defer s[i].Close()
+	}
+	if s[0].Role() == s[1].Role() || s[0].Room() != "BRAWL7" || s[1].Room() != "BRAWL7" {
+		t.Fatalf("roles %v/%v rooms %s/%s", s[0].Role(), s[1].Role(), s[0].Room(), s[1].Room())
+	}
+	if err := s[0].Send([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := s[1].Recv(ctx, buf)
+	if err != nil || string(buf[:n]) != "hello" {
+		t.Errorf("Recv: %q, %v", buf[:n], err)
+	}
 }
