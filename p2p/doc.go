@@ -130,8 +130,11 @@
 // after another; a probe unanswered within Config.ProbeTimeout, 1 s, is
 // lost and counts as ProbeTimeout) and takes the maximum. A transport that
 // answered at least one probe is usable; the usable one with the lower
-// 3-probe maximum wins, ties go to WebRTC, and Config.Prefer overrides the
-// comparison. The answerer probes too (for its statistics) but does not
+// 3-probe maximum wins, and Config.Prefer overrides the comparison. Pings
+// within Config.SwitchMargin (5 ms) or 10 % of each other are a tie, and
+// ties go to WebRTC: at equal ping its unordered, unreliable channel is the
+// better one for game states (no head-of-line blocking, the seed's TCP
+// problem), and a few hundred µs of probe noise on a LAN must not decide. The answerer probes too (for its statistics) but does not
 // decide.
 //
 // Agreement: the offerer numbers each decision with an epoch (1 for the

@@ -929,8 +929,12 @@ func (s *Session) initialChoice() (TransportKind, string) {
 	if p := s.cfg.Prefer; p != TransportUnknown {
 		return p, fmt.Sprintf("preferred by config (3-probe ping webrtc %v, tcp %v)", w.probe.max, t.probe.max)
 	}
+	margin := max(s.cfg.SwitchMargin, w.probe.max/10)
+	if t.probe.max+margin < w.probe.max {
+		return TransportTCP, fmt.Sprintf("lower 3-probe ping: tcp %v < webrtc %v by more than %v", t.probe.max, w.probe.max, margin)
+	}
 	if t.probe.max < w.probe.max {
-		return TransportTCP, fmt.Sprintf("lower 3-probe ping: tcp %v < webrtc %v", t.probe.max, w.probe.max)
+		return TransportWebRTC, fmt.Sprintf("3-probe pings within %v count as a tie, which webrtc wins: webrtc %v, tcp %v", margin, w.probe.max, t.probe.max)
 	}
 	return TransportWebRTC, fmt.Sprintf("lower or equal 3-probe ping: webrtc %v <= tcp %v", w.probe.max, t.probe.max)
 }

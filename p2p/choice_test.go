@@ -1,0 +1,38 @@
+package p2p
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The seed's rule with a tie margin: the lower 3-probe maximum wins, but TCP
+// must beat WebRTC by more than SwitchMargin and 10 %; closer is a tie, and
+// WebRTC takes ties.
+func TestInitialChoice(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		webrtc, tcp time.Duration
+		want        TransportKind
+		reason      string
+	}{
+		{500 * time.Microsecond, 200 * time.Microsecond, TransportWebRTC, "tie"}, // loopback noise
+		{20 * ms, 16 * ms, TransportWebRTC, "tie"},                                // within 5 ms
+		{100 * ms, 92 * ms, TransportWebRTC, "tie"},                               // 8 ms < 10 %
+		{100 * ms, 80 * ms, TransportTCP, "lower"},
+		{30 * ms, 20 * ms, TransportTCP, "lower"},
+		{20 * ms, 30 * ms, TransportWebRTC, "lower or equal"},
+		{20 * ms, 20 * ms, TransportWebRTC, "lower or equal"},
+	} {
+		s := &Session{cfg: Config{SwitchMargin: DefaultSwitchMargin}}
+		for i, d := range []time.Duration{c.webrtc, c.tcp} {
+			ls := &s.links[i]
+			ls.state = LinkUp
+			ls.probe.n, ls.probe.max = 3, d
+		}
+		got, reason := s.initialChoice()
+		if got != c.want || !strings.Contains(reason, c.reason) {
+			t.Errorf("webrtc %v tcp %v: %v (%s), want %v (%s)", c.webrtc, c.tcp, got, reason, c.want, c.reason)
+		}
+	}
+}
