@@ -6,6 +6,7 @@ require (
 	github.com/ByteArena/box2d v1.0.2
 	github.com/coder/websocket v1.8.15
 	github.com/hajimehoshi/ebiten/v2 v2.8.8
+	github.com/pion/datachannel v1.6.2
 	github.com/pion/ice/v4 v4.4.2
 	github.com/pion/logging v0.2.4
 	github.com/pion/transport/v4 v4.1.0
@@ -19,7 +20,6 @@ require (
 	github.com/ebitengine/purego v0.8.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jezek/xgb v1.1.1 // indirect
-	github.com/pion/datachannel v1.6.2 // indirect
 	github.com/pion/dtls/v3 v3.1.8 // indirect
 	github.com/pion/interceptor v0.1.48 // indirect
 	github.com/pion/mdns/v2 v2.2.0 // indirect
