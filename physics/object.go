@@ -169,7 +169,10 @@ func (o *Object) WriteState(src []BodyState) error {
 // unwindAngles keeps the object's angles small: when a root body has turned
 // more than unwindTurns full turns, it and every body jointed below it are
 // turned back by the same multiple of 2π (which changes nothing physical, joint
-// angles included).
+// angles included), so angles stay within Limits.MaxAngle and the object
+// keeps validating and encoding however long it spins. A tree of a game's
+// own bodies (AddBodies) that has a joint to a body outside the object is
+// left alone: turning one side of that joint by 2π would trip its limits.
 func (o *Object) unwindAngles() {
 	const limit = 2 * math.Pi * unwindTurns
 	var shift [MaxBodiesPerObject]float64
@@ -177,7 +180,7 @@ func (o *Object) unwindAngles() {
 	for i, b := range o.bodies {
 		if p := o.layout.Bodies[i].Parent; p >= 0 {
 			shift[i] = shift[p]
-		} else if a := b.M_sweep.A; a >= limit || a <= -limit {
+		} else if a := b.M_sweep.A; (a >= limit || a <= -limit) && (o.created || !o.jointedOutside(i)) {
 			shift[i] = 2 * math.Pi * math.Round(a/(2*math.Pi))
 		}
 		any = any || shift[i] != 0
@@ -192,6 +195,39 @@ func (o *Object) unwindAngles() {
 }
 
 const unwindTurns = 8
+
+// jointedOutside reports whether any body of the tree rooted at body root has
+// a joint to a body that is not part of that tree. Only called when a root
+// has spun past the unwind limit, so rarely.
+func (o *Object) jointedOutside(root int) bool {
+	var inTree [MaxBodiesPerObject]bool
+	for i := range o.bodies {
+		p := o.layout.Bodies[i].Parent
+		inTree[i] = i == root || (p >= 0 && inTree[p])
+	}
+	for i, b := range o.bodies {
+		if !inTree[i] {
+			continue
+		}
+		for je := b.M_jointList; je != nil; je = je.Next {
+			j := o.indexOf(je.Other)
+			if j < 0 || !inTree[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// indexOf returns the index of b among the object's bodies, or -1.
+func (o *Object) indexOf(b *box2d.B2Body) int {
+	for i, x := range o.bodies {
+		if x == b {
+			return i
+		}
+	}
+	return -1
+}
 
 // clampSpeeds enforces the world's speed limits on the object's bodies.
 func (o *Object) clampSpeeds(l *Limits) {

@@ -442,9 +442,7 @@ func (w *World) Step() {
 	}
 	for _, o := range w.objects {
 		o.clampSpeeds(&w.limits)
-		if o.created {
-			o.unwindAngles()
-		}
+		o.unwindAngles()
 	}
 }
 
