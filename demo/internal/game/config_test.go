@@ -23,7 +23,7 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("defaults %+v", c)
 	}
 	pc := c.p2pConfig()
-	if pc.Interfaces != p2p.InterfacesAuto || len(pc.ICEServers) != 0 || pc.Prefer != p2p.TransportWebRTC {
+	if pc.Interfaces != p2p.InterfacesAuto || len(pc.ICEServers) != 0 || pc.Prefer != p2p.TransportUnknown {
 		t.Errorf("p2p config %+v", pc)
 	}
 	if imp, _ := c.impairment(); imp != nil {
@@ -31,12 +31,12 @@ func TestParseFlags(t *testing.T) {
 	}
 
 	c, err = ParseFlags([]string{"-signal", "http://10.0.0.2:8080", "-room", "abcdef", "-lan", "-ice", "stun:stun.example.org:3478",
-		"-ice", "turn:me:secret@turn.example.org:3478", "-lag", "80ms", "-jitter", "10ms", "-loss", "0.02", "-prefer", "ping"}, io.Discard)
+		"-ice", "turn:me:secret@turn.example.org:3478", "-lag", "80ms", "-jitter", "10ms", "-loss", "0.02", "-prefer", "tcp"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc = c.p2pConfig()
-	if !c.SignalSet || c.Room != "ABCDEF" || pc.Interfaces != p2p.InterfacesAll || !pc.IncludeLoopback || pc.Prefer != p2p.TransportUnknown {
+	if !c.SignalSet || c.Room != "ABCDEF" || pc.Interfaces != p2p.InterfacesAll || !pc.IncludeLoopback || pc.Prefer != p2p.TransportTCP {
 		t.Errorf("parsed %+v / %+v", c, pc)
 	}
 	if len(pc.ICEServers) != 2 || pc.ICEServers[1].Username != "me" || pc.ICEServers[1].Credential != "secret" ||
