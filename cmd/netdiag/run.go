@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -223,27 +221,11 @@ func runSelf(ctx context.Context, o options, stdout, stderr io.Writer, log *slog
 
 // embeddedServer runs a signaling server on 127.0.0.1:0.
 func embeddedServer(log *slog.Logger) (string, func(), error) {
-	srv, err := signaling.NewServer(signaling.Config{Logger: log.With("component", "signaling")})
+	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: log.With("component", "signaling")})
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("netdiag: embedded signaling server", "err", err)
-		}
-	}()
-	return "http://" + l.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	}, nil
+	return srv.URL(), func() { srv.Close() }, nil
 }
 
 // measure exchanges test messages at o.rate for o.duration and builds the

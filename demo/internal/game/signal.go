@@ -2,7 +2,6 @@ package game
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,45 +53,22 @@ func healthy(ctx context.Context, base string, timeout time.Duration) error {
 
 // embeddedServer is a signaling server running inside the demo.
 type embeddedServer struct {
-	srv  *signaling.Server
-	l    net.Listener
-	done chan struct{}
+	*signaling.Running
 }
 
 // startServer starts a signaling server listening on addr.
 func startServer(addr string, log *slog.Logger) (*embeddedServer, error) {
-	srv, err := signaling.NewServer(signaling.Config{Logger: log.With("component", "signaling")})
-	if err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", addr)
+	r, err := signaling.Start(addr, signaling.Config{Logger: log.With("component", "signaling")})
 	if err != nil {
 		return nil, fmt.Errorf("embedded signaling server: %w", err)
 	}
-	e := &embeddedServer{srv: srv, l: l, done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("embedded signaling server stopped", "err", err)
-		}
-	}()
-	return e, nil
+	return &embeddedServer{r}, nil
 }
-
-// Addr returns the address the server listens on.
-func (e *embeddedServer) Addr() *net.TCPAddr { return e.l.Addr().(*net.TCPAddr) }
 
 // LocalURL is the URL this process uses to reach the server: loopback when
 // the server listens on every interface or on loopback (so the session's
 // default interface policy keeps WebRTC on loopback), else the listen IP.
-func (e *embeddedServer) LocalURL() string {
-	a := e.Addr()
-	host := "127.0.0.1"
-	if !a.IP.IsUnspecified() && !a.IP.IsLoopback() {
-		host = a.IP.String()
-	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(a.Port))
-}
+func (e *embeddedServer) LocalURL() string { return e.URL() }
 
 // ShareURLs are the URLs another machine can use to reach the server: one
 // per non-loopback IPv4 address of this machine when it listens on every
@@ -115,12 +91,7 @@ func (e *embeddedServer) ShareURLs() []string {
 }
 
 // Close shuts the server down and waits for it.
-func (e *embeddedServer) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	e.srv.Shutdown(ctx)
-	<-e.done
-}
+func (e *embeddedServer) Close() { e.Running.Close() }
 
 // lanIPv4s lists this machine's non-loopback IPv4 addresses on interfaces
 // that are up. Reading interfaces sends nothing.
