@@ -31,6 +31,9 @@ type tcpTransport struct {
 	// queued counts frames accepted by the sender (for flushing on close).
 	queued atomic.Uint64
 
+	// sendErr is the first send error; the read loop reports it (see fail).
+	sendErr atomic.Pointer[error]
+
 	mu       sync.Mutex
 	closed   bool
 	downOnce sync.Once
@@ -73,7 +76,9 @@ func (t *tcpTransport) readLoop(max int) {
 				t.h.onMalformed(TransportTCP)
 				continue
 			}
-			if errors.Is(err, io.EOF) {
+			if se := t.sendErr.Load(); se != nil {
+				err = *se // the stream was closed because sending failed
+			} else if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("p2p: tcp: peer closed the relay stream: %w", err)
 			} else {
 				err = fmt.Errorf("p2p: tcp: read: %w", err)
@@ -113,9 +118,19 @@ func (t *tcpTransport) sendClass(class int, p []byte) error {
 	case errors.Is(err, relay.ErrControlQueueFull):
 		return ErrTransportBusy
 	default:
-		t.down(fmt.Errorf("p2p: tcp: send: %w", err))
+		t.fail(fmt.Errorf("p2p: tcp: send: %w", err))
 		return ErrTransportDown
 	}
+}
+
+// fail handles a send error: it records it and closes the stream, so that
+// the read loop fails and reports the transport down with this error.
+// Senders call it with the session's locks held (pings and control
+// messages under Session.mu, data under Session.sendMu), so it must not
+// call the handler itself: onDown takes Session.mu.
+func (t *tcpTransport) fail(err error) {
+	t.sendErr.CompareAndSwap(nil, &err)
+	_ = t.conn.Close()
 }
 
 // superseded returns how many data messages the latest-only sender has

@@ -1,0 +1,155 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// failWriteConn is a net.Conn whose writes fail once failing is set, while
+// its reads go on: a stream whose sending half broke first.
+type failWriteConn struct {
+	net.Conn
+	failing atomic.Bool
+}
+
+var errWriteBroken = errors.New("test: write half broken")
+
+func (c *failWriteConn) Write(p []byte) (int, error) {
+	if c.failing.Load() {
+		return 0, errWriteBroken
+	}
+	return c.Conn.Write(p)
+}
+
+// lockedHandler is a linkHandler whose onDown takes mu, like the session's
+// (which takes Session.mu).
+type lockedHandler struct {
+	*chanHandler
+	mu sync.Mutex
+}
+
+func (h *lockedHandler) onDown(k TransportKind, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chanHandler.onDown(k, err)
+}
+
+// TestTCPSendErrorReportsDownAsynchronously: the session sends pings and
+// control messages with its lock held, and Send holds the send lock that
+// the session loop takes under its lock. A send that finds the stream
+// broken must therefore not call onDown itself (it would take the
+// session's lock inside its own: a deadlock); the read loop reports it,
+// with the write error.
+func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
+	checkLeaks(t)
+	ca, cb := net.Pipe()
+	defer cb.Close()
+	fc := &failWriteConn{Conn: ca}
+	h := &lockedHandler{chanHandler: newChanHandler()}
+	tr := newTCPTransport(fc, 100, h)
+	tr.start()
+	defer tr.close()
+	go func() { // the peer: read whatever arrives
+		buf := make([]byte, 1024)
+		for {
+			if _, err := cb.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+
+	fc.failing.Store(true)
+	// Make the writer hit the broken stream, then wait until the sender
+	// reports its error.
+	deadline := time.Now().Add(5 * time.Second)
+	for tr.snd.Err() == nil && time.Now().Before(deadline) {
+		_ = tr.send([]byte{1})
+		time.Sleep(time.Millisecond)
+	}
+	if tr.snd.Err() == nil {
+		t.Fatal("the sender never saw the write error")
+	}
+
+	h.mu.Lock() // as the session loop holds its lock while it pings
+	res := make(chan error, 1)
+	go func() { res <- tr.send([]byte{2}) }()
+	select {
+	case err := <-res:
+		if !errors.Is(err, ErrTransportDown) {
+			t.Errorf("send on a broken stream: %v, want ErrTransportDown", err)
+		}
+	case <-time.After(5 * time.Second):
+		h.mu.Unlock()
+		t.Fatal("send on a broken stream called onDown under the caller's lock (deadlock)")
+	}
+	h.mu.Unlock()
+	select {
+	case err := <-h.down:
+		if !errors.Is(err, errWriteBroken) {
+			t.Errorf("onDown(%v), want the write error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("onDown never called")
+	}
+}
+
+// TestTCPWriteErrorDoesNotDeadlock: a session whose TCP stream breaks on
+// the sending side first notices it, and Close returns.
+func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
+	checkLeaks(t)
+	c, err := Config{}.withDefaults("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, cb := net.Pipe()
+	fb := &failWriteConn{Conn: cb}
+	mk := func(role Role, conn net.Conn) *Session {
+		s, err := newSession(sessionParams{
+			cfg:     c,
+			role:    role,
+			dialTCP: func(context.Context) (net.Conn, error) { return conn, nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := mk(RoleOfferer, ca), mk(RoleAnswerer, fb)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	fb.failing.Store(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b.Stats().TCP.State != LinkDown {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session deadlocked on a TCP write error (its transport never went down)")
+	}
+	if st := b.Stats(); st.TCP.Err == "" {
+		t.Errorf("TCP went down without a reason")
+	}
+	closed := make(chan struct{})
+	go func() { a.Close(); b.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung after a TCP write error")
+	}
+}
