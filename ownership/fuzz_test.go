@@ -1,0 +1,138 @@
+package ownership
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// FuzzHandlePacket feeds arbitrary packets from the rival to a replicator
+// with a real world. It must never panic; a packet is either refused whole
+// (a *PacketError wrapping ErrMalformed, nothing applied), dropped by the
+// timestamp filter (no error, nothing applied), or judged object by object
+// (an *AuthorityError or a *physics.StateError for the refused ones). The
+// rival can never take or move this peer's own fighter, the claim list
+// round-trips, and after the tick's correction and step every body is
+// still finite: nothing bad reached box2d.
+func FuzzHandlePacket(f *testing.F) {
+	a := newPeer(f, peerA, peerB, nil)
+	b := newPeer(f, peerB, peerA, nil)
+	// Seeds: B's real packets, one while B holds a claim on the crate.
+	var now clocksync.GameTime
+	for i := range 20 {
+		now = clocksync.GameTime(i) * tickUS
+		b.w.Fighter(fighterB).SetInput(physics.InputRight | physics.InputPunch)
+		f.Add(b.tick(f, now))
+	}
+	if !b.r.reg.Claim(crate, b.w.Tick()) {
+		f.Fatal("B could not claim the crate")
+	}
+	b.r.setMode(b.r.lookup(crate), ModeOwned)
+	now += tickUS
+	claimed := b.tick(f, now)
+	f.Add(claimed)
+	f.Add(append([]byte{KindState, 2, 3, 1, 3, 2}, claimed[2:]...))             // the crate claimed twice
+	f.Add(append([]byte{KindState, 1, 1, 1}, claimed[1:]...))                   // a claim on a fighter
+	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))       // a damaged last byte
+	f.Add(binary.AppendUvarint([]byte{KindState}, MaxClaims+1))                 // too many claims
+	f.Add([]byte{KindState, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
+
+	buf := make([]byte, 0, 2048)
+	f.Fuzz(func(t *testing.T, p []byte) {
+		// Every input is judged against the same clock and a fresh filter,
+		// so the fuzzer reaches the per-object checks.
+		a.r.filter = clocksync.Filter{MaxDelay: a.r.cfg.MaxDelay}
+		before := a.r.Stats()
+		mineBefore := a.w.Object(fighterA).Bodies()[0].M_xf.P
+		err := a.r.HandlePacket(p, now)
+		after := a.r.Stats()
+
+		var pe *PacketError
+		var ae *AuthorityError
+		var se *physics.StateError
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrMalformed):
+			if !errors.As(err, &pe) {
+				t.Fatalf("malformed packet error %T is not a *PacketError: %v", err, err)
+			}
+			if after.Malformed != before.Malformed+1 || after.Applied != before.Applied {
+				t.Fatalf("malformed packet: malformed %d→%d, applied %d→%d", before.Malformed, after.Malformed, before.Applied, after.Applied)
+			}
+		case errors.As(err, &ae):
+			if ae.Sender != peerB {
+				t.Fatalf("authority error names sender %v", ae.Sender)
+			}
+		case errors.As(err, &se):
+		default:
+			t.Fatalf("untyped error %T: %v", err, err)
+		}
+		if err == nil && a.r.LastVerdict() != clocksync.Accepted && after.Applied != before.Applied {
+			t.Fatalf("a packet dropped by the filter (%v) was applied", a.r.LastVerdict())
+		}
+		if err != nil && pe == nil && after.Malformed != before.Malformed {
+			t.Fatalf("a parsed packet counted as malformed")
+		}
+		if pe == nil {
+			// The claim list round-trips.
+			claims, body, perr := a.r.parseHeader(p)
+			if perr != nil {
+				t.Fatalf("parseHeader refuses a packet HandlePacket parsed: %v", perr)
+			}
+			q := binary.AppendUvarint([]byte{KindState}, uint64(len(claims)))
+			for _, c := range claims {
+				q = binary.AppendUvarint(q, uint64(c.id))
+				q = binary.AppendUvarint(q, uint64(c.epoch))
+			}
+			want := append([]claim(nil), claims...)
+			q = append(q, body...)
+			got, body2, perr := a.r.parseHeader(q)
+			if perr != nil || !slicesEqual(got, want) || !bytes.Equal(body, body2) {
+				t.Fatalf("claims do not round-trip: %v %v / %v (%v)", want, body, got, perr)
+			}
+		}
+
+		// The rival never owns or moves this peer's fighter.
+		if a.r.Mode(fighterA) != ModeOwned || a.r.Corrector(fighterA).HasTarget() {
+			t.Fatalf("the rival's packet took over A's own fighter")
+		}
+		if a.w.Object(fighterA).Bodies()[0].M_xf.P != mineBefore {
+			t.Fatalf("HandlePacket moved A's own fighter")
+		}
+
+		a.r.BeforeStep(now)
+		a.w.Step()
+		a.r.AfterStep()
+		for _, o := range a.w.Objects() {
+			for i, bd := range o.Bodies() {
+				v := []float64{bd.M_xf.P.X, bd.M_xf.P.Y, bd.M_sweep.A, bd.M_linearVelocity.X, bd.M_linearVelocity.Y, bd.M_angularVelocity}
+				for _, x := range v {
+					if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > 1e6 {
+						t.Fatalf("%v body %d has state %v after the packet % x", o.ID(), i, v, p)
+					}
+				}
+			}
+		}
+		var aerr error
+		if buf, aerr = a.r.AppendPacket(buf[:0], now); aerr != nil {
+			t.Fatalf("A cannot encode its own states any more: %v", aerr)
+		}
+	})
+}
+
+func slicesEqual(a, b []claim) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
