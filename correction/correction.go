@@ -392,16 +392,54 @@ func (c *Corrector) Reset() {
 // bodies.
 var ErrBodyCount = errors.New("correction: wrong number of bodies")
 
+// TargetError is returned by SetTarget for a state with a NaN or infinite
+// value: which body, which field and the value. It wraps
+// physics.ErrNotFinite.
+type TargetError struct {
+	Body  int
+	Field string
+	Value float64
+	Err   error
+}
+
+func (e *TargetError) Error() string {
+	return fmt.Sprintf("correction: target body %d: %s = %g: %v", e.Body, e.Field, e.Value, e.Err)
+}
+
+func (e *TargetError) Unwrap() error { return e.Err }
+
+// nonFinite returns the first NaN or infinite field of s, if any.
+func nonFinite(s *physics.BodyState) (string, float64, bool) {
+	for _, f := range [...]struct {
+		name string
+		v    float64
+	}{{"pos.x", s.Pos.X}, {"pos.y", s.Pos.Y}, {"angle", s.Angle}, {"vel.x", s.Vel.X}, {"vel.y", s.Vel.Y}, {"angvel", s.AngVel}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return f.name, f.v, true
+		}
+	}
+	return "", 0, false
+}
+
 // SetTarget records a state received from the object's owner, sent at game
 // time sentAt (µs). The caller has already filtered it (newer than the last
-// one, not too old) and validated it (finite, in bounds); SetTarget only
-// checks the body count. It copies states and allocates nothing.
+// one, not too old) and validated it against the world's limits (in
+// bounds, plausible speeds); SetTarget checks the body count, and that
+// every value is finite (a *TargetError wrapping physics.ErrNotFinite
+// otherwise), so nothing non-finite can reach box2d through it. A refused
+// state leaves the previous target in place. It copies states and
+// allocates nothing (but for the error).
 //
 // A large change of velocity against the previous target marks a violent
 // event (see Config.ImpactDeltaV).
 func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
 	if len(states) != c.n {
 		return fmt.Errorf("%w: got %d, want %d", ErrBodyCount, len(states), c.n)
+	}
+	for i := range states {
+		if field, v, bad := nonFinite(&states[i]); bad {
+			return &TargetError{Body: i, Field: field, Value: v, Err: physics.ErrNotFinite}
+		}
 	}
 	if c.hasTarget {
 		dv2 := c.cfg.ImpactDeltaV * c.cfg.ImpactDeltaV

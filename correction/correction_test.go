@@ -442,3 +442,54 @@ func TestMonitorCountsRuns(t *testing.T) {
 		}
 	}
 }
+
+// A state with a NaN or infinite value is refused with a typed error that
+// names the body and field, keeps the previous target, and never reaches
+// box2d, whatever the method.
+func TestSetTargetRefusesNonFinite(t *testing.T) {
+	bad := []struct {
+		field string
+		set   func(s *physics.BodyState)
+	}{
+		{"pos.x", func(s *physics.BodyState) { s.Pos.X = math.NaN() }},
+		{"pos.y", func(s *physics.BodyState) { s.Pos.Y = math.Inf(1) }},
+		{"angle", func(s *physics.BodyState) { s.Angle = math.NaN() }},
+		{"vel.x", func(s *physics.BodyState) { s.Vel.X = math.Inf(-1) }},
+		{"vel.y", func(s *physics.BodyState) { s.Vel.Y = math.NaN() }},
+		{"angvel", func(s *physics.BodyState) { s.AngVel = math.Inf(1) }},
+	}
+	for _, m := range Methods {
+		for _, b := range bad {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: m}, 2)
+			r.bs = append(r.bs, r.body)
+			good := []physics.BodyState{{Pos: physics.V(0.1, 0)}, {Pos: physics.V(0.1, 0)}}
+			if err := c.SetTarget(good, 0); err != nil {
+				t.Fatal(err)
+			}
+			st := append([]physics.BodyState(nil), good...)
+			b.set(&st[1])
+			err := c.SetTarget(st, r.now)
+			var te *TargetError
+			if !errors.Is(err, physics.ErrNotFinite) || !errors.As(err, &te) || te.Body != 1 || te.Field != b.field {
+				t.Errorf("%v: SetTarget with %s non-finite: %v, want a *TargetError for body 1, %s, wrapping physics.ErrNotFinite", m, b.field, err, b.field)
+			}
+			if got, _ := c.Target(1); got != good[1] {
+				t.Errorf("%v: the refused state replaced the target: %+v", m, got)
+			}
+			if c.Stats().Targets != 1 {
+				t.Errorf("%v: refused state counted as a target", m)
+			}
+			for range 3 {
+				c.Apply(r.bs, r.now)
+				r.step()
+			}
+			s := r.state()
+			for _, v := range []float64{s.Pos.X, s.Pos.Y, s.Angle, s.Vel.X, s.Vel.Y, s.AngVel} {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("%v: %s reached box2d: body state %+v", m, b.field, s)
+				}
+			}
+		}
+	}
+}
