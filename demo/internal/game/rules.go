@@ -62,6 +62,14 @@ const (
 	DefaultResend      = 100 * time.Millisecond
 )
 
+// MaxCountdown bounds RulesConfig.Countdown.
+const MaxCountdown = time.Minute
+
+// startSlack is how far a new round's start may lie beyond what the leader
+// can announce (MaxCountdown ahead of now, or a round that just ended),
+// for clock error and delivery delay; the follower refuses a round outside.
+const startSlack = time.Minute
+
 // RulesConfig configures Rules.
 type RulesConfig struct {
 	// Me and Rival are the two peers' ids: 1 for the offerer (the leader
@@ -98,8 +106,8 @@ func (c *RulesConfig) validate() error {
 		return fmt.Errorf("rules: peers %v and %v: want 1 and 2", c.Me, c.Rival)
 	case c.RoundLength < time.Second || c.RoundLength > MaxRoundLength:
 		return fmt.Errorf("rules: round length %v: want 1s..%v", c.RoundLength, MaxRoundLength)
-	case c.Countdown < 0 || c.Countdown > time.Minute:
-		return fmt.Errorf("rules: countdown %v: want 0..1m", c.Countdown)
+	case c.Countdown < 0 || c.Countdown > MaxCountdown:
+		return fmt.Errorf("rules: countdown %v: want 0..%v", c.Countdown, MaxCountdown)
 	case c.Resend < time.Millisecond:
 		return fmt.Errorf("rules: resend interval %v too short", c.Resend)
 	case c.MaxHP < 1 || c.MaxHP > MaxReportHP:
@@ -326,7 +334,9 @@ func (r *Rules) decide(now clocksync.GameTime) Events {
 
 // Handle processes one round message from the rival, received at game time
 // now. A malformed or inconsistent message is refused with an error and
-// changes nothing.
+// changes nothing: a follower does not adopt a new round whose start is
+// more than MaxCountdown plus a minute ahead of now, or whose end is more
+// than a minute past.
 func (r *Rules) Handle(p []byte, now clocksync.GameTime) error {
 	r.stats.Received++
 	m := &r.in
@@ -343,6 +353,13 @@ func (r *Rules) Handle(p []byte, now clocksync.GameTime) error {
 		}
 		if m.Length < time.Second {
 			return r.reject(fmt.Errorf("%w: round length %v", ErrBadMessage, m.Length))
+		}
+		// The leader sets a round's start a countdown (at most
+		// MaxCountdown) after its own now, on the clock both share; a
+		// start further ahead, or of a round that ended long ago, is
+		// garbage that would freeze the countdown or the timer.
+		if m.Start > now.Add(MaxCountdown+startSlack) || m.Start < now.Add(-m.Length-startSlack) {
+			return r.reject(fmt.Errorf("%w: round %d starts at %v, absurd at game time %v", ErrBadMessage, m.Round, m.Start, now))
 		}
 		r.newRound(m.Round, m.Start, m.Length)
 	case m.Round < r.round:

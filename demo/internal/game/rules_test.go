@@ -3,6 +3,7 @@ package game
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -459,6 +460,47 @@ func TestDecideTable(t *testing.T) {
 		}
 		if got := Decide(1, time.Minute, c.r1, c.r2); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The follower adopts the leader's rounds, but not one whose start is
+// absurd for its own game clock (further ahead than any countdown, or so
+// long ago that the round ended minutes before): such a message is
+// refused and the round stays as it was.
+func TestFollowerRefusesAbsurdRoundStart(t *testing.T) {
+	const now = clocksync.GameTime(1_000_000_000)
+	for name, start := range map[string]clocksync.GameTime{
+		"an hour ahead":  now.Add(time.Hour),
+		"far future":     math.MaxInt64,
+		"hours ago":      now.Add(-3 * time.Hour),
+		"far past":       math.MinInt64,
+		"before the end": now.Add(-DefaultRoundLength - 2*time.Minute),
+	} {
+		f, err := NewRules(RulesConfig{Me: 2, Rival: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := AppendMessage(nil, &Message{Round: 1, Start: start, Length: DefaultRoundLength})
+		if err := f.Handle(msg, now); !errors.Is(err, ErrBadMessage) {
+			t.Errorf("%s: round 1 starting at %v adopted at %v: %v, want ErrBadMessage", name, start, now, err)
+		}
+		if n, _, _ := f.Round(); n != 0 || f.Stats().Rejected != 1 {
+			t.Errorf("%s: round %d after the refused message, rejected %d", name, n, f.Stats().Rejected)
+		}
+		if ev := f.Tick(now, 100); ev.NewRound {
+			t.Errorf("%s: the refused round was set", name)
+		}
+	}
+	// Plausible starts are adopted: a countdown ahead, or a round in
+	// progress (a follower that missed the first messages).
+	for _, start := range []clocksync.GameTime{now.Add(DefaultCountdown), now.Add(time.Minute), now.Add(-30 * time.Second)} {
+		f, _ := NewRules(RulesConfig{Me: 2, Rival: 1})
+		if err := f.Handle(AppendMessage(nil, &Message{Round: 1, Start: start, Length: DefaultRoundLength}), now); err != nil {
+			t.Errorf("round starting at %v refused at %v: %v", start, now, err)
+		}
+		if n, s, _ := f.Round(); n != 1 || s != start {
+			t.Errorf("round %d at %v, want 1 at %v", n, s, start)
 		}
 	}
 }
