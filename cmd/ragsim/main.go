@@ -93,12 +93,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	reorder := fs.Float64("reorder", 0, "custom: probability that a packet is held back 20 ms (0..1)")
 	var corr correction.Config
 	fs.Float64Var(&corr.Stiffness, "stiffness", 0, "correction spring stiffness k in 1/s² (0: the method's default)")
-	fs.Float64Var(&corr.DampingRatio, "damping", 0, "ragsync damping ratio ζ (0: 1, critically damped)")
-	fs.Float64Var(&corr.MaxSoftError, "max-soft-error", 0, "position error in m above which corrections snap (0: 0.5)")
-	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, "share of the error a ragsync hard correction removes per tick (0: 0.5)")
-	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, "ragsync: cap on the spring's pull in m/s (0: 4, negative: none)")
-	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, "velocity change in m/s that counts as an impact (0: 6)")
-	maxExtrap := fs.Duration("max-extrapolation", 0, "ragsync latency compensation cap (0: 250ms, negative: none)")
+	fs.Float64Var(&corr.DampingRatio, "damping", 0, fmt.Sprintf("ragsync damping ratio ζ (0: %v, which with the default stiffness matches the target's velocity every tick)", correction.DefaultDampingRatio))
+	fs.Float64Var(&corr.MaxSoftError, "max-soft-error", 0, fmt.Sprintf("position error in m above which corrections snap (0: %v)", correction.DefaultMaxSoftError))
+	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, fmt.Sprintf("share of the error a ragsync hard correction removes per tick (0: %v)", correction.DefaultHardBlend))
+	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, fmt.Sprintf("ragsync: cap on the spring's pull in m/s (0: %v, negative: none)", correction.DefaultMaxCorrectionSpeed))
+	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, fmt.Sprintf("velocity change in m/s that counts as an impact (0: %v)", correction.DefaultImpactDeltaV))
+	maxExtrap := fs.Duration("max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond))
 	blackout := fs.String("blackout", "", "custom: DURATION/PERIOD, e.g. 2s/15s: the link is down for DURATION every PERIOD")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,38 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		}
 		if out.Len() != 0 {
 			t.Errorf("%q printed results", args)
+		}
+	}
+}
+
+// The flags' help quotes correction's real defaults.
+func TestCLIHelpQuotesDefaults(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-h"}, &out, &errOut); !errors.Is(err, errUsage) {
+		t.Fatalf("-h: %v", err)
+	}
+	help := errOut.String()
+	usage := func(flag string) string {
+		_, rest, ok := strings.Cut(help, "  -"+flag+" ")
+		if !ok {
+			t.Fatalf("no -%s in the help:\n%s", flag, help)
+		}
+		lines := strings.SplitN(rest, "\n", 3)
+		if len(lines) < 2 {
+			t.Fatalf("-%s has no usage line", flag)
+		}
+		return lines[1]
+	}
+	for flag, want := range map[string]string{
+		"damping":              fmt.Sprintf("(0: %v", correction.DefaultDampingRatio),
+		"hard-blend":           fmt.Sprintf("(0: %v", correction.DefaultHardBlend),
+		"max-extrapolation":    fmt.Sprintf("(0: %v", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond),
+		"max-soft-error":       fmt.Sprintf("(0: %v", correction.DefaultMaxSoftError),
+		"max-correction-speed": fmt.Sprintf("(0: %v", correction.DefaultMaxCorrectionSpeed),
+		"impact-dv":            fmt.Sprintf("(0: %v", correction.DefaultImpactDeltaV),
+	} {
+		if u := usage(flag); !strings.Contains(u, want) {
+			t.Errorf("-%s: %q does not quote the default %q", flag, strings.TrimSpace(u), want)
 		}
 	}
 }
