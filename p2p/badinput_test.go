@@ -157,7 +157,10 @@ func FuzzSessionInput(f *testing.F) {
 	a, b := newPipeSessions(f, Config{MaxMessageSize: 64})
 	_ = a
 	f.Fuzz(func(t *testing.T, in []byte) {
-		b.onMessage(TransportTCP, in)
+		// As if it came over WebRTC: pipe sessions have only TCP, whose
+		// read loop is live and is the one caller of onMessage for that
+		// transport (each transport has its own reader and pong buffer).
+		b.onMessage(TransportWebRTC, in)
 		b.Poll(func(p []byte) {
 			h, payload, err := ParseHeader(in)
 			if err != nil || h.Type != MsgData || !bytes.Equal(p, payload) {
