@@ -104,9 +104,10 @@ type Config struct {
 	// SwitchMargin: mid-session, the offerer moves to the other working
 	// transport only if its 3-probe ping is lower by more than this (and
 	// by more than 10%). Zero means 5ms. It stops flapping between two
-	// transports with similar pings. In the initial choice, TCP must beat
-	// WebRTC by the same margin: closer pings are a tie, which WebRTC
-	// wins.
+	// transports with similar pings. TCP must beat WebRTC by this margin,
+	// in the initial choice and mid-session; closer pings are a tie, which
+	// WebRTC wins (mid-session too: the session moves back to WebRTC when
+	// it pings no worse than TCP by the margin).
 	SwitchMargin time.Duration
 	// PingInterval is the interval of keepalive pings on the active
 	// transport when the clock calibrator does not ping more often. Zero

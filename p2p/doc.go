@@ -167,9 +167,11 @@
 // ping) and it is at least 3 s since the last switch, and then if it is the
 // preferred transport (Config.Prefer), or, without a preference, if its
 // 3-probe maximum is lower than the active one's by more than
-// Config.SwitchMargin (5 ms) and 10 %. So WebRTC is taken back when it
-// recovers (after an ICE disconnect, or when it connects late after the
-// session settled on TCP) and pings better. A WebRTC PeerConnection that
+// Config.SwitchMargin (5 ms) and 10 % — except that WebRTC, which takes
+// ties, needs only to be no worse than TCP by that margin. So WebRTC is
+// taken back when it recovers (after an ICE disconnect, or when it
+// connects late after the session settled on TCP) and pings as well, and
+// the session never flaps: leaving WebRTC needs TCP clearly better. A WebRTC PeerConnection that
 // was closed is not renegotiated: the session stays on TCP.
 //
 // # Liveness

@@ -1075,7 +1075,13 @@ func (s *Session) policy(now time.Duration, active TransportKind) {
 	}
 	am, om := a.max3(), o.max3()
 	margin := max(s.cfg.SwitchMargin, am/10)
-	if om+margin < am {
+	switch {
+	case o.kind == TransportWebRTC && om <= am+margin:
+		// Ties go to WebRTC, as in the initial choice: back to the data
+		// channel once it works and pings no worse (e.g. it opened after
+		// the session had settled on TCP).
+		s.switchTo(now, o.kind, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am))
+	case om+margin < am:
 		s.switchTo(now, o.kind, fmt.Sprintf("%v pings better: %v vs %v", o.kind, om, am))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,6 +245,29 @@ func TestSessionWebRTCLate(t *testing.T) {
 	gotA, gotB := exchange(t, a, b, 100)
 	if gotA < 95 || gotB < 95 {
 		t.Errorf("received %d, %d of 100 after the switch", gotA, gotB)
+	}
+}
+
+// Without a preference, a WebRTC channel that opens after the session
+// settled on TCP is taken as soon as it pings no worse (ties go to WebRTC).
+func TestSessionWebRTCLateTiesGoToWebRTC(t *testing.T) {
+	checkLeaks(t)
+	url := startSignaling(t)
+	late := func(c *Config) { c.WebRTCTimeout = time.Millisecond }
+	a, b := pairByRoom(t, url, cfgWith(late), cfgWith(late))
+	if st := a.Stats(); st.Transport != TransportTCP {
+		t.Skipf("WebRTC opened within 1 ms (%s); nothing to test", st.ChoiceReason)
+	}
+	ea, eb := collectEvents(a), collectEvents(b)
+	toWebRTC := func(evs []Event) bool {
+		i := index(evs, EventTransportChanged, 0)
+		return i >= 0 && evs[i].Transport == TransportWebRTC
+	}
+	evA := ea.waitFor(t, "offerer moving to webrtc", 15*time.Second, toWebRTC)
+	eb.waitFor(t, "answerer moving to webrtc", 15*time.Second, toWebRTC)
+	i := index(evA, EventTransportChanged, 0)
+	if r := evA[i].Reason; !strings.Contains(r, "no worse") {
+		t.Errorf("switch reason %q", r)
 	}
 }
 
