@@ -95,7 +95,7 @@ func TestHeadlessBotMatch(t *testing.T) {
 		t.Fatalf("summary: %v", err)
 	}
 	// The human-readable summary comes first.
-	for _, want := range []string{"ragsync demo, headless:", "bot-1 (peer 1, offerer): WebRTC", "bot (peer 2, answerer): WebRTC", "goroutines:"} {
+	for _, want := range []string{"ragsync demo, headless:", "bot-1 (peer 1, offerer): ", "bot (peer 2, answerer): ", "goroutines:"} {
 		if !strings.Contains(out[:i], want) {
 			t.Errorf("summary lacks %q", want)
 		}
@@ -108,8 +108,21 @@ func TestHeadlessBotMatch(t *testing.T) {
 	}
 	var hits uint64
 	for _, p := range rep.Players {
-		if p.Transport != "webrtc" || p.LocalCand != "host" || strings.Contains(p.Path, "RELAYED") {
-			t.Errorf("%s: transport %s (%s), candidates %s/%s", p.Peer, p.Transport, p.Path, p.LocalCand, p.RemoteCand)
+		// WebRTC connects directly on loopback (a host candidate pair) and
+		// wins the initial choice. On a loaded machine a stall of the data
+		// channel longer than FailoverAfter moves the session to TCP, which
+		// it keeps at an equal ping: that is a working failover, not a
+		// failure, as long as WebRTC had connected.
+		webrtc := p.Transport == "webrtc" && strings.HasPrefix(p.Path, "WebRTC, direct")
+		failedOver := p.Transport == "tcp" && p.Switches > 0
+		if !(webrtc || failedOver) || p.LocalCand != "host" || p.RemoteCand != "host" {
+			t.Errorf("%s: transport %s (%s) after %d switches, candidates %s/%s", p.Peer, p.Transport, p.Path, p.Switches, p.LocalCand, p.RemoteCand)
+		}
+		if !strings.Contains(out[:i], p.Path) {
+			t.Errorf("summary lacks %s's path %q", p.Peer, p.Path)
+		}
+		if failedOver {
+			t.Logf("%s failed over to TCP during the match (a stall on a loaded machine)", p.Peer)
 		}
 		// Both fighters moved, in both worlds.
 		for f, m := range p.Moved {
