@@ -162,7 +162,8 @@ func TestSessionWebRTCDisabled(t *testing.T) {
 func TestSessionPeerDisabledWebRTC(t *testing.T) {
 	checkLeaks(t)
 	url := startSignaling(t)
-	start := time.Now()
+	// pairByRoom gives Connect 20 s, so it only succeeds if the offerer
+	// did not wait for the minute-long WebRTC timeout.
 	a, b := pairByRoom(t, url, cfgWith(func(c *Config) { c.WebRTCTimeout = time.Minute }),
 		cfgWith(func(c *Config) { c.DisableWebRTC = true }))
 	st := a.Stats()
@@ -171,10 +172,6 @@ func TestSessionPeerDisabledWebRTC(t *testing.T) {
 	}
 	if b.Stats().Transport != TransportTCP {
 		t.Errorf("answerer on %v", b.Stats().Transport)
-	}
-	// Not a timing assertion: the WebRTC timeout is a minute.
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("connecting took %v", d)
 	}
 }
 
