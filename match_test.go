@@ -187,6 +187,7 @@ func TestTickAllocatesNothingButBox2D(t *testing.T) {
 		m.link.Send(pkt)
 		m.buf = pkt[:0]
 	}
+	appliedA, appliedB := a.Stats().Replicator.Applied, b.Stats().Replicator.Applied
 	allocs := testing.AllocsPerRun(200, func() {
 		now += 16_667
 		partial(a)
@@ -194,6 +195,13 @@ func TestTickAllocatesNothingButBox2D(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a tick allocates %v times outside box2d", allocs)
+	}
+	// The measured ticks took the full path: every state packet applied
+	// (A gets B's fighter; B gets A's fighter and the crate), nothing
+	// rejected.
+	sa, sb := a.Stats(), b.Stats()
+	if da, db := sa.Replicator.Applied-appliedA, sb.Replicator.Applied-appliedB; da < 200 || db < 2*200 || sa.Rejected+sb.Rejected != 0 {
+		t.Errorf("applied %d/%d object states over 201 ticks, rejected %d/%d: not the path under test", da, db, sa.Rejected, sb.Rejected)
 	}
 }
 
