@@ -43,7 +43,9 @@
 //	         time, a sequence number and the states of every object it owns
 //
 // A shared object present in the snapshot without a claim is treated as a
-// claim of epoch 0. The receiver rejects the whole packet for a bad kind
+// claim of epoch 0. A claim is at most one epoch ahead of the receiver's
+// epoch of the object (a peer claims what it sees the other own, at their
+// shared epoch plus one); one further ahead is refused (ErrBadClaim). The receiver rejects the whole packet for a bad kind
 // byte, a bad claim list or a snapshot the physics codec refuses
 // (ErrMalformed, a *PacketError with the byte offset), and drops it for a
 // stale timestamp (counted by clocksync.Reason; not an error). It

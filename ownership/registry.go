@@ -62,6 +62,11 @@ var (
 	// against a newer or simultaneous claim (normal for a few ticks while
 	// claims cross the network).
 	ErrClaimLost = errors.New("ownership claim lost")
+	// ErrBadClaim: a claim more than one epoch ahead of this peer's epoch
+	// of the object. A peer claims an object it sees the other own, at
+	// their shared epoch plus one, so a claim can never skip epochs: this
+	// is a bug or a cheat, and it moves nothing.
+	ErrBadClaim = errors.New("ownership claim skips epochs")
 	// ErrDuplicate: the object id is already registered.
 	ErrDuplicate = errors.New("object already registered")
 	// ErrInvalidPeer: a zero PeerID, or one that is neither peer of the match.
@@ -116,7 +121,8 @@ type entry struct {
 // this peer claims it: epoch+1, owner = this peer, effective at once (so the
 // toucher sees no delay), and from then on its states carry the claim (id,
 // epoch). The rival accepts a claim whose epoch is newer than its own and
-// hands the object over. If both peers claim the same epoch at once, both
+// hands the object over (a claim more than one epoch ahead cannot happen
+// and is refused: ErrBadClaim). If both peers claim the same epoch at once, both
 // resolve the tie with the same rule (TieWinner), so they end up agreeing;
 // the loser's claim is refused (ErrClaimLost) and the loser reverts. After a
 // change, the local peer does not claim the object again for a cooldown, so
@@ -280,8 +286,8 @@ const (
 // tick now. claimEpoch is the epoch the sender claims for a shared object it
 // says it owns (0 if the state carries no claim). It returns Accept, or
 // AcceptTransfer after moving ownership to the sender, or an *AuthorityError
-// wrapping ErrUnknownObject, ErrLocalOnly, ErrNotOwner, ErrClaimLost or
-// ErrInvalidPeer.
+// wrapping ErrUnknownObject, ErrLocalOnly, ErrNotOwner, ErrClaimLost,
+// ErrBadClaim (a claim more than one epoch ahead) or ErrInvalidPeer.
 func (r *Registry) Receive(sender PeerID, id physics.ObjectID, claimEpoch uint32, now uint64) (Verdict, error) {
 	if sender != r.remote {
 		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrInvalidPeer}
@@ -300,6 +306,8 @@ func (r *Registry) Receive(sender PeerID, id physics.ObjectID, claimEpoch uint32
 		return Accept, nil
 	}
 	switch {
+	case uint64(claimEpoch) > uint64(e.epoch)+1:
+		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrBadClaim}
 	case claimEpoch > e.epoch:
 		// A newer claim: the sender took the object over.
 		changed := e.owner != sender

@@ -210,3 +210,41 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A claim can only be one epoch ahead of the receiver's: a peer claims an
+// object it sees the other own, at the epoch it shares with it, plus one.
+// A claim further ahead is garbage (or a cheat) and is refused without
+// moving anything; it must not let the sender keep the object for ever
+// (an epoch near 2³² would make every later claim of the receiver look
+// older) nor wrap the receiver's epoch around.
+func TestRegistryRefusesClaimsThatSkipEpochs(t *testing.T) {
+	a := newReg(t, peerA, peerB)
+	must(t, a.Add(5, peerA, true))
+	for _, epoch := range []uint32{2, 1000, 1<<32 - 1} {
+		v, err := a.Receive(peerB, 5, epoch, 1)
+		var ae *AuthorityError
+		if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || v != VerdictUnknown {
+			t.Errorf("claim at epoch %d over epoch 0: %v, %v; want an *AuthorityError wrapping ErrBadClaim", epoch, v, err)
+		}
+		if o, e := a.Owner(5); o != peerA || e != 0 || a.Transfers() != 0 {
+			t.Fatalf("claim at epoch %d moved the crate: owner %v epoch %d", epoch, o, e)
+		}
+	}
+	// The next epoch is a real claim.
+	if v, err := a.Receive(peerB, 5, 1, 2); err != nil || v != AcceptTransfer {
+		t.Fatalf("claim at epoch 1: %v, %v", v, err)
+	}
+	// And A can take it back later, at epoch 2, which B accepts.
+	b := newReg(t, peerB, peerA)
+	must(t, b.Add(5, peerA, true))
+	if !b.Claim(5, 0) {
+		t.Fatal("B could not claim")
+	}
+	if !a.Claim(5, 100) {
+		t.Fatal("A could not claim back after the cooldown")
+	}
+	_, e := a.Owner(5)
+	if v, err := b.Receive(peerA, 5, e, 100); err != nil || v != AcceptTransfer || e != 2 {
+		t.Errorf("B on A's claim at epoch %d: %v, %v", e, v, err)
+	}
+}

@@ -83,7 +83,8 @@ type Stats struct {
 	// Filter counts the timestamp filter's verdicts on parseable packets.
 	Filter clocksync.FilterCounts
 	// Unauthorized counts object states refused because the sender does
-	// not own the object (or it is local-only or unknown): a bug or a cheat.
+	// not own the object (or it is local-only or unknown, or its claim
+	// skips epochs): a bug or a cheat.
 	Unauthorized uint64
 	// ClaimsLost counts states of shared objects refused because the
 	// sender's ownership claim is stale or lost a tie: normal for a few
