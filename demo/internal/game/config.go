@@ -39,9 +39,10 @@ type Config struct {
 	Loss        float64
 	ICE         []string
 	LAN         bool
-	// Prefer is the transport policy: p2p.TransportWebRTC (default: TCP
-	// only as a fallback), p2p.TransportTCP, or TransportUnknown for the
-	// seed's rule (the lower 3-probe ping wins).
+	// Prefer is the transport policy (-prefer): TransportUnknown, the
+	// default ("ping"), for the seed's rule (the lower 3-probe ping wins,
+	// near-ties go to WebRTC); p2p.TransportWebRTC ("webrtc": TCP only as a
+	// fallback); or p2p.TransportTCP ("tcp").
 	Prefer      p2p.TransportKind
 	RoundLength time.Duration
 	Seed        uint64
