@@ -279,10 +279,19 @@ func (r *Rules) ms(t clocksync.GameTime) int64 {
 }
 
 // Tick advances the rules to game time now, with the local fighter's HP
-// after this tick's step. Call it once per tick after Match.Tick.
+// after this tick's step. Call it once per tick after Match.Tick. When it
+// reports NewRound the game resets its fighter; until then hp is still the
+// last round's, so the new round's HP history starts with the next Tick.
 func (r *Rules) Tick(now clocksync.GameTime, hp int) Events {
 	ev := r.pending
 	r.pending = Events{}
+	if ev.NewRound {
+		// Peer 2 adopted the round from a message during this tick's
+		// Match.Tick: hp is the last round's (0 after a KO, which would
+		// end the new round at once). The leader's new rounds are set at
+		// the end of Tick, so they wait for the next one anyway.
+		return ev
+	}
 	if r.round == 0 {
 		if r.leader {
 			r.newRound(1, now.Add(r.cfg.Countdown), r.cfg.RoundLength)

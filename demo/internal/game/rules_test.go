@@ -504,3 +504,34 @@ func TestFollowerRefusesAbsurdRoundStart(t *testing.T) {
 		}
 	}
 }
+
+// Peer 2 adopts a new round from a message, in Match.Tick, before its
+// fighter is healed for it (the game resets the fighters when Tick reports
+// NewRound). A knocked-out fighter's 0 HP from the last round must not end
+// the new round at once, nor appear in its history.
+func TestFollowerKnockedOutLastRoundStartsTheNextAlive(t *testing.T) {
+	p := newPair(t, RulesConfig{RoundLength: 2 * time.Second}, 9)
+	p.untilPhase(1, PhaseFight, 10*time.Second)
+	p.hp[1] = 0 // peer 2 is knocked out
+	p.run(3 * time.Second)
+	if a, b := p.results(); a != b || a.Winner != 1 || a.By != EndKO {
+		t.Fatalf("round 1: %v / %v", a, b)
+	}
+	for _, r := range p.rules {
+		if err := r.Rematch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.untilPhase(1, PhaseCountdown, 5*time.Second)
+	if p.rules[1].report != nil {
+		t.Fatalf("peer 2's round 2 ended before it began: %+v", *p.rules[1].report)
+	}
+	p.run(6 * time.Second) // nobody is hit in round 2
+	a, b := p.results()
+	if a != b || a.Round != 2 || a.Winner != 0 || a.By != EndTime || a.HP != [2]int{100, 100} {
+		t.Errorf("round 2 without a hit: %v / %v, want a draw on time at full HP", a, b)
+	}
+	if ch := p.rules[1].report.Changes; len(ch) != 0 {
+		t.Errorf("peer 2's round 2 history has HP changes without a hit: %v", ch)
+	}
+}
