@@ -345,13 +345,18 @@ func (r *Rules) decide(now clocksync.GameTime) Events {
 // now. A malformed or inconsistent message is refused with an error and
 // changes nothing: a follower does not adopt a new round whose start is
 // more than MaxCountdown plus a minute ahead of now, or whose end is more
-// than a minute past.
+// than a minute past, and a report must start at MaxHP and never gain HP.
 func (r *Rules) Handle(p []byte, now clocksync.GameTime) error {
 	r.stats.Received++
 	m := &r.in
 	m.Report = &r.inRep
 	if err := DecodeMessage(p, m); err != nil {
 		return r.reject(err)
+	}
+	if m.Report != nil {
+		if err := r.possible(m.Report); err != nil {
+			return r.reject(err)
+		}
 	}
 	switch {
 	case m.Round == 0:
@@ -408,6 +413,24 @@ func (r *Rules) Handle(p []byte, now clocksync.GameTime) error {
 		if r.rival != nil {
 			r.rivalRem = true
 		}
+	}
+	return nil
+}
+
+// possible checks that rep is a history Tick can record: the fighter starts
+// the round at full health (MaxHP, the same for both fighters) and its HP
+// only goes down during a round. Anything else would decide the round from
+// garbage.
+func (r *Rules) possible(rep *Report) error {
+	if rep.HP0 != r.cfg.MaxHP {
+		return &MessageError{Field: "hp0", Value: int64(rep.HP0), Reason: fmt.Sprintf("a round starts at full health (%d)", r.cfg.MaxHP)}
+	}
+	hp := rep.HP0
+	for _, c := range rep.Changes {
+		if c.HP > hp {
+			return &MessageError{Field: "hp", Value: int64(c.HP), Reason: fmt.Sprintf("HP rises from %d during the round", hp)}
+		}
+		hp = c.HP
 	}
 	return nil
 }

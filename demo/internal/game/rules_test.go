@@ -535,3 +535,36 @@ func TestFollowerKnockedOutLastRoundStartsTheNextAlive(t *testing.T) {
 		t.Errorf("peer 2's round 2 history has HP changes without a hit: %v", ch)
 	}
 }
+
+// A report must be a history the rules can produce: the fighter starts the
+// round at full health and HP only goes down in a round. A report that
+// starts above full health, or heals, is garbage (it would decide the
+// round) and is refused without changing anything.
+func TestRulesRefuseImpossibleReports(t *testing.T) {
+	p := newPair(t, RulesConfig{RoundLength: 5 * time.Second}, 11)
+	p.untilPhase(1, PhaseFight, 10*time.Second)
+	n, start, length := p.rules[1].Round()
+	for name, rep := range map[string]*Report{
+		"above full health": {Cut: 5000, HP0: 1000},
+		"below full health": {Cut: 5000, HP0: 50},
+		"heals":             {Cut: 5000, HP0: 100, Changes: []HPChange{{At: 100, HP: 40}, {At: 200, HP: 90}}},
+		"rises above full":  {Cut: 5000, HP0: 100, Changes: []HPChange{{At: 100, HP: 150}}},
+	} {
+		for i, r := range p.rules {
+			before := r.Stats().Rejected
+			msg := AppendMessage(nil, &Message{Round: n, Start: start, Length: length, Report: rep, AckRound: i == 0})
+			if err := r.Handle(msg, p.now); !errors.Is(err, ErrBadMessage) {
+				t.Errorf("peer %d, report %s: %v, want ErrBadMessage", i+1, name, err)
+			}
+			if r.rival != nil || r.Stats().Rejected != before+1 {
+				t.Errorf("peer %d, report %s: taken (rival report %v), rejected %d→%d", i+1, name, r.rival, before, r.Stats().Rejected)
+			}
+		}
+	}
+	// A real one is taken.
+	ok := AppendMessage(nil, &Message{Round: n, Start: start, Length: length,
+		Report: &Report{Cut: 5000, HP0: 100, Changes: []HPChange{{At: 100, HP: 90}, {At: 200, HP: 90 - 5}}}})
+	if err := p.rules[1].Handle(ok, p.now); err != nil || p.rules[1].rival == nil {
+		t.Errorf("a possible report: %v", err)
+	}
+}
