@@ -493,3 +493,18 @@ func TestSetTargetRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// A Monitor whose limits are unusable (negative, NaN or infinite) is
+// reported by Validate; its zero value and sane limits are fine.
+func TestMonitorValidate(t *testing.T) {
+	for _, m := range []Monitor{{}, {CriticalGap: 0.5, MaxRun: 1}, {CriticalGap: 100, MaxRun: 600}} {
+		if err := m.Validate(); err != nil {
+			t.Errorf("%+v: %v", m, err)
+		}
+	}
+	for _, m := range []Monitor{{CriticalGap: -1}, {CriticalGap: math.NaN()}, {CriticalGap: math.Inf(1)}, {MaxRun: -3}} {
+		if err := m.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", m, err)
+		}
+	}
+}

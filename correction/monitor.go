@@ -1,6 +1,9 @@
 package correction
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Monitor detects a "position disconnect": the local copy of an object and
 // its owner's state have been far apart for too long. Feed it one gap per
@@ -30,6 +33,19 @@ const (
 	DefaultCriticalGap = 1.5
 	DefaultMaxRun      = 30
 )
+
+// Validate reports unusable limits (wrapping ErrInvalidConfig): a negative,
+// NaN or infinite CriticalGap (a NaN one makes every gap critical), or a
+// negative MaxRun. Zero fields take the defaults.
+func (m *Monitor) Validate() error {
+	if !(m.CriticalGap >= 0) || math.IsInf(m.CriticalGap, 0) {
+		return fmt.Errorf("%w: Monitor.CriticalGap = %g, want > 0 (0: %g)", ErrInvalidConfig, m.CriticalGap, DefaultCriticalGap)
+	}
+	if m.MaxRun < 0 {
+		return fmt.Errorf("%w: Monitor.MaxRun = %d, want > 0 (0: %d)", ErrInvalidConfig, m.MaxRun, DefaultMaxRun)
+	}
+	return nil
+}
 
 func (m *Monitor) limits() (float64, int) {
 	g, n := m.CriticalGap, m.MaxRun
