@@ -173,6 +173,9 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 	if err := cfg.Correction.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Divergence.Validate(); err != nil {
+		return nil, err
+	}
 	reg, err := NewRegistry(cfg.Local, cfg.Remote, cfg.ClaimCooldown)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/correction"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -364,5 +365,19 @@ func TestReplicatorConfigErrors(t *testing.T) {
 	}
 	if err := r.Own(42); !errors.Is(err, ErrUnknownObject) {
 		t.Errorf("Own of a missing object: %v", err)
+	}
+}
+
+// An unusable divergence monitor (a negative or NaN critical gap counts
+// every tick as critical) is refused by New, like a bad correction config.
+func TestReplicatorRefusesBadDivergenceMonitor(t *testing.T) {
+	w, err := physics.NewWorld(physics.WorldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []correction.Monitor{{CriticalGap: -1}, {CriticalGap: math.NaN()}, {MaxRun: -1}} {
+		if _, err := New(w, Config{Local: 1, Remote: 2, Divergence: m}); !errors.Is(err, correction.ErrInvalidConfig) {
+			t.Errorf("Divergence %+v: New = %v, want correction.ErrInvalidConfig", m, err)
+		}
 	}
 }
