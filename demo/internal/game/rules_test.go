@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/ownership"
 )
 
 const tick = clocksync.GameTime(16_667)
@@ -568,3 +569,57 @@ func TestRulesRefuseImpossibleReports(t *testing.T) {
 		t.Errorf("a possible report: %v", err)
 	}
 }
+
+// FuzzRulesHandle feeds arbitrary round messages to both peers' rules in the
+// middle of a round: Handle never panics, a refused message changes
+// nothing, and whatever it accepts leaves a consistent state (a round
+// with a plausible start, a possible rival report).
+func FuzzRulesHandle(f *testing.F) {
+	const now = clocksync.GameTime(1_000_000_000)
+	start := now.Add(-2 * time.Second)
+	f.Add(AppendMessage(nil, &Message{Round: 1, Start: start, Length: time.Minute, AckRound: true}))
+	f.Add(AppendMessage(nil, &Message{Round: 2, Start: now.Add(3 * time.Second), Length: time.Minute}))
+	f.Add(AppendMessage(nil, &Message{Round: 1, Start: start, Length: time.Minute, AckReport: true, Rematch: true,
+		Report: &Report{KO: true, Cut: 9000, HP0: 100, Changes: []HPChange{{3000, 50}, {9000, 0}}}}))
+	f.Add(AppendMessage(nil, &Message{Round: 1, Start: start, Length: time.Minute, Report: &Report{Cut: 60000, HP0: 100}}))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		for _, me := range []int{1, 2} {
+			r, err := NewRules(RulesConfig{Me: ownershipID(me), Rival: ownershipID(3 - me)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.newRound(1, start, time.Minute)
+			r.pending = Events{}
+			r.Tick(now, 80)
+			n0, s0, l0 := r.Round()
+			rival0 := r.rival
+			err = r.Handle(p, now)
+			n1, s1, l1 := r.Round()
+			if err != nil {
+				if !errors.Is(err, ErrBadMessage) {
+					t.Fatalf("peer %d: error not wrapping ErrBadMessage: %v", me, err)
+				}
+				if n1 != n0 || s1 != s0 || l1 != l0 || r.rival != rival0 || r.pending != (Events{}) {
+					t.Fatalf("peer %d: a refused message changed the round: %d %v %v -> %d %v %v", me, n0, s0, l0, n1, s1, l1)
+				}
+				continue
+			}
+			if n1 != n0 {
+				if me == 1 || s1 > now.Add(MaxCountdown+startSlack) || s1 < now.Add(-l1-startSlack) || l1 < time.Second {
+					t.Fatalf("peer %d adopted round %d at %v (length %v) at %v", me, n1, s1, l1, now)
+				}
+			}
+			if r.rival != nil {
+				if err := r.possible(r.rival); err != nil || r.rival.Validate() != nil {
+					t.Fatalf("peer %d took an impossible report %+v", me, *r.rival)
+				}
+			}
+			r.Tick(now.Add(physicsTick), 80) // and the rules go on
+			r.AppendMessage(nil, now.Add(physicsTick))
+		}
+	})
+}
+
+const physicsTick = 16_667 * time.Microsecond
+
+func ownershipID(i int) ownership.PeerID { return ownership.PeerID(i) }
