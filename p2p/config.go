@@ -107,7 +107,7 @@ type Config struct {
 	// transports with similar pings. TCP must beat WebRTC by this margin,
 	// in the initial choice and mid-session; closer pings are a tie, which
 	// WebRTC wins (mid-session too: the session moves back to WebRTC when
-	// it pings no worse than TCP by the margin).
+	// it pings no worse than TCP by half the margin).
 	SwitchMargin time.Duration
 	// PingInterval is the interval of keepalive pings on the active
 	// transport when the clock calibrator does not ping more often. Zero

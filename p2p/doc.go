@@ -168,10 +168,12 @@
 // preferred transport (Config.Prefer), or, without a preference, if its
 // 3-probe maximum is lower than the active one's by more than
 // Config.SwitchMargin (5 ms) and 10 % — except that WebRTC, which takes
-// ties, needs only to be no worse than TCP by that margin. So WebRTC is
-// taken back when it recovers (after an ICE disconnect, or when it
+// ties, needs only to be no worse than TCP by half that margin. So WebRTC
+// is taken back when it recovers (after an ICE disconnect, or when it
 // connects late after the session settled on TCP) and pings as well, and
-// the session never flaps: leaving WebRTC needs TCP clearly better. A WebRTC PeerConnection that
+// pings near the line do not make the session flap: leaving WebRTC needs
+// TCP better by the whole margin, taking it back half of it, and switches
+// are at least 3 s apart. A WebRTC PeerConnection that
 // was closed is not renegotiated: the session stays on TCP.
 //
 // # Liveness

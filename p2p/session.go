@@ -1076,10 +1076,12 @@ func (s *Session) policy(now time.Duration, active TransportKind) {
 	am, om := a.max3(), o.max3()
 	margin := max(s.cfg.SwitchMargin, am/10)
 	switch {
-	case o.kind == TransportWebRTC && om <= am+margin:
+	case o.kind == TransportWebRTC && om <= am+margin/2:
 		// Ties go to WebRTC, as in the initial choice: back to the data
 		// channel once it works and pings no worse (e.g. it opened after
-		// the session had settled on TCP).
+		// the session had settled on TCP). Leaving WebRTC needs TCP better
+		// by the whole margin, taking it back half of it: the band between
+		// keeps pings that hover near the line from flapping.
 		s.switchTo(now, o.kind, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am))
 	case om+margin < am:
 		s.switchTo(now, o.kind, fmt.Sprintf("%v pings better: %v vs %v", o.kind, om, am))
