@@ -190,6 +190,13 @@ type Config struct {
 	// cap.
 	MaxCorrectionSpeed float64
 
+	// Bounds, if not empty, is where a body's extrapolated target may be:
+	// the ragsync method clamps the latency-compensated target into it, so
+	// a fast state near a wall is not extrapolated through the wall (and
+	// the hard path does not drag the body there). Zero: no clamp.
+	// ownership.Replicator sets it to the arena's interior.
+	Bounds physics.Rect
+
 	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
 	// game-time microseconds: a state older than this is extrapolated only
 	// this far: extrapolating a limb's swing further than this overshoots
@@ -283,6 +290,15 @@ func (c Config) Validate() error {
 	}
 	if c.ImpactHold < 0 {
 		return fmt.Errorf("%w: ImpactHold = %d, want >= 0", ErrInvalidConfig, c.ImpactHold)
+	}
+	if math.IsNaN(c.MaxCorrectionSpeed) || c.MaxCorrectionSpeed > 1000 {
+		return fmt.Errorf("%w: MaxCorrectionSpeed = %g, want <= 1000 (negative: no cap)", ErrInvalidConfig, c.MaxCorrectionSpeed)
+	}
+	if c.MaxExtrapolation > 2_000_000 {
+		return fmt.Errorf("%w: MaxExtrapolation = %d µs, want <= 2 s", ErrInvalidConfig, c.MaxExtrapolation)
+	}
+	if b := c.Bounds; !b.Min.IsFinite() || !b.Max.IsFinite() {
+		return fmt.Errorf("%w: Bounds %v not finite", ErrInvalidConfig, b)
 	}
 	return nil
 }
@@ -599,7 +615,7 @@ func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool)
 	maxPull := c.cfg.MaxCorrectionSpeed
 	for i, b := range bodies {
 		t := &c.target[i]
-		tp := t.Pos.Add(t.Vel.Scale(dt))
+		tp := c.clamp(t.Pos.Add(t.Vel.Scale(dt)))
 		ta := t.Angle + t.AngVel*dt
 		p := pos(b)
 		e := tp.Sub(p)
@@ -629,6 +645,17 @@ func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool)
 		b.ApplyAngularImpulse(b.M_I*dw, true)
 		c.stats.SoftCorrections++
 	}
+}
+
+// clamp keeps an extrapolated target position inside Config.Bounds.
+func (c *Corrector) clamp(p physics.Vec2) physics.Vec2 {
+	b := c.cfg.Bounds
+	if !(b.Max.X > b.Min.X && b.Max.Y > b.Min.Y) {
+		return p
+	}
+	p.X = min(max(p.X, b.Min.X), b.Max.X)
+	p.Y = min(max(p.Y, b.Min.Y), b.Max.Y)
+	return p
 }
 
 // pos returns the origin of b, reading box2d's fields (its getters copy the

@@ -508,3 +508,21 @@ func TestMonitorValidate(t *testing.T) {
 		}
 	}
 }
+
+// A fast state next to a wall is not extrapolated through it.
+func TestRagsyncTargetClampedToBounds(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200_000}, 1)
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.9, 0), Vel: physics.V(40, 0)}}, 0)
+	r.now = 200_000
+	c.Apply(r.bs, r.now)
+	// Unclamped, the target would be at x = 0.9 + 40·(0.2 - 1 tick) = 7.9.
+	if e := c.Stats().Error[0]; math.Abs(e-1) > 1e-9 {
+		t.Errorf("error %v, want 1 (the target clamped to x = 1)", e)
+	}
+	for _, bad := range []Config{{MaxCorrectionSpeed: math.NaN()}, {MaxExtrapolation: 10_000_000}, {Bounds: physics.Rect{Max: physics.V(math.Inf(1), 0)}}} {
+		if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}

@@ -170,6 +170,9 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 	if world == nil {
 		return nil, errors.New("ownership: nil world")
 	}
+	if cfg.Correction.Bounds == (physics.Rect{}) {
+		cfg.Correction.Bounds = world.Arena()
+	}
 	if err := cfg.Correction.Validate(); err != nil {
 		return nil, err
 	}
