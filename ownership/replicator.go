@@ -318,7 +318,9 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 // cannot parse, or else the first per-object error (an *AuthorityError, a
 // *physics.StateError), or nil. A packet the timestamp filter drops
 // (duplicate, out of order, too old, too far ahead) is not an error: it is
-// counted in Stats.Filter and LastVerdict says why. Nothing invalid reaches
+// counted in Stats.Filter and LastVerdict says why. Neither is the state of
+// a shared object whose claim lost (the rival had not yet seen the object
+// change hands): it is skipped and counted in Stats.ClaimsLost. Nothing invalid reaches
 // box2d. Well-formed packets allocate nothing.
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	r.stats.PacketsIn++
@@ -377,10 +379,12 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	r.stats.Ties = r.reg.Ties()
 	if err != nil {
 		if errors.Is(err, ErrClaimLost) {
+			// Normal while claims cross: the rival has not yet seen
+			// that the object changed hands. Counted, not an error.
 			r.stats.ClaimsLost++
-		} else {
-			r.stats.Unauthorized++
+			return nil
 		}
+		r.stats.Unauthorized++
 		return err
 	}
 	if o == nil { // registered but not tracked: cannot happen via Track

@@ -67,7 +67,7 @@ func newPeer(t testing.TB, local, remote PeerID, mutate func(*Config)) *peer {
 func (p *peer) tick(t testing.TB, now clocksync.GameTime, inbox ...[]byte) []byte {
 	t.Helper()
 	for _, pkt := range inbox {
-		if err := p.r.HandlePacket(pkt, now); err != nil && !errors.Is(err, ErrClaimLost) {
+		if err := p.r.HandlePacket(pkt, now); err != nil {
 			t.Fatalf("HandlePacket: %v", err)
 		}
 	}
