@@ -177,7 +177,7 @@ func (c *Config) impairment() (*netsim.Config, error) {
 
 func webrtcURL(u string) (webrtc.ICEServer, error) {
 	s := webrtc.ICEServer{URLs: []string{u}}
-	// turn:user:pass@host:port carries credentials.
+	// A TURN URL of the form turn:USER:PASS@HOST:PORT carries credentials.
 	if scheme, rest, ok := strings.Cut(u, ":"); ok && (scheme == "turn" || scheme == "turns") {
 		if cred, host, ok := strings.Cut(rest, "@"); ok {
 			user, pass, _ := strings.Cut(cred, ":")

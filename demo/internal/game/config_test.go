@@ -30,7 +30,7 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("impairment %v by default", imp)
 	}
 
-	c, err = ParseFlags([]string{"-signal", "http://10.0.0.2:8080", "-room", "abcdef", "-lan", "-ice", "stun:stun.example.org:3478",
+	c, err = ParseFlags([]string{"-signal", "http://192.0.2.2:8080", "-room", "abcdef", "-lan", "-ice", "stun:stun.example.org:3478",
 		"-ice", "turn:me:secret@turn.example.org:3478", "-lag", "80ms", "-jitter", "10ms", "-loss", "0.02", "-prefer", "tcp"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
