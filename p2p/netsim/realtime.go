@@ -174,7 +174,26 @@ func (p *Pipe) run() {
 		p.addrs = p.addrs[:0]
 
 		if ok {
-			t.Reset(max(next-now, 0))
+			// Arm the timer from the clock as it is now, not as it was
+			// before delivering: time may have passed meanwhile (an
+			// injected clock may even have been advanced), and a deadline
+			// computed from the old reading would fire late.
+			// The Timer takes a duration, so if the clock moves between
+			// reading it and Reset, the deadline lands late by that much:
+			// read it again and re-arm while it moved (a few tries; a real
+			// clock always moves a little, and a few µs late is fine).
+			cur := p.clock.Now().Sub(p.start)
+			for range 3 {
+				t.Reset(max(next-cur, 0))
+				after := p.clock.Now().Sub(p.start)
+				if after == cur {
+					break
+				}
+				cur = after
+			}
+			if cur >= next {
+				continue // due already: deliver without waiting
+			}
 		} else {
 			t.Stop()
 		}
