@@ -120,7 +120,8 @@ type replicated struct {
 	fighter *physics.Fighter
 	corr    *correction.Corrector
 	mon     correction.Monitor
-	mode    Mode
+	mode    Mode                                // cached from the registry by setMode, for the per-tick paths
+	shared  bool                                // ownership can change (fixed at Track)
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
 }
 
@@ -219,7 +220,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 		r.reg.Remove(id)
 		return err
 	}
-	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence}
+	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared}
 	for i, b := range obj.Bodies() {
 		o.gravity[i] = b.M_gravityScale
 	}
@@ -284,7 +285,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 	dst = append(dst, KindState)
 	n := 0
 	for _, o := range r.objs {
-		if o.mode == ModeOwned && r.reg.Shared(o.obj.ID()) {
+		if o.mode == ModeOwned && o.shared {
 			n++
 		}
 	}
@@ -293,7 +294,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 		if o.mode != ModeOwned {
 			continue
 		}
-		if r.reg.Shared(o.obj.ID()) {
+		if o.shared {
 			_, epoch := r.reg.Owner(o.obj.ID())
 			dst = binary.AppendUvarint(dst, uint64(o.obj.ID()))
 			dst = binary.AppendUvarint(dst, uint64(epoch))

@@ -94,7 +94,6 @@ type hitRec struct {
 // peer is one simulated player: a local clock, a clock calibrator, a world,
 // a Match, a bot, and its end of the network.
 type peer struct {
-	name            string
 	id              ownership.PeerID
 	fighter, rival  physics.ObjectID
 	master          *clocksync.ManualClock
@@ -115,7 +114,6 @@ type peer struct {
 	hits            []hitRec
 	koTicks         int
 	kos             int
-	notSynced       int
 }
 
 // ragsync.Link
@@ -160,9 +158,9 @@ func (p *peer) masterAt(local time.Duration) time.Duration {
 	return time.Duration(math.Ceil(m))
 }
 
-func newPeer(name string, id, remote ownership.PeerID, fighter, rival physics.ObjectID, master *clocksync.ManualClock,
+func newPeer(id, remote ownership.PeerID, fighter, rival physics.ObjectID, master *clocksync.ManualClock,
 	skew float64, role clocksync.Role, corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
-	p := &peer{name: name, id: id, fighter: fighter, rival: rival, master: master, out: out,
+	p := &peer{id: id, fighter: fighter, rival: rival, master: master, out: out,
 		clock:  &clocksync.SkewedClock{Base: master, SkewPPM: skew},
 		bot:    physics.NewBot(seed),
 		calBuf: make([]byte, 0, 64), pongBuf: make([]byte, 0, 64)}
@@ -200,7 +198,6 @@ func (p *peer) tick() {
 	f := p.world.Fighter(p.fighter)
 	f.SetInput(p.bot.Input(p.world, p.fighter, p.rival))
 	if err := p.match.Tick(); errors.Is(err, ragsync.ErrNotSynced) {
-		p.notSynced++
 		return
 	}
 	// The owner decides its fighter's fate: a knocked-out fighter comes
@@ -250,11 +247,11 @@ func Run(o Options) (Result, error) {
 	master := &clocksync.ManualClock{}
 	corr := o.Correction
 	corr.Method = o.Method
-	a, err := newPeer("A", 1, 2, fighterA, fighterB, master, 0, clocksync.RoleLeader, corr, pair.AB, o.Seed+1)
+	a, err := newPeer(1, 2, fighterA, fighterB, master, 0, clocksync.RoleLeader, corr, pair.AB, o.Seed+1)
 	if err != nil {
 		return Result{}, err
 	}
-	b, err := newPeer("B", 2, 1, fighterB, fighterA, master, o.Scenario.SkewPPM, clocksync.RoleFollower, corr, pair.BA, o.Seed+2)
+	b, err := newPeer(2, 1, fighterB, fighterA, master, o.Scenario.SkewPPM, clocksync.RoleFollower, corr, pair.BA, o.Seed+2)
 	if err != nil {
 		return Result{}, err
 	}
