@@ -1,40 +1,42 @@
 module github.com/ragsync/ragsync
 
-go 1.24.0
+go 1.25.0
 
 require (
 	github.com/ByteArena/box2d v1.0.2
 	github.com/coder/websocket v1.8.15
-	github.com/hajimehoshi/ebiten/v2 v2.8.8
-	github.com/pion/datachannel v1.6.2
-	github.com/pion/ice/v4 v4.4.2
+	github.com/hajimehoshi/ebiten/v2 v2.10.4
+	github.com/pion/datachannel v1.6.4
+	github.com/pion/ice/v4 v4.4.8
 	github.com/pion/logging v0.2.4
-	github.com/pion/transport/v4 v4.1.0
-	github.com/pion/webrtc/v4 v4.2.20
-	golang.org/x/image v0.20.0
+	github.com/pion/transport/v5 v5.1.4
+	github.com/pion/webrtc/v4 v4.2.26
+	golang.org/x/image v0.45.0
 )
 
 require (
-	github.com/ebitengine/gomobile v0.0.0-20240911145611-4856209ac325 // indirect
+	github.com/ebitengine/gomobile v0.0.0-20260820040257-d11f821a26a6 // indirect
 	github.com/ebitengine/hideconsole v1.0.0 // indirect
-	github.com/ebitengine/purego v0.8.0 // indirect
+	github.com/ebitengine/purego v0.11.0 // indirect
+	github.com/go-text/typesetting v0.3.5 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/jezek/xgb v1.1.1 // indirect
-	github.com/pion/dtls/v3 v3.1.8 // indirect
-	github.com/pion/interceptor v0.1.48 // indirect
-	github.com/pion/mdns/v2 v2.2.0 // indirect
+	github.com/pion/dtls/v3 v3.1.15 // indirect
+	github.com/pion/interceptor v0.1.51 // indirect
+	github.com/pion/mdns/v2 v2.2.2 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
-	github.com/pion/rtcp v1.2.17 // indirect
-	github.com/pion/rtp v1.10.5 // indirect
-	github.com/pion/sctp v1.11.1 // indirect
-	github.com/pion/sdp/v3 v3.0.19 // indirect
-	github.com/pion/srtp/v3 v3.0.13 // indirect
-	github.com/pion/stun/v4 v4.0.0 // indirect
-	github.com/pion/turn/v5 v5.1.0 // indirect
+	github.com/pion/rtcp v1.2.20 // indirect
+	github.com/pion/rtp v1.10.6 // indirect
+	github.com/pion/sctp v1.12.1 // indirect
+	github.com/pion/sdp/v3 v3.0.20 // indirect
+	github.com/pion/srtp/v3 v3.1.3 // indirect
+	github.com/pion/stun/v4 v4.0.1 // indirect
+	github.com/pion/turn/v5 v5.1.3 // indirect
+	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/wlynxg/anet v0.0.5 // indirect
-	golang.org/x/crypto v0.48.0 // indirect
-	golang.org/x/net v0.50.0 // indirect
-	golang.org/x/sync v0.19.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
 )

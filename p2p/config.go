@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/pion/transport/v4"
+	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/clocksync"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/transport/v4/vnet"
+	"github.com/pion/transport/v5/vnet"
 
 	"github.com/ragsync/ragsync/signaling"
 )

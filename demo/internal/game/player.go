@@ -82,7 +82,6 @@ type PlayerConfig struct {
 type pairState struct {
 	status Status
 	room   string
-	err    error
 }
 
 type pairResult struct {

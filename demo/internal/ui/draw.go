@@ -126,7 +126,7 @@ func (p *painter) drawShape(dst *ebiten.Image, c camera, s *physics.Shape, pos p
 			vector.StrokeCircle(dst, x, y, r, 1.5, col, true)
 			return
 		}
-		vector.DrawFilledCircle(dst, x, y, r, col, false)
+		vector.FillCircle(dst, x, y, r, col, false)
 		// A mark to see it roll.
 		e := pos.Add(s.Center.Add(physics.V(s.Radius*0.7, 0)).Rotate(angle))
 		ex, ey := c.pt(e)
@@ -164,7 +164,7 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 	in := w.Arena()
 	x0, y0 := c.pt(physics.V(in.Min.X, 0))
 	x1, _ := c.pt(physics.V(in.Max.X, 0))
-	vector.DrawFilledRect(dst, x0, y0, x1-x0, 3, colGround, false)
+	vector.FillRect(dst, x0, y0, x1-x0, 3, colGround, false)
 
 	reg := pl.Match().Registry()
 	for _, id := range []physics.ObjectID{game.CrateID, game.BallID} {

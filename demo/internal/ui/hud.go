@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/text" //nolint:staticcheck // text/v2 needs go-text/typesetting, not in go.mod; v1 draws basicfont fine
+	"github.com/hajimehoshi/ebiten/v2/text/v2"
 	"github.com/hajimehoshi/ebiten/v2/vector"
 	"golang.org/x/image/font/basicfont"
 
@@ -17,7 +17,8 @@ import (
 	"github.com/ragsync/ragsync/p2p"
 )
 
-var face = basicfont.Face7x13
+// face is the HUD's bitmap font; text/v2 draws it from the top-left of the line.
+var face = text.NewGoXFace(basicfont.Face7x13)
 
 const lineH = 15
 
@@ -25,16 +26,15 @@ const lineH = 15
 // left-aligned at x or centred on x.
 func say(dst *ebiten.Image, s string, x, y float64, size float64, col color.Color, centre bool) {
 	for i, line := range strings.Split(s, "\n") {
-		op := &ebiten.DrawImageOptions{}
+		op := &text.DrawOptions{}
 		lx := x
 		if centre {
 			lx -= float64(len([]rune(line))) * 7 * size / 2
 		}
-		op.GeoM.Translate(0, 11) // basicfont's ascent: draw from the top
 		op.GeoM.Scale(size, size)
 		op.GeoM.Translate(lx, y+float64(i)*lineH*size)
 		op.ColorScale.ScaleWithColor(col)
-		text.DrawWithOptions(dst, line, face, op)
+		text.Draw(dst, line, face, op)
 	}
 }
 
@@ -58,7 +58,7 @@ func panel(dst *ebiten.Image, in []string, inCols []color.Color, y float64, size
 	}
 	pw := float32(float64(w)*7*size + 40)
 	ph := float32(float64(len(lines))*lineH*size + 24)
-	vector.DrawFilledRect(dst, float32(screenW/2)-pw/2, float32(y)-12, pw, ph, colPanel, false)
+	vector.FillRect(dst, float32(screenW/2)-pw/2, float32(y)-12, pw, ph, colPanel, false)
 	for i, l := range lines {
 		col := color.Color(colText)
 		if i < len(cols) && cols[i] != nil {
@@ -69,16 +69,16 @@ func panel(dst *ebiten.Image, in []string, inCols []color.Color, y float64, size
 }
 
 func hpBar(dst *ebiten.Image, x, y, w, h float32, hp, maxHP int, rightToLeft bool) {
-	vector.DrawFilledRect(dst, x, y, w, h, colHPBack, false)
+	vector.FillRect(dst, x, y, w, h, colHPBack, false)
 	f := float32(0)
 	if maxHP > 0 {
 		f = float32(hp) / float32(maxHP)
 	}
 	fw := w * max(0, min(1, f))
 	if rightToLeft {
-		vector.DrawFilledRect(dst, x+w-fw, y, fw, h, colHPFront, false)
+		vector.FillRect(dst, x+w-fw, y, fw, h, colHPFront, false)
 	} else {
-		vector.DrawFilledRect(dst, x, y, fw, h, colHPFront, false)
+		vector.FillRect(dst, x, y, fw, h, colHPFront, false)
 	}
 	vector.StrokeRect(dst, x, y, w, h, 1, colDim, false)
 }
@@ -90,7 +90,7 @@ func clock(d time.Duration) string {
 
 // drawTopBar draws both HP bars, the round timer and a one-line link status.
 func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
-	vector.DrawFilledRect(dst, 0, 0, screenW, topBar, colBar, false)
+	vector.FillRect(dst, 0, 0, screenW, topBar, colBar, false)
 	w := pl.World()
 	r := pl.Rules()
 	now := pl.Now()
@@ -111,7 +111,7 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		if peer == 2 {
 			x = screenW - 20 - 460
 		}
-		vector.DrawFilledRect(dst, x-10, 10, 6, 24, colFighter[peer], false)
+		vector.FillRect(dst, x-10, 10, 6, 24, colFighter[peer], false)
 		hpBar(dst, x, 10, 460, 24, hp, f.MaxHP(), peer == 2)
 		tx := float64(x) + 8
 		if peer == 2 {
@@ -299,7 +299,7 @@ func wrap(s string, n int) string {
 // age, jitter and loss, and the link figures.
 func (g *Game) drawNetHUD(dst *ebiten.Image, pl *game.Player) {
 	const x, y, w, h = 16, topBar + 12, 640, 300
-	vector.DrawFilledRect(dst, x, y, w, h, colPanel, false)
+	vector.FillRect(dst, x, y, w, h, colPanel, false)
 	ls := pl.Session().Stats()
 	d := pl.Diag()
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
@@ -336,7 +336,7 @@ func (g *Game) drawNetHUD(dst *ebiten.Image, pl *game.Player) {
 	gy := float32(y + 6 + len(lines)*lineH + 8)
 	gh := float32(y+h) - gy - 22
 	gx, gw := float32(x+8), float32(w-16)
-	vector.DrawFilledRect(dst, gx, gy, gw, gh, color.RGBA{0, 0, 0, 120}, false)
+	vector.FillRect(dst, gx, gy, gw, gh, color.RGBA{0, 0, 0, 120}, false)
 	g.samples = d.Graph(g.samples)
 	top := 20.0 // ms, at least
 	for _, s := range g.samples {
@@ -357,7 +357,7 @@ func (g *Game) drawNetHUD(dst *ebiten.Image, pl *game.Player) {
 		x0 := gx + float32(i)*step
 		if s.Loss > 0 {
 			lh := min(lossH, float32(s.Loss/0.25)*lossH)
-			vector.DrawFilledRect(dst, x0, gy+gh-lh, max(step-1, 1), lh, color.RGBA{255, 80, 80, 200}, false)
+			vector.FillRect(dst, x0, gy+gh-lh, max(step-1, 1), lh, color.RGBA{255, 80, 80, 200}, false)
 		}
 		if i == 0 {
 			continue
