@@ -12,17 +12,22 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests and benchmarks run with the race detector and cgo (Ebiten needs it).
 export CGO_ENABLED := 1
 
+# Pinned Go tools, installed by `make deps` into $(TOOLS) (not on PATH).
+TOOLS := $(CURDIR)/.tools
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+
 # Extra arguments for the demo, e.g. make demo ARGS="-bot".
 ARGS ?=
 # Test timeout for the whole run; CI allows 90 minutes, we aim well under 15.
 TEST_TIMEOUT ?= 15m
 
-.PHONY: all deps test vet bench demo fuzz clean check-go
+.PHONY: all deps test vet lint bench demo fuzz clean check-go
 
 all: test
 
 check-go:
-	@command -v $(GO) >/dev/null || { echo "Go is not installed: get Go 1.24 or newer from https://go.dev/dl/" >&2; exit 1; }
+	@command -v $(GO) >/dev/null || { echo "Go is not installed: get Go 1.25 or newer from https://go.dev/dl/" >&2; exit 1; }
 
 # deps installs only the Debian packages that are missing, and downloads the
 # Go modules. It is a no-op on a machine that already has everything.
@@ -40,11 +45,17 @@ deps: check-go
 		|| { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
 	fi
 	@$(GO) mod download
+	@[ -x $(STATICCHECK) ] || { echo "installing staticcheck $(STATICCHECK_VERSION)"; \
+		mkdir -p $(TOOLS) && GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
+		mv $(TOOLS)/staticcheck $(STATICCHECK); }
 
 vet: deps
 	$(GO) vet ./...
 
-test: vet
+lint: deps
+	$(STATICCHECK) ./...
+
+test: vet lint
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 bench: deps
@@ -64,3 +75,4 @@ demo: deps
 
 clean:
 	$(GO) clean -testcache
+	rm -rf $(TOOLS)

@@ -62,7 +62,7 @@ type Config struct {
 	// without them only host (and peer-reflexive) candidates are used,
 	// which works on one machine and within a LAN.
 	ICEServers []webrtc.ICEServer
-	// Net is the network pion uses (SettingEngine.SetNet), e.g. a pion vnet
+	// Net is the network pion uses (SettingEngine.SetNet; pion/transport/v5), e.g. a pion vnet
 	// for tests. Nil means the real network.
 	Net transport.Net
 	// Interfaces is the candidate-gathering policy; see InterfacePolicy.

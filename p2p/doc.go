@@ -33,8 +33,9 @@
 // # Transports
 //
 // WebRTC (pion/webrtc v4): one PeerConnection with one data channel,
-// Ordered=false and MaxRetransmits=0, created by the offerer and accepted
-// by the answerer through the in-band open handshake (DCEP). It is read
+// labelled "ragsync", pre-negotiated by both peers as SCTP stream id 0
+// (Negotiated=true, no in-band open handshake), Ordered=false and
+// MaxRetransmits=0. A channel the peer opens in-band is refused. It is read
 // through Detach (SettingEngine.DetachDataChannels) into a reused buffer.
 // The SDP offer/answer and trickled ICE candidates go through the
 // signaling server. No STUN/TURN servers are used unless Config.ICEServers
@@ -49,10 +50,6 @@
 // Otherwise every interface is used (loopback only with
 // Config.IncludeLoopback). Config.InterfaceFilter overrides the interface
 // filter.
-//
-// pion/datachannel v1.6.2 does not apply the reliability parameters of a
-// pre-negotiated channel (Negotiated=true): it would silently be reliable
-// and ordered, which is why the channel is negotiated in-band.
 //
 // TCP: the signaling server's relay (signaling.DialRelay with the token
 // from the pairing) carries session messages as length-prefixed frames

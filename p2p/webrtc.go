@@ -16,13 +16,19 @@ import (
 	"github.com/pion/webrtc/v4"
 )
 
-// dataChannelLabel names the session's data channel. The offerer creates
-// it; the answerer accepts it through the in-band open handshake (DCEP),
-// and refuses any other channel. (A pre-negotiated channel would save the
-// handshake, but pion/datachannel v1.6.2 never applies the reliability
-// parameters of negotiated channels: they silently stay reliable and
-// ordered.)
+// dataChannelLabel names the session's data channel.
 const dataChannelLabel = "ragsync"
+
+// dataChannelInit is the session's data channel: pre-negotiated as stream
+// id 0 on both sides (no DCEP open handshake, so it is usable as soon as
+// SCTP is up), unordered, with 0 retransmits. Any channel the peer opens
+// in-band is refused. pion/datachannel honours the reliability settings of
+// negotiated channels from v1.6.4 (TestNegotiatedChannelIsUnreliableUnordered).
+func dataChannelInit() *webrtc.DataChannelInit {
+	negotiated, ordered := true, false
+	var id, maxRetransmits uint16
+	return &webrtc.DataChannelInit{Negotiated: &negotiated, ID: &id, Ordered: &ordered, MaxRetransmits: &maxRetransmits}
+}
 
 // sctpReceiveBuffer is the SCTP receive buffer (pion's default, set
 // explicitly): no message larger than this can be reassembled.
@@ -97,18 +103,10 @@ func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcT
 	if err != nil {
 		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
 	}
-	var dc *webrtc.DataChannel
-	if role == RoleOfferer {
-		ordered := false
-		var maxRetransmits uint16
-		dc, err = pc.CreateDataChannel(dataChannelLabel, &webrtc.DataChannelInit{
-			Ordered:        &ordered,
-			MaxRetransmits: &maxRetransmits,
-		})
-		if err != nil {
-			_ = pc.Close()
-			return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
-		}
+	dc, err := pc.CreateDataChannel(dataChannelLabel, dataChannelInit())
+	if err != nil {
+		_ = pc.Close()
+		return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
 	}
 	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -137,31 +135,12 @@ func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcT
 			t.down(fmt.Errorf("p2p: webrtc: peer connection %s", s))
 		}
 	})
-	if dc != nil {
-		t.watch(dc)
-	} else {
-		pc.OnDataChannel(func(dc *webrtc.DataChannel) {
-			if err := checkChannel(dc); err != nil {
-				t.log.Info("p2p: webrtc: refusing the peer's data channel", "err", err)
-				_ = dc.Close()
-				return
-			}
-			t.watch(dc)
-		})
-	}
+	t.watch(dc)
+	pc.OnDataChannel(func(dc *webrtc.DataChannel) {
+		t.log.Info("p2p: webrtc: refusing an in-band data channel from the peer", "label", dc.Label())
+		_ = dc.Close()
+	})
 	return t, nil
-}
-
-// checkChannel verifies that the peer opened the channel we expect.
-func checkChannel(dc *webrtc.DataChannel) error {
-	mr := dc.MaxRetransmits()
-	switch {
-	case dc.Label() != dataChannelLabel:
-		return fmt.Errorf("unexpected data channel %q", dc.Label())
-	case dc.Ordered() || mr == nil || *mr != 0:
-		return fmt.Errorf("data channel %q is not unordered with MaxRetransmits 0", dc.Label())
-	}
-	return nil
 }
 
 // watch detaches dc when it opens and starts reading it. Only the first
