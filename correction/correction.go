@@ -329,10 +329,19 @@ type Stats struct {
 	AngleError [physics.MaxBodiesPerObject]float64
 	// MaxError is the largest Error of the last Apply.
 	MaxError float64
+	// Pop is how far the last Apply itself displaced each body, in metres:
+	// the position it set (a teleport) plus the velocity change and force
+	// it applied carried over one tick (the displacement they add to the
+	// step that follows). What the correction does to a body in one tick,
+	// apart from the body's own motion: what the eye sees as a pop. Zero
+	// for a tick in which the corrector did not act.
+	Pop [physics.MaxBodiesPerObject]float64
+	// MaxPop is the largest Pop of the last Apply.
+	MaxPop float64
 }
 
-// Add accumulates the counters of o into s (the per-body errors are not
-// added; MaxError becomes the larger of the two).
+// Add accumulates the counters of o into s (the per-body errors and pops
+// are not added; MaxError and MaxPop become the larger of the two).
 func (s *Stats) Add(o Stats) {
 	s.Targets += o.Targets
 	s.SoftCorrections += o.SoftCorrections
@@ -340,6 +349,7 @@ func (s *Stats) Add(o Stats) {
 	s.HardTicks += o.HardTicks
 	s.Impacts += o.Impacts
 	s.MaxError = math.Max(s.MaxError, o.MaxError)
+	s.MaxPop = math.Max(s.MaxPop, o.MaxPop)
 }
 
 // Corrector steers the bodies of one remotely owned object toward the states
@@ -359,6 +369,10 @@ type Corrector struct {
 	// events in the local simulation step that followed.
 	lastVel    [physics.MaxBodiesPerObject]physics.Vec2
 	hasLastVel bool
+
+	// Each body's position, velocity and accumulated force before the
+	// correction of this Apply, to measure the pops (Stats.Pop).
+	before [physics.MaxBodiesPerObject]kinematics
 
 	impactUntil int64 // game time until which the hard path is forced
 	impactArmed bool  // an impact was detected and its hold not yet started
@@ -503,9 +517,12 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	}
 	impact := now < c.impactUntil
 
+	c.stats.Pop = [physics.MaxBodiesPerObject]float64{}
+	c.stats.MaxPop = 0
 	if c.hasTarget && (c.pending || !c.cfg.Method.perPacket()) {
 		c.pending = false
 		acted = true
+		c.beforeApply(bodies)
 		hard := c.stats.HardSnaps
 		switch c.cfg.Method {
 		case MethodSnap:
@@ -520,12 +537,45 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 		if c.stats.HardSnaps != hard {
 			c.stats.HardTicks++
 		}
+		c.measurePops(bodies)
 	}
 	for i, b := range bodies {
 		c.lastVel[i] = physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
 	}
 	c.hasLastVel = true
 	return acted
+}
+
+// kinematics is what a correction may change on a body.
+type kinematics struct{ pos, vel, force physics.Vec2 }
+
+func readKinematics(b *box2d.B2Body) kinematics {
+	return kinematics{
+		pos:   physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
+		vel:   physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
+		force: physics.Vec2{X: b.M_force.X, Y: b.M_force.Y},
+	}
+}
+
+func (c *Corrector) beforeApply(bodies []*box2d.B2Body) {
+	for i, b := range bodies {
+		c.before[i] = readKinematics(b)
+	}
+}
+
+// measurePops records how far the correction just applied displaces each
+// body by the end of the coming step: box2d integrates v += h·F/m, then
+// x += h·v, so a teleport Δx, a velocity change Δv and a force ΔF move the
+// body by Δx + h·Δv + h²·ΔF/m.
+func (c *Corrector) measurePops(bodies []*box2d.B2Body) {
+	const h = 1.0 / physics.TickRate
+	for i, b := range bodies {
+		now, was := readKinematics(b), &c.before[i]
+		d := now.pos.Sub(was.pos).Add(now.vel.Sub(was.vel).Scale(h)).Add(now.force.Sub(was.force).Scale(h * h * b.M_invMass))
+		p := d.Len()
+		c.stats.Pop[i] = p
+		c.stats.MaxPop = max(c.stats.MaxPop, p)
+	}
 }
 
 // recordError stores the error of body i before correcting it.

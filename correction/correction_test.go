@@ -526,3 +526,51 @@ func TestRagsyncTargetClampedToBounds(t *testing.T) {
 		}
 	}
 }
+
+// Stats.Pop is the displacement the correction itself gives a body over the
+// coming step: a teleport, plus a velocity change (or force) carried over one
+// tick; and zero in a tick in which the corrector does not act.
+func TestPopMeasuresTheCorrectionsOwnDisplacement(t *testing.T) {
+	const h = 1.0 / physics.TickRate
+	// Snap: teleport by (0.3, 0.4) and change the velocity by (6, 0).
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodSnap}, 1)
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.3, 0.4), Vel: physics.V(6, 0)}}, 0)
+	c.Apply(r.bs, r.now)
+	if got, want := c.Stats().Pop[0], math.Hypot(0.3+6*h, 0.4); math.Abs(got-want) > 1e-12 {
+		t.Errorf("snap pop %v, want %v", got, want)
+	}
+	if c.Stats().MaxPop != c.Stats().Pop[0] {
+		t.Errorf("MaxPop %v, Pop %v", c.Stats().MaxPop, c.Stats().Pop[0])
+	}
+	r.step()
+	c.Apply(r.bs, r.now) // no new state: snap does nothing
+	if p := c.Stats().MaxPop; p != 0 {
+		t.Errorf("pop %v in a tick without correction", p)
+	}
+
+	// Ragsync's soft path moves the body only through its velocity: the
+	// pop is the velocity change times a tick, and the body's own motion
+	// does not count.
+	r = newRig(t, 0, 0)
+	r.body.SetLinearVelocity(box2d.MakeB2Vec2(2, 0))
+	c = mustNew(t, Config{MaxExtrapolation: -1}, 1)
+	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.1, 0), Vel: physics.V(2, 0)}}, r.now)
+	c.Apply(r.bs, r.now)
+	dv := r.state().Vel.X - 2
+	if dv <= 0 {
+		t.Fatalf("the spring did not pull (Δv %v)", dv)
+	}
+	if got := c.Stats().Pop[0]; math.Abs(got-dv*h) > 1e-12 {
+		t.Errorf("soft pop %v, want Δv·h = %v", got, dv*h)
+	}
+
+	// The seed's force F acts over the step: F/m·h².
+	r = newRig(t, 0, 0)
+	c = mustNew(t, Config{Method: MethodSeed, Stiffness: 1000}, 1)
+	c.SetTarget(at(0.2, 0), 0)
+	c.Apply(r.bs, r.now)
+	if got, want := c.Stats().Pop[0], 1000*0.1*h*h; math.Abs(got-want) > 1e-12 {
+		t.Errorf("seed pop %v, want k·e·h² = %v", got, want)
+	}
+}
