@@ -16,19 +16,45 @@
 // the jitter): lan (10 ms ± 1 ms), broadband (60 ms ± 10 ms, 1 % loss),
 // mobile (150 ms ± 30 ms, 5 % loss, 1 % duplicates, reordering), spike
 // (broadband with a 2 s blackout every 15 s), awful (300 ms ± 80 ms, 15 %
-// loss), and custom (the -rtt, -jitter, -loss, -burst, -dup, -reorder,
-// -blackout flags).
+// loss); beyond netsim's presets: asym (10 ms ± 2 A→B, 80 ms ± 10 B→A, 1 %
+// loss: the game clock is 35 ms off), bursty (broadband's delays, 1 %
+// loss and 6 % more in bursts of 8 packets), drift (broadband with B's clock
+// 1000 ppm fast), blackouts (broadband with a 0.5 s blackout every 4 s); and
+// custom (the -rtt, -jitter, -delay-ab, -delay-ba, -loss, -burst,
+// -burst-loss, -dup, -reorder, -blackout flags). -scenario presets names
+// the first five, extra the next four, all both.
 //
 // Methods: snap, midpoint, seed (the article's algorithm), ragsync (ours);
 // see package correction.
+//
+// -seeds 1,2,3 plays every match with each seed and prints, per scenario and
+// method, the mean of every figure over the seeds (seeds lists them).
 //
 // Output, one object per (scenario, method):
 //
 //	rms_error_m, p95_error_m  distance between each rival body on each peer
 //	                          and its owner's true position at the same game
-//	                          time (the owner's ticks interpolated)
+//	                          time (the owner's ticks interpolated); the game
+//	                          clocks agree only to within half the path's
+//	                          asymmetry, which this hides
+//	rms_true_m, p95_true_m    the same at the same true instant (the
+//	                          simulator's master clock)
+//	visual_delay_ms           the lag d that best aligns the copy with its
+//	                          owner: the copy at true time t is compared with
+//	                          the owner at t − d, and d minimises the rms
+//	                          distance (searched from −100 to 600 ms, to
+//	                          0.1 ms); rms_aligned_m is that smallest rms,
+//	                          the copy's distortion once its lag is forgiven
+//	pop_p99_m, pop_max_m      the displacement the correction itself imposes
+//	                          on a rival body in one tick (correction's
+//	                          Stats.Pop: a teleport plus the velocity change
+//	                          it makes over the tick), over every corrected
+//	                          body and tick: what the eye sees as a pop
+//	                          (ragsim has no round resets to leave out)
 //	max_jump_m                the largest single-tick displacement of a rival
-//	                          body beyond its true motion that tick: a pop
+//	                          body beyond its true motion that tick (at the
+//	                          same game time): a limb's velocity mismatch as
+//	                          much as a teleport
 //	hard_snaps_per_s          object corrections per second and peer that
 //	                          used the hard path (position set)
 //	clock_error_p95_ms        |game time A − game time B| at the same instant
@@ -51,7 +77,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -83,12 +112,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	method := fs.String("method", "all", "snap, midpoint, seed, ragsync, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")
+	seedList := fs.String("seeds", "", "comma-separated seeds, e.g. 1,2,3: play each and print the mean of every figure per scenario and method (overrides -seed)")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "matches played at once")
 	asJSON := fs.Bool("json", false, "print one JSON object per line instead of a table")
 	skew := fs.Float64("skew-ppm", 50, "how much faster peer B's clock runs, in ppm")
 	rtt := fs.Duration("rtt", 60*time.Millisecond, "custom: round-trip time")
 	jitter := fs.Duration("jitter", 0, "custom: round-trip jitter (± each way: half of it)")
+	delayAB := fs.Duration("delay-ab", -1, "custom: one-way delay A→B (negative: half of -rtt)")
+	delayBA := fs.Duration("delay-ba", -1, "custom: one-way delay B→A (negative: half of -rtt)")
 	loss := fs.Float64("loss", 0, "custom: packet loss per direction (0..1)")
-	burst := fs.Float64("burst", 0, "custom: if > 0, -loss comes in bursts of this mean length (packets)")
+	burst := fs.Float64("burst", 0, "custom: mean length of loss bursts in packets; without -burst-loss, -loss comes in such bursts")
+	burstLoss := fs.Float64("burst-loss", 0, "custom: share of packets lost inside bursts (of mean length -burst, default 4), on top of -loss's independent loss")
 	dup := fs.Float64("dup", 0, "custom: duplicate probability (0..1)")
 	reorder := fs.Float64("reorder", 0, "custom: probability that a packet is held back 20 ms (0..1)")
 	var corr correction.Config
@@ -109,9 +143,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if !(*seconds > 0) || *seconds > 24*3600 {
 		return fmt.Errorf("%w: -seconds %v must be in (0, 86400]", errUsage, *seconds)
 	}
-	custom, err := customLink(*rtt, *jitter, *loss, *burst, *dup, *reorder, *blackout)
+	custom, err := customLink(linkFlags{rtt: *rtt, jitter: *jitter, delayAB: *delayAB, delayBA: *delayBA,
+		loss: *loss, burst: *burst, burstLoss: *burstLoss, dup: *dup, reorder: *reorder, blackout: *blackout}, *skew)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	seeds := []uint64{*seed}
+	if *seedList != "" {
+		if seeds, err = parseSeeds(*seedList); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("%w: -parallel %d must be at least 1", errUsage, *parallel)
 	}
 	scenarios, err := parseScenarios(*scenario, custom, *skew)
 	if err != nil {
@@ -129,15 +173,24 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var opts []Options
 	for _, sc := range scenarios {
 		for _, m := range methods {
-			opts = append(opts, Options{Scenario: sc, Method: m, Correction: corr, Duration: time.Duration(*seconds * float64(time.Second)), Seed: *seed})
+			for _, sd := range seeds {
+				opts = append(opts, Options{Scenario: sc, Method: m, Correction: corr, Duration: time.Duration(*seconds * float64(time.Second)), Seed: sd})
+			}
 		}
 	}
 	begin := time.Now()
-	results, err := runAll(opts)
+	all, err := runAll(opts, *parallel)
 	if err != nil {
 		return err
 	}
 	wall := time.Since(begin)
+	results := all
+	if len(seeds) > 1 {
+		results = nil
+		for i := 0; i < len(all); i += len(seeds) {
+			results = append(results, Mean(all[i:i+len(seeds)]))
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, r := range results {
@@ -148,17 +201,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	} else {
 		printTable(stdout, results)
 	}
-	virtual := *seconds * float64(len(results))
+	virtual := *seconds * float64(len(all))
 	fmt.Fprintf(stderr, "ragsim: %d matches, %.0f s of play in %.1f s: %.0f× faster than real time\n",
-		len(results), virtual, wall.Seconds(), virtual/wall.Seconds())
+		len(all), virtual, wall.Seconds(), virtual/wall.Seconds())
 	return nil
 }
 
-// runAll runs the matches on all cores, keeping the output order.
-func runAll(opts []Options) ([]Result, error) {
+// runAll runs the matches, parallel at a time, keeping the output order.
+func runAll(opts []Options, parallel int) ([]Result, error) {
 	results := make([]Result, len(opts))
 	errs := make([]error, len(opts))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, o := range opts {
 		wg.Add(1)
@@ -173,62 +226,141 @@ func runAll(opts []Options) ([]Result, error) {
 	return results, errors.Join(errs...)
 }
 
-func customLink(rtt, jitter time.Duration, loss, burst, dup, reorder float64, blackout string) (netsim.Config, error) {
-	for name, p := range map[string]float64{"loss": loss, "dup": dup, "reorder": reorder} {
+// linkFlags are the custom link's flags.
+type linkFlags struct {
+	rtt, jitter, delayAB, delayBA        time.Duration
+	loss, burst, burstLoss, dup, reorder float64
+	blackout                             string
+}
+
+// customLink returns the custom scenario (its B→A direction differs only if
+// -delay-ab and -delay-ba differ).
+func customLink(f linkFlags, skew float64) (Scenario, error) {
+	for name, p := range map[string]float64{"loss": f.loss, "dup": f.dup, "reorder": f.reorder, "burst-loss": f.burstLoss} {
 		if !(p >= 0 && p <= 1) {
-			return netsim.Config{}, fmt.Errorf("-%s %v must be in [0, 1]", name, p)
+			return Scenario{}, fmt.Errorf("-%s %v must be in [0, 1]", name, p)
 		}
 	}
-	if rtt < 0 || jitter < 0 {
-		return netsim.Config{}, fmt.Errorf("-rtt and -jitter must not be negative")
+	if f.rtt < 0 || f.jitter < 0 {
+		return Scenario{}, fmt.Errorf("-rtt and -jitter must not be negative")
 	}
-	if burst < 0 || (burst > 0 && burst < 1) {
-		return netsim.Config{}, fmt.Errorf("-burst %v must be 0 or at least 1 packet", burst)
+	if !(f.burst >= 0) || (f.burst > 0 && f.burst < 1) {
+		return Scenario{}, fmt.Errorf("-burst %v must be 0 or at least 1 packet", f.burst)
 	}
-	c := netsim.RoundTrip(rtt, jitter, loss)
-	if burst > 0 {
-		c.BurstLoss, c.BurstLen, c.Loss = loss, burst, 0
+	c := netsim.RoundTrip(f.rtt, f.jitter, f.loss)
+	switch {
+	case f.burstLoss > 0:
+		c.BurstLoss, c.BurstLen = f.burstLoss, f.burst
+	case f.burst > 0:
+		c.BurstLoss, c.BurstLen, c.Loss = f.loss, f.burst, 0
 	}
-	c.Duplicate = dup
-	c.Reorder = reorder
-	if blackout != "" {
-		d, p, ok := strings.Cut(blackout, "/")
+	c.Duplicate = f.dup
+	c.Reorder = f.reorder
+	if f.blackout != "" {
+		d, p, ok := strings.Cut(f.blackout, "/")
 		dur, err1 := time.ParseDuration(d)
 		per, err2 := time.ParseDuration(p)
 		if !ok || err1 != nil || err2 != nil || dur <= 0 || per <= dur {
-			return netsim.Config{}, fmt.Errorf("-blackout %q: want DURATION/PERIOD with 0 < DURATION < PERIOD, e.g. 2s/15s", blackout)
+			return Scenario{}, fmt.Errorf("-blackout %q: want DURATION/PERIOD with 0 < DURATION < PERIOD, e.g. 2s/15s", f.blackout)
 		}
 		c.BlackoutFor, c.BlackoutEvery, c.BlackoutPhase = dur, per, per/2
 	}
-	if err := c.Validate(); err != nil {
-		return netsim.Config{}, err
+	ba := c
+	if f.delayAB >= 0 {
+		c.Latency = f.delayAB
 	}
-	return c, nil
+	if f.delayBA >= 0 {
+		ba.Latency = f.delayBA
+	}
+	sc := Scenario{Name: "custom", Link: c, SkewPPM: skew}
+	if ba.Latency != c.Latency {
+		sc.BA = &ba
+	}
+	for _, cfg := range []*netsim.Config{&c, &ba} {
+		if err := cfg.Validate(); err != nil {
+			return Scenario{}, err
+		}
+	}
+	return sc, nil
 }
 
-func parseScenarios(s string, custom netsim.Config, skew float64) ([]Scenario, error) {
+// parseSeeds parses a comma-separated list of seeds.
+func parseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("-seeds %q: %v", s, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// extraScenarios are links beyond netsim's presets, in output order. B's
+// clock runs -skew-ppm fast in each, except drift's, which runs
+// driftPPM fast.
+var extraScenarios = []string{"asym", "bursty", "drift", "blackouts"}
+
+const driftPPM = 1000
+
+func extraScenario(name string, skew float64) Scenario {
+	switch name {
+	case "asym":
+		// 90 ms round trip, but 10 ms A→B and 80 ms B→A: the game clock
+		// is off by half the asymmetry (35 ms), which no endpoint can see.
+		ab := netsim.Config{Latency: 10 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: 0.01}
+		ba := netsim.Config{Latency: 80 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.01}
+		return Scenario{Name: name, Link: ab, BA: &ba, SkewPPM: skew}
+	case "bursty":
+		// Broadband's delays, 1 % independent loss and 6 % more in bursts
+		// of 8 packets on average (about 130 ms without states).
+		c := netsim.Broadband
+		c.BurstLoss, c.BurstLen = 0.06, 8
+		return Scenario{Name: name, Link: c, SkewPPM: skew}
+	case "drift":
+		// Broadband with B's clock 1000 ppm fast (1 ms per second).
+		return Scenario{Name: name, Link: netsim.Broadband, SkewPPM: driftPPM}
+	case "blackouts":
+		// Broadband with a 0.5 s blackout every 4 s.
+		c := netsim.Broadband
+		c.BlackoutFor, c.BlackoutEvery, c.BlackoutPhase = 500*time.Millisecond, 4*time.Second, 3*time.Second
+		return Scenario{Name: name, Link: c, SkewPPM: skew}
+	}
+	panic("ragsim: unknown extra scenario " + name)
+}
+
+func parseScenarios(s string, custom Scenario, skew float64) ([]Scenario, error) {
 	if skew < -1000 || skew > 1000 {
 		return nil, fmt.Errorf("-skew-ppm %v must be within ±1000", skew)
 	}
 	names := strings.Split(s, ",")
-	if s == "all" {
+	switch s {
+	case "all":
+		names = slices.Concat(presetScenarios, extraScenarios)
+	case "presets":
 		names = presetScenarios
+	case "extra":
+		names = extraScenarios
 	}
 	var out []Scenario
 	for _, n := range names {
 		n = strings.ToLower(strings.TrimSpace(n))
-		if n == "custom" {
-			out = append(out, Scenario{Name: "custom", Link: custom, SkewPPM: skew})
-			continue
+		switch {
+		case n == "custom":
+			out = append(out, custom)
+		case slices.Contains(extraScenarios, n):
+			out = append(out, extraScenario(n, skew))
+		case slices.Contains(presetScenarios, n):
+			cfg, err := netsim.Preset(n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Scenario{Name: n, Link: cfg, SkewPPM: skew})
+		default:
+			return nil, fmt.Errorf("unknown scenario %q (want %s, %s, custom, presets, extra or all)", n,
+				strings.Join(presetScenarios, ", "), strings.Join(extraScenarios, ", "))
 		}
-		if !contains(presetScenarios, n) {
-			return nil, fmt.Errorf("unknown scenario %q (want %s, custom or all)", n, strings.Join(presetScenarios, ", "))
-		}
-		cfg, err := netsim.Preset(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Scenario{Name: n, Link: cfg, SkewPPM: skew})
 	}
 	return out, nil
 }
@@ -248,21 +380,40 @@ func parseMethods(s string) ([]correction.Method, error) {
 	return out, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// Mean returns the mean of every figure of rs (matches of one scenario and
+// method with different seeds), with Seeds listing the seeds and Seed 0.
+func Mean(rs []Result) Result {
+	m := rs[0]
+	mv := reflect.ValueOf(&m).Elem()
+	seeds := make([]string, len(rs))
+	for i, r := range rs {
+		seeds[i] = strconv.FormatUint(r.Seed, 10)
+		if i == 0 {
+			continue
+		}
+		rv := reflect.ValueOf(r)
+		for f := range mv.NumField() {
+			if fv := mv.Field(f); fv.Kind() == reflect.Float64 {
+				fv.SetFloat(fv.Float() + rv.Field(f).Float())
+			}
 		}
 	}
-	return false
+	for f := range mv.NumField() {
+		if fv := mv.Field(f); fv.Kind() == reflect.Float64 {
+			fv.SetFloat(fv.Float() / float64(len(rs)))
+		}
+	}
+	m.Seed, m.Seeds = 0, strings.Join(seeds, ",")
+	return m
 }
 
 func printTable(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\t")
+	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%d\t%.0f%%\t%.1f\t%d\t%.1f\t%d\t%d\t\n",
-			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.MaxJumpM, r.HardSnapsPerS, r.ClockErrorP95Ms,
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t\n",
+			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayMs, r.RMSAlignedM,
+			r.PopP99M, r.PopMaxM, r.MaxJumpM, r.HardSnapsPerS, r.ClockErrorP95Ms,
 			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs)
 	}
 	tw.Flush()

@@ -29,8 +29,11 @@ const tickLen = time.Second / physics.TickRate
 // Scenario is a network between the two peers.
 type Scenario struct {
 	Name string
-	// Link impairs each direction (independently, with its own randomness).
+	// Link impairs each direction (independently, with its own randomness),
+	// or only A→B if BA is set.
 	Link netsim.Config
+	// BA, if not nil, impairs the B→A direction instead of Link.
+	BA *netsim.Config
 	// SkewPPM is how much faster B's clock runs than A's.
 	SkewPPM float64
 }
@@ -55,20 +58,27 @@ type Result struct {
 	Scenario            string  `json:"scenario"`
 	Method              string  `json:"method"`
 	Seed                uint64  `json:"seed"`
+	Seeds               string  `json:"seeds,omitempty"` // set on a mean over seeds (see Mean)
 	Seconds             float64 `json:"seconds"`
 	RMSErrorM           float64 `json:"rms_error_m"`
 	P95ErrorM           float64 `json:"p95_error_m"`
+	RMSTrueM            float64 `json:"rms_true_m"`
+	P95TrueM            float64 `json:"p95_true_m"`
+	VisualDelayMs       float64 `json:"visual_delay_ms"`
+	RMSAlignedM         float64 `json:"rms_aligned_m"`
+	PopP99M             float64 `json:"pop_p99_m"`
+	PopMaxM             float64 `json:"pop_max_m"`
 	MaxJumpM            float64 `json:"max_jump_m"`
 	HardSnapsPerS       float64 `json:"hard_snaps_per_s"`
 	ClockErrorP95Ms     float64 `json:"clock_error_p95_ms"`
 	HitAgreement        float64 `json:"hit_agreement"`
-	Hits                int     `json:"hits"`
+	Hits                float64 `json:"hits"`
 	KbpsPerDirection    float64 `json:"kbps_per_direction"`
-	PositionDisconnects uint64  `json:"position_disconnects"`
+	PositionDisconnects float64 `json:"position_disconnects"`
 	LossPct             float64 `json:"loss_pct"`
-	Transfers           uint64  `json:"transfers"`
-	KOs                 int     `json:"kos"`
-	Rejected            uint64  `json:"rejected"`
+	Transfers           float64 `json:"transfers"`
+	KOs                 float64 `json:"kos"`
+	Rejected            float64 `json:"rejected"`
 }
 
 // objPos is the position of every body of the match's objects at one moment.
@@ -80,6 +90,7 @@ type objPos struct {
 // frame is one tick of one peer, recorded for measurement.
 type frame struct {
 	g      clocksync.GameTime
+	t      time.Duration        // the master (true) time of the tick
 	owned  [len(objectIDs)]bool // this peer owned the object (and sent it)
 	remote [len(objectIDs)]bool // this peer corrected the object
 	p      objPos
@@ -112,6 +123,7 @@ type peer struct {
 	counting        bool
 	frames          []frame // recorded ticks, in order
 	hits            []hitRec
+	pops            []float64 // Stats.Pop of every corrected rival body, every tick
 	koTicks         int
 	kos             int
 }
@@ -213,13 +225,17 @@ func (p *peer) tick() {
 		}
 	}
 	g := p.match.Stats().GameTime
-	fr := frame{g: g}
+	fr := frame{g: g, t: p.master.Now()}
 	reg := p.match.Registry()
 	for i, id := range objectIDs {
 		m := reg.Mode(id)
 		fr.owned[i] = m == ownership.ModeOwned
 		fr.remote[i] = m == ownership.ModeRemote
 		o := p.world.Object(id)
+		if fr.remote[i] {
+			cs := p.match.Corrector(id).Stats()
+			p.pops = append(p.pops, cs.Pop[:o.NumBodies()]...)
+		}
 		fr.p.n[i] = o.NumBodies()
 		for b := range o.NumBodies() {
 			fr.p.pos[i][b], _ = o.Transform(b)
@@ -240,7 +256,11 @@ func Run(o Options) (Result, error) {
 	if o.Calibration == 0 {
 		o.Calibration = 2 * time.Second
 	}
-	pair, err := netsim.NewPair(o.Scenario.Link, o.Seed)
+	ba := o.Scenario.Link
+	if o.Scenario.BA != nil {
+		ba = *o.Scenario.BA
+	}
+	pair, err := netsim.NewAsymmetricPair(o.Scenario.Link, ba, o.Seed)
 	if err != nil {
 		return Result{}, err
 	}
@@ -322,10 +342,10 @@ func Run(o Options) (Result, error) {
 	for _, p := range peers {
 		s := p.match.Stats()
 		hard += s.Replicator.Correction.HardTicks
-		res.PositionDisconnects += s.Replicator.PositionDisconnects
-		res.Transfers += s.Replicator.Claims
-		res.Rejected += s.Replicator.Unauthorized + s.Replicator.Invalid + s.Replicator.Malformed
-		res.KOs += p.kos
+		res.PositionDisconnects += float64(s.Replicator.PositionDisconnects)
+		res.Transfers += float64(s.Replicator.Claims)
+		res.Rejected += float64(s.Replicator.Unauthorized + s.Replicator.Invalid + s.Replicator.Malformed)
+		res.KOs += float64(p.kos)
 	}
 	res.HardSnapsPerS = float64(hard) / 2 / secs
 	sa, sb := pair.AB.Stats(), pair.BA.Stats()
@@ -379,7 +399,119 @@ func measure(res *Result, a, b *peer) {
 		res.RMSErrorM = math.Sqrt(sq / float64(len(errs)))
 		res.P95ErrorM = percentile(errs, 0.95)
 	}
-	res.Hits, res.HitAgreement = matchHits(a.hits, b.hits)
+	measureTrue(res, a, b)
+	pops := slices.Concat(a.pops, b.pops)
+	res.PopP99M = percentile(pops, 0.99)
+	if len(pops) > 0 {
+		res.PopMaxM = slices.Max(pops)
+	}
+	hits, agree := matchHits(a.hits, b.hits)
+	res.Hits, res.HitAgreement = float64(hits), agree
+}
+
+// Visual delay search: the lag d that minimises the rms distance between
+// the copy at true time t and its owner at t − d is looked for on a grid
+// from delayMin to delayMax, then refined around the best point.
+const (
+	delayMin    = -100 * time.Millisecond
+	delayMax    = 600 * time.Millisecond
+	delayCoarse = 2 * time.Millisecond
+	delayFine   = 100 * time.Microsecond
+)
+
+// measureTrue compares every peer's copy of the rival's objects with the
+// owner's positions at the same true (master) instant, interpolated between
+// the owner's ticks: unlike the game-time comparison, it does not hide the
+// game clock's own error (half the path's asymmetry). It also finds the
+// visual delay, the lag that best aligns the copy with its owner, and the
+// rms error left at that lag (the copy's distortion).
+func measureTrue(res *Result, a, b *peer) {
+	var errs []float64
+	sq, n := trueError(a, b, 0, &errs)
+	if n == 0 {
+		return
+	}
+	res.RMSTrueM = math.Sqrt(sq / float64(n))
+	res.P95TrueM = percentile(errs, 0.95)
+	rmsAt := func(d time.Duration) float64 {
+		sq, n := trueError(a, b, d, nil)
+		if n == 0 {
+			return math.Inf(1)
+		}
+		return math.Sqrt(sq / float64(n))
+	}
+	best, bestRMS := time.Duration(0), res.RMSTrueM
+	for d := delayMin; d <= delayMax; d += delayCoarse {
+		if r := rmsAt(d); r < bestRMS {
+			best, bestRMS = d, r
+		}
+	}
+	center := best
+	for d := center - delayCoarse; d <= center+delayCoarse; d += delayFine {
+		if r := rmsAt(d); r < bestRMS {
+			best, bestRMS = d, r
+		}
+	}
+	res.VisualDelayMs = float64(best) / float64(time.Millisecond)
+	res.RMSAlignedM = bestRMS
+}
+
+// trueError sums the squared distances between each peer's copy of the
+// rival's bodies at true time t and the owner's at t − lag, and counts them;
+// if errs is not nil, it appends every distance to it.
+func trueError(a, b *peer, lag time.Duration, errs *[]float64) (sq float64, n int) {
+	for _, pr := range [][2]*peer{{a, b}, {b, a}} {
+		cp, owner := pr[0], pr[1]
+		for i := range cp.frames {
+			f := &cp.frames[i]
+			var tru objPos
+			for k := range objectIDs {
+				if !f.remote[k] || !owner.trueAtMaster(k, f.t-lag, &tru) {
+					continue
+				}
+				for bi := range f.p.n[k] {
+					e := f.p.pos[k][bi].Sub(tru.pos[k][bi]).Len()
+					sq += e * e
+					n++
+					if errs != nil {
+						*errs = append(*errs, e)
+					}
+				}
+			}
+		}
+	}
+	return sq, n
+}
+
+// trueAtMaster interpolates the owner's positions of object k at master
+// time t from its recorded ticks, if it owned the object at both
+// surrounding ticks.
+func (p *peer) trueAtMaster(k int, t time.Duration, dst *objPos) bool {
+	i, _ := slices.BinarySearchFunc(p.frames, t, func(f frame, t time.Duration) int {
+		switch {
+		case f.t < t:
+			return -1
+		case f.t > t:
+			return 1
+		}
+		return 0
+	})
+	if i == 0 || i >= len(p.frames) {
+		return false
+	}
+	f0, f1 := &p.frames[i-1], &p.frames[i]
+	if !f0.owned[k] || !f1.owned[k] || f1.t-f0.t > 3*tickLen {
+		return false
+	}
+	w := 1.0
+	if f1.t != f0.t {
+		w = float64(t-f0.t) / float64(f1.t-f0.t)
+	}
+	dst.n[k] = f1.p.n[k]
+	for bi := range f1.p.n[k] {
+		dst.pos[k][bi] = f0.p.pos[k][bi].Add(f1.p.pos[k][bi].Sub(f0.p.pos[k][bi]).Scale(w))
+	}
+	return true
 }
 
 // trueAt interpolates the owner's positions of object k at game time g from

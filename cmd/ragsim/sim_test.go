@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestRunIsDeterministic(t *testing.T) {
 func TestLANMatchIsSane(t *testing.T) {
 	r := mustRun(t, Options{Scenario: preset(t, "lan"), Method: correction.MethodRagsync, Duration: 20 * time.Second, Seed: 1})
 	if r.Hits < 5 {
-		t.Errorf("only %d hits in 20 s of bots fighting", r.Hits)
+		t.Errorf("only %v hits in 20 s of bots fighting", r.Hits)
 	}
 	if r.HitAgreement < 0.8 {
 		t.Errorf("hit agreement %.2f on a LAN", r.HitAgreement)
@@ -64,7 +65,7 @@ func TestLANMatchIsSane(t *testing.T) {
 		t.Errorf("%v kbps per direction", r.KbpsPerDirection)
 	}
 	if r.Rejected != 0 || r.PositionDisconnects != 0 {
-		t.Errorf("rejected %d, position disconnects %d", r.Rejected, r.PositionDisconnects)
+		t.Errorf("rejected %v, position disconnects %v", r.Rejected, r.PositionDisconnects)
 	}
 }
 
@@ -103,7 +104,8 @@ func TestCLIJSON(t *testing.T) {
 			t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
 		}
 		for _, k := range []string{"scenario", "method", "rms_error_m", "p95_error_m", "max_jump_m", "hard_snaps_per_s",
-			"clock_error_p95_ms", "hit_agreement", "kbps_per_direction", "position_disconnects"} {
+			"clock_error_p95_ms", "hit_agreement", "kbps_per_direction", "position_disconnects",
+			"rms_true_m", "p95_true_m", "visual_delay_ms", "rms_aligned_m", "pop_p99_m", "pop_max_m"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("line lacks %q: %s", k, sc.Text())
 			}
@@ -146,6 +148,10 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		{"-blackout", "15s/2s", "-scenario", "custom"},
 		{"-blackout", "soon", "-scenario", "custom"},
 		{"-skew-ppm", "5000"},
+		{"-burst-loss", "2", "-scenario", "custom"},
+		{"-seeds", "1,x"},
+		{"-parallel", "0"},
+		{"-scenario", "asym,venus"},
 		{"-stiffness", "-3"},
 		{"extra"},
 	} {
@@ -189,5 +195,98 @@ func TestCLIHelpQuotesDefaults(t *testing.T) {
 		if u := usage(flag); !strings.Contains(u, want) {
 			t.Errorf("-%s: %q does not quote the default %q", flag, strings.TrimSpace(u), want)
 		}
+	}
+}
+
+// A link whose directions differ by 70 ms: the game clocks are off by half of
+// it, which the game-time error hides and the true-instant error shows.
+func TestTrueInstantSeesTheClockBias(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-scenario", "custom", "-delay-ab", "10ms", "-delay-ba", "80ms", "-method", "snap", "-seconds", "10", "-json"}
+	if err := run(args, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("game-time rms %.3f m, true rms %.3f m, clock p95 %.1f ms, visual delay %.1f ms", r.RMSErrorM, r.RMSTrueM, r.ClockErrorP95Ms, r.VisualDelayMs)
+	if r.ClockErrorP95Ms < 25 || r.ClockErrorP95Ms > 45 {
+		t.Errorf("clock error p95 %.1f ms, want about half the 70 ms asymmetry", r.ClockErrorP95Ms)
+	}
+	if r.RMSTrueM < 1.1*r.RMSErrorM {
+		t.Errorf("true rms %.3f m not clearly above the game-time rms %.3f m", r.RMSTrueM, r.RMSErrorM)
+	}
+	// Snap shows each state as it arrives: A's copy of B's fighter is
+	// 80 ms and more late, B's copy of A's 10 ms and more; the best
+	// single lag lies between.
+	if r.VisualDelayMs < 20 || r.VisualDelayMs > 100 {
+		t.Errorf("visual delay %.1f ms", r.VisualDelayMs)
+	}
+	if !(r.RMSAlignedM > 0 && r.RMSAlignedM <= r.RMSTrueM) {
+		t.Errorf("aligned rms %.3f m against true rms %.3f m", r.RMSAlignedM, r.RMSTrueM)
+	}
+}
+
+// The visual delay grows with the link's delay; pops are measured.
+func TestVisualDelayAndPops(t *testing.T) {
+	o := Options{Scenario: preset(t, "lan"), Method: correction.MethodSnap, Duration: 10 * time.Second, Seed: 2}
+	lan := mustRun(t, o)
+	o.Scenario = Scenario{Name: "slow", Link: netsim.Config{Latency: 100 * time.Millisecond}, SkewPPM: 50}
+	slow := mustRun(t, o)
+	t.Logf("snap visual delay: %.1f ms at 5 ms one way, %.1f ms at 100 ms", lan.VisualDelayMs, slow.VisualDelayMs)
+	if d := slow.VisualDelayMs - lan.VisualDelayMs; d < 80 || d > 110 {
+		t.Errorf("95 ms more delay on the link shows as %.1f ms more visual delay", d)
+	}
+	if !(slow.PopP99M > 0) || slow.PopMaxM < slow.PopP99M {
+		t.Errorf("pops: snap p99 %.3f m, max %.3f m", slow.PopP99M, slow.PopMaxM)
+	}
+}
+
+func TestMeanOfSeeds(t *testing.T) {
+	rs := []Result{{Scenario: "x", Method: "m", Seed: 1, RMSTrueM: 0.1, Hits: 10},
+		{Scenario: "x", Method: "m", Seed: 2, RMSTrueM: 0.3, Hits: 11}}
+	m := Mean(rs)
+	if m.Scenario != "x" || m.Method != "m" || m.Seed != 0 || m.Seeds != "1,2" ||
+		math.Abs(m.RMSTrueM-0.2) > 1e-15 || m.Hits != 10.5 {
+		t.Errorf("mean %+v", m)
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-scenario", "lan", "-method", "snap,ragsync", "-seeds", "4,5", "-seconds", "2", "-json"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"seeds":"4,5"`) || !strings.Contains(lines[1], `"method":"ragsync"`) {
+		t.Errorf("-seeds output:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "4 matches") {
+		t.Errorf("stderr %q", errOut.String())
+	}
+}
+
+func TestExtraScenarios(t *testing.T) {
+	scs, err := parseScenarios("extra", Scenario{}, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Scenario{}
+	for _, sc := range scs {
+		byName[sc.Name] = sc
+		if err := sc.Link.Validate(); err != nil {
+			t.Errorf("%s: %v", sc.Name, err)
+		}
+	}
+	if a := byName["asym"]; a.BA == nil || a.BA.Latency-a.Link.Latency != 70*time.Millisecond {
+		t.Errorf("asym: %+v", a)
+	}
+	if byName["bursty"].Link.BurstLoss == 0 || byName["drift"].SkewPPM != driftPPM || byName["blackouts"].Link.BlackoutEvery == 0 {
+		t.Errorf("extra scenarios %+v", byName)
+	}
+	custom, err := customLink(linkFlags{rtt: 60 * time.Millisecond, delayAB: -1, delayBA: -1, loss: 0.01, burstLoss: 0.05, burst: 6}, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := custom.Link; c.Loss != 0.01 || c.BurstLoss != 0.05 || c.BurstLen != 6 || custom.BA != nil {
+		t.Errorf("-loss with -burst-loss: %+v", custom)
 	}
 }
