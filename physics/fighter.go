@@ -13,7 +13,8 @@ import (
 //
 // Its controller runs inside World.Step, before box2d steps. A fighter whose
 // peer does not own it (a remote fighter being corrected toward received
-// states) should be switched off with SetControlled(false).
+// states) should be switched off with SetControlled(false), and may then
+// follow its owner's decisions (SetFollowing).
 type Fighter struct {
 	obj    *Object
 	world  *World
@@ -26,6 +27,7 @@ type Fighter struct {
 	facing     Facing
 	hp, maxHP  int
 	controlled bool
+	following  bool
 
 	input, prevInput Input
 	buffered         [3]int // ticks left for a pressed jump, punch, kick
@@ -131,6 +133,21 @@ func (f *Fighter) SetControlled(on bool) {
 	}
 }
 
+// Following reports whether an uncontrolled fighter follows its owner's
+// decisions (see SetFollowing).
+func (f *Fighter) Following() bool { return f.following }
+
+// SetFollowing makes a fighter whose controller is off (SetControlled(false))
+// move its muscles as its owner's do, instead of lying limp: each step it
+// holds the pose, balance and walking of the action, attack and facing its
+// owner last reported (SetRemoteState), walking as the input set with
+// SetInput says, but it decides nothing itself: it starts no attack, jump or
+// fall, does not turn, and its attack phases change only with the owner's
+// reports. The local copy of a remote fighter then moves between two of its
+// owner's states as the owner's own fighter does, which a correction can use
+// as its prediction. It has no effect on a controlled fighter.
+func (f *Fighter) SetFollowing(on bool) { f.following = on }
+
 // FighterState is what a fighter is besides its bodies: what snapshots carry
 // for fighters, and what SetRemoteState applies to a fighter whose owner is
 // elsewhere. The zero value is invalid (Action and Facing must be set).
@@ -196,7 +213,8 @@ func (f *Fighter) SetRemoteState(s FighterState) error {
 	if field, v := s.validate(f.maxHP); field != "" {
 		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
 	}
-	f.hp, f.action = s.HP, s.Action
+	f.hp = s.HP
+	f.setAction(s.Action)
 	f.setFacing(s.Facing)
 	if s.AttackSeq != f.attackSeq&3 || (s.Phase != PhaseNone && f.phase == PhaseNone) {
 		f.hitVictims = f.hitVictims[:0] // a new attack
@@ -411,6 +429,10 @@ func (f *Fighter) update() {
 	t := &f.tuning
 	f.settleLimits()
 	if !f.controlled {
+		if f.following {
+			f.follow()
+			return
+		}
 		for j := range f.joints {
 			f.limp(j)
 		}
@@ -481,6 +503,14 @@ func (f *Fighter) update() {
 		}
 	}
 	f.act(theta)
+}
+
+// follow is the controller of an uncontrolled fighter that follows its
+// owner (SetFollowing): sense, then act on the reported action and attack.
+func (f *Fighter) follow() {
+	f.grounded = f.footDown(PartLowerLegL.Index()) || f.footDown(PartLowerLegR.Index())
+	f.actionTicks++
+	f.act(WrapAngle(f.obj.bodies[0].M_sweep.A))
 }
 
 func (f *Fighter) canTurn() bool {

@@ -693,3 +693,38 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 	}
 	t.Logf("%d hits", hits)
 }
+
+// A following fighter holds its owner's reported action with its own muscles
+// and walks as its owner's input says, but decides nothing itself.
+func TestFollowingFighter(t *testing.T) {
+	w := newWorld(t)
+	addFighter(t, w, 1, -3)
+	b := addFighter(t, w, 2, 1)
+	steps(w, 30)
+	b.SetControlled(false)
+	b.SetFollowing(true)
+	if !b.Following() {
+		t.Fatal("not following")
+	}
+	if err := b.SetRemoteState(FighterState{HP: 50, Action: ActionWalk, Facing: FacingLeft}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetInput(InputLeft | InputPunch | InputJump)
+	x0 := b.Object().ReadBody(0).Pos.X
+	steps(w, 60)
+	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head < 1.2 {
+		t.Errorf("a following fighter slumped (head at %.2f m)", head)
+	}
+	if dx := b.Object().ReadBody(0).Pos.X - x0; dx > -0.5 {
+		t.Errorf("walked %.2f m in a second, want to the left", dx)
+	}
+	if b.Action() != ActionWalk || b.AttackPhase() != PhaseNone || b.Facing() != FacingLeft {
+		t.Errorf("decided on its own: %v %v %v", b.Action(), b.AttackPhase(), b.Facing())
+	}
+	// Not following, the same fighter is a limp ragdoll again.
+	b.SetFollowing(false)
+	steps(w, 120)
+	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head > 0.8 {
+		t.Errorf("a limp fighter kept standing (head at %.2f m)", head)
+	}
+}
