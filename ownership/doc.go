@@ -30,7 +30,7 @@
 // Config.RemoteGravity): a limp remote ragdoll is a puppet, moved by the
 // correction toward its owner's states and by collisions in the local world.
 //
-// # Wire format (version 1)
+// # Wire format (version 2)
 //
 // A state packet is
 //
@@ -39,17 +39,27 @@
 //	uvarint  n, the number of ownership claims (≤ MaxClaims)
 //	n ×      uvarint object id (1..65535), uvarint epoch (< 2³²): the
 //	         ownership epoch of each shared object the sender owns
+//	uvarint  m, the number of inputs (≤ MaxInputs)
+//	m ×      uvarint object id (1..65535), byte input: the controls
+//	         (physics.Input) the sender's fighter had this tick; only
+//	         bits of physics.InputMask may be set
 //	...      a physics snapshot (see package physics): the sender's game
 //	         time, a sequence number and the states of every object it owns
+//
+// Version 1 had no inputs. A packet from one fighter costs 3 bytes of inputs.
+// An input applies to the fighter only with its state in the same packet,
+// after that state passed every check below; it then drives the local copy
+// when remote fighters follow their owners (correction.MethodFollow).
 //
 // A shared object present in the snapshot without a claim is treated as a
 // claim of epoch 0. A claim is at most one epoch ahead of the receiver's
 // epoch of the object (a peer claims what it sees the other own, at their
-// shared epoch plus one); one further ahead is refused (ErrBadClaim). The receiver rejects the whole packet for a bad kind
-// byte, a bad claim list or a snapshot the physics codec refuses
-// (ErrMalformed, a *PacketError with the byte offset), and drops it for a
-// stale timestamp (counted by clocksync.Reason; not an error). It
-// then judges each object on its own: objects the sender does not own, with
-// stale claims, or with invalid states are skipped and counted, the others
-// applied.
+// shared epoch plus one); one further ahead is refused (ErrBadClaim). The
+// receiver rejects the whole packet for a bad kind byte, a bad claim or
+// input list (an undefined input bit included) or a snapshot the physics
+// codec refuses (ErrMalformed, a *PacketError with the byte offset), and
+// drops it for a stale timestamp (counted by clocksync.Reason; not an
+// error). It then judges each object on its own: objects the sender does not
+// own, with stale claims, or with invalid states are skipped and counted,
+// the others applied.
 package ownership

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/ragsync/ragsync/clocksync"
@@ -36,8 +37,9 @@ func FuzzHandlePacket(f *testing.F) {
 	now += tickUS
 	claimed := b.tick(f, now)
 	f.Add(claimed)
-	f.Add(append([]byte{KindState, 2, 3, 1, 3, 2}, claimed[2:]...))             // the crate claimed twice
+	f.Add(append([]byte{KindState, 2, 3, 1, 3, 2}, claimed[4:]...))             // the crate claimed twice
 	f.Add(append([]byte{KindState, 1, 1, 1}, claimed[1:]...))                   // a claim on a fighter
+	f.Add(append([]byte{KindState, 0, 1, 2, 0x40}, claimed[4+3:]...))           // an undefined input bit
 	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))       // a damaged last byte
 	f.Add(binary.AppendUvarint([]byte{KindState}, MaxClaims+1))                 // too many claims
 	f.Add([]byte{KindState, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
@@ -79,21 +81,29 @@ func FuzzHandlePacket(f *testing.F) {
 			t.Fatalf("a parsed packet counted as malformed")
 		}
 		if pe == nil {
-			// The claim list round-trips.
-			claims, body, perr := a.r.parseHeader(p)
+			// The claim and input lists round-trip.
+			h, body, perr := a.r.parseHeader(p)
 			if perr != nil {
 				t.Fatalf("parseHeader refuses a packet HandlePacket parsed: %v", perr)
 			}
-			q := binary.AppendUvarint([]byte{KindState}, uint64(len(claims)))
-			for _, c := range claims {
+			q := binary.AppendUvarint([]byte{KindState}, uint64(len(h.claims)))
+			for _, c := range h.claims {
 				q = binary.AppendUvarint(q, uint64(c.id))
 				q = binary.AppendUvarint(q, uint64(c.epoch))
 			}
-			want := append([]claim(nil), claims...)
+			q = binary.AppendUvarint(q, uint64(len(h.inputs)))
+			for _, in := range h.inputs {
+				if in.in&^physics.InputMask != 0 {
+					t.Fatalf("parseHeader let through input %#x", in.in)
+				}
+				q = binary.AppendUvarint(q, uint64(in.id))
+				q = append(q, byte(in.in))
+			}
+			wantC, wantI := slices.Clone(h.claims), slices.Clone(h.inputs)
 			q = append(q, body...)
 			got, body2, perr := a.r.parseHeader(q)
-			if perr != nil || !slicesEqual(got, want) || !bytes.Equal(body, body2) {
-				t.Fatalf("claims do not round-trip: %v %v / %v (%v)", want, body, got, perr)
+			if perr != nil || !slices.Equal(got.claims, wantC) || !slices.Equal(got.inputs, wantI) || !bytes.Equal(body, body2) {
+				t.Fatalf("claims and inputs do not round-trip: %v %v %v / %v (%v)", wantC, wantI, body, got, perr)
 			}
 		}
 
@@ -123,16 +133,4 @@ func FuzzHandlePacket(f *testing.F) {
 			t.Fatalf("A cannot encode its own states any more: %v", aerr)
 		}
 	})
-}
-
-func slicesEqual(a, b []claim) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

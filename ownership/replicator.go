@@ -21,6 +21,9 @@ const KindState byte = 0x53 // 'S'
 // MaxClaims is the largest number of ownership claims one packet may carry.
 const MaxClaims = 64
 
+// MaxInputs is the largest number of fighter inputs one packet may carry.
+const MaxInputs = 16
+
 // ErrMalformed is wrapped by the *PacketError HandlePacket returns for a packet
 // it cannot parse (a bad kind byte, a truncated or oversized claim list, or a
 // snapshot the physics codec rejects, whose *physics.CodecError is wrapped
@@ -130,6 +133,18 @@ type claim struct {
 	epoch uint32
 }
 
+// input is a fighter's controls as its owner sent them.
+type input struct {
+	id physics.ObjectID
+	in physics.Input
+}
+
+// header is what a state packet carries before its snapshot.
+type header struct {
+	claims []claim
+	inputs []input
+}
+
 // Replicator keeps the objects of a physics.World in sync with the rival's
 // copy. Each tick the game calls, in this order:
 //
@@ -154,6 +169,7 @@ type Replicator struct {
 	out    physics.Snapshot
 	in     physics.Snapshot
 	claims [MaxClaims]claim
+	inputs [MaxInputs]input
 	body   []physics.BodyState // scratch
 	hits   []physics.HitEvent
 	stats  Stats
@@ -276,8 +292,9 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
 
 // AppendPacket appends to dst the state packet for this tick: the states of
 // every object this peer owns, stamped with game time now, with the claims of
-// the shared ones. It allocates only if dst lacks capacity (a packet is at
-// most physics.MaxPacketSize plus the claims).
+// the shared ones and the input of each fighter. It allocates only if dst
+// lacks capacity (a packet is at most physics.MaxPacketSize plus the claims
+// and inputs).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
 	start := len(dst)
 	r.out.Reset(int64(now), r.seq)
@@ -300,6 +317,21 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 			dst = binary.AppendUvarint(dst, uint64(epoch))
 		}
 		r.out.Add(o.obj)
+	}
+	n = 0
+	for _, o := range r.objs {
+		if o.mode == ModeOwned && o.fighter != nil {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(min(n, MaxInputs)))
+	n = 0
+	for _, o := range r.objs {
+		if o.mode == ModeOwned && o.fighter != nil && n < MaxInputs {
+			dst = binary.AppendUvarint(dst, uint64(o.obj.ID()))
+			dst = append(dst, byte(o.fighter.Input()))
+			n++
+		}
 	}
 	dst, err := r.codec.AppendSnapshot(dst, &r.out)
 	if err != nil {
@@ -326,7 +358,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	r.stats.PacketsIn++
 	r.stats.BytesIn += uint64(len(p))
-	claims, body, err := r.parseHeader(p)
+	h, body, err := r.parseHeader(p)
 	if err != nil {
 		r.stats.Malformed++
 		return err
@@ -351,14 +383,21 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	for i := range r.in.Objects {
 		os := &r.in.Objects[i]
 		var epoch uint32
-		for _, c := range claims {
+		for _, c := range h.claims {
 			if c.id == os.ID {
 				epoch = c.epoch
 				break
 			}
 		}
+		in, hasInput := physics.Input(0), false
+		for _, x := range h.inputs {
+			if x.id == os.ID {
+				in, hasInput = x.in, true
+				break
+			}
+		}
 		o := r.lookup(os.ID)
-		if err := r.apply(o, os, epoch, tick); err != nil {
+		if err := r.apply(o, os, epoch, in, hasInput, tick); err != nil {
 			if first == nil {
 				first = err
 			}
@@ -367,7 +406,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	return first
 }
 
-func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, tick uint64) error {
+func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, in physics.Input, hasInput bool, tick uint64) error {
 	// Validate before touching ownership: an invalid state must not move
 	// anything.
 	if o != nil {
@@ -401,6 +440,9 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 			r.stats.Invalid++
 			return err
 		}
+		if hasInput {
+			o.fighter.SetInput(in) // parseHeader admits defined bits only
+		}
 	}
 	if err := o.corr.SetTarget(os.Bodies, int64(r.in.Time)); err != nil {
 		r.stats.Invalid++
@@ -410,14 +452,14 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	return nil
 }
 
-// parseHeader parses the kind byte and the claims, returning the claims and
-// the physics snapshot that follows.
-func (r *Replicator) parseHeader(p []byte) ([]claim, []byte, error) {
+// parseHeader parses the kind byte, the claims and the inputs, returning
+// them and the physics snapshot that follows.
+func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 	if len(p) == 0 {
-		return nil, nil, &PacketError{Field: "kind", Err: fmt.Errorf("%w: empty packet", ErrMalformed)}
+		return header{}, nil, &PacketError{Field: "kind", Err: fmt.Errorf("%w: empty packet", ErrMalformed)}
 	}
 	if p[0] != KindState {
-		return nil, nil, &PacketError{Field: "kind", Value: uint64(p[0]), Err: fmt.Errorf("%w: not a state packet", ErrMalformed)}
+		return header{}, nil, &PacketError{Field: "kind", Value: uint64(p[0]), Err: fmt.Errorf("%w: not a state packet", ErrMalformed)}
 	}
 	off := 1
 	uv := func(field string, max uint64) (uint64, error) {
@@ -431,25 +473,53 @@ func (r *Replicator) parseHeader(p []byte) ([]claim, []byte, error) {
 		off += n
 		return v, nil
 	}
+	id := func(field string) (physics.ObjectID, error) {
+		v, err := uv(field, math.MaxUint16)
+		if err != nil {
+			return 0, err
+		}
+		if v == 0 {
+			return 0, &PacketError{Offset: off - 1, Field: field, Err: fmt.Errorf("%w: %w", ErrMalformed, physics.ErrInvalidID)}
+		}
+		return physics.ObjectID(v), nil
+	}
 	n, err := uv("claims", MaxClaims)
 	if err != nil {
-		return nil, nil, err
+		return header{}, nil, err
 	}
 	for i := range int(n) {
-		id, err := uv("claim id", math.MaxUint16)
+		cid, err := id("claim id")
 		if err != nil {
-			return nil, nil, err
-		}
-		if id == 0 {
-			return nil, nil, &PacketError{Offset: off - 1, Field: "claim id", Err: fmt.Errorf("%w: %w", ErrMalformed, physics.ErrInvalidID)}
+			return header{}, nil, err
 		}
 		epoch, err := uv("claim epoch", math.MaxUint32)
 		if err != nil {
-			return nil, nil, err
+			return header{}, nil, err
 		}
-		r.claims[i] = claim{id: physics.ObjectID(id), epoch: uint32(epoch)}
+		r.claims[i] = claim{id: cid, epoch: uint32(epoch)}
 	}
-	return r.claims[:n], p[off:], nil
+	h := header{claims: r.claims[:n]}
+	m, err := uv("inputs", MaxInputs)
+	if err != nil {
+		return header{}, nil, err
+	}
+	for i := range int(m) {
+		iid, err := id("input id")
+		if err != nil {
+			return header{}, nil, err
+		}
+		if off >= len(p) {
+			return header{}, nil, &PacketError{Offset: off, Field: "input", Err: fmt.Errorf("%w: truncated", ErrMalformed)}
+		}
+		in := physics.Input(p[off])
+		if in&^physics.InputMask != 0 {
+			return header{}, nil, &PacketError{Offset: off, Field: "input", Value: uint64(in), Err: fmt.Errorf("%w: undefined input bits", ErrMalformed)}
+		}
+		off++
+		r.inputs[i] = input{id: iid, in: in}
+	}
+	h.inputs = r.inputs[:m]
+	return h, p[off:], nil
 }
 
 // BeforeStep corrects every remote object toward its owner's latest state at

@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -182,7 +183,14 @@ func TestReplicatorBadPackets(t *testing.T) {
 	a := newPeer(t, peerA, peerB, nil)
 	b := newPeer(t, peerB, peerA, nil)
 	good := b.tick(t, 0)
-	snap := good[2:] // kind, claim count 0, then the snapshot
+	snap := good[2:] // kind, claim count 0, then the inputs and the snapshot
+	if good[2] != 1 || good[3] != byte(fighterB) {
+		t.Fatalf("B's packet % x does not carry its fighter's input", good[:5])
+	}
+	body := good[5:] // the snapshot alone
+	inputsPkt := func(entries ...byte) []byte {
+		return append(append([]byte{KindState, 0}, entries...), body...)
+	}
 
 	claimsPkt := func(n int, id, epoch uint64) []byte {
 		p := []byte{KindState}
@@ -204,6 +212,10 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"truncated snap":  good[:len(good)/2],
 		"garbage snap":    append([]byte{KindState, 0}, []byte("definitely not a snapshot")...),
 		"trailing bytes":  append(append([]byte(nil), good...), 1, 2, 3),
+		"undefined input": inputsPkt(1, byte(fighterB), 0x80),
+		"truncated input": {KindState, 0, 1, byte(fighterB)},
+		"input id 0":      inputsPkt(1, 0, byte(physics.InputLeft)),
+		"too many inputs": inputsPkt(MaxInputs + 1),
 	}
 	for name, p := range cases {
 		before := a.r.Stats()
@@ -379,5 +391,36 @@ func TestReplicatorRefusesBadDivergenceMonitor(t *testing.T) {
 		if _, err := New(w, Config{Local: 1, Remote: 2, Divergence: m}); !errors.Is(err, correction.ErrInvalidConfig) {
 			t.Errorf("Divergence %+v: New = %v, want correction.ErrInvalidConfig", m, err)
 		}
+	}
+}
+
+// Each packet carries the sender's fighter's input (3 bytes), which reaches
+// the receiver's copy of that fighter with its state, and only then.
+func TestReplicatorCarriesInputs(t *testing.T) {
+	a := newPeer(t, peerA, peerB, nil)
+	b := newPeer(t, peerB, peerA, nil)
+	b.w.Fighter(fighterB).SetInput(physics.InputLeft | physics.InputKick)
+	p := b.tick(t, 0)
+	if want := []byte{KindState, 0, 1, byte(fighterB), byte(physics.InputLeft | physics.InputKick)}; !bytes.Equal(p[:5], want) {
+		t.Fatalf("packet starts % x, want % x", p[:5], want)
+	}
+	a.tick(t, tickUS, p)
+	if in := a.w.Fighter(fighterB).Input(); in != physics.InputLeft|physics.InputKick {
+		t.Errorf("A's copy of B has input %v", in)
+	}
+	// An input for a fighter whose state the packet does not carry (A's
+	// own, here) is ignored.
+	p2 := b.tick(t, tickUS)
+	forged := append([]byte{KindState, 0, 1, byte(fighterA), byte(physics.InputJump)}, p2[5:]...)
+	a.w.Fighter(fighterA).SetInput(physics.InputBlock)
+	before := a.r.Stats().Applied
+	if err := a.r.HandlePacket(forged, 2*tickUS); err != nil {
+		t.Fatal(err)
+	}
+	if in := a.w.Fighter(fighterA).Input(); in != physics.InputBlock {
+		t.Errorf("an input for A's own fighter from B was applied: %v", in)
+	}
+	if a.r.Stats().Applied != before+1 {
+		t.Errorf("the forged packet's own state was not applied")
 	}
 }
