@@ -46,7 +46,7 @@ type Fighter struct {
 	punches    int   // punches thrown (alternates the arm)
 	hitVictims []ObjectID
 
-	gait float64 // walking cycle phase, radians
+	gait float64 // walking cycle phase, radians (from the world's clock)
 }
 
 const (
@@ -658,10 +658,9 @@ func (f *Fighter) act(theta float64) {
 		pose = poseAir
 	case ActionWalk:
 		pose = poseStance
-		f.gait += 2 * math.Pi * t.StepRate * Dt
-		if f.gait > 2*math.Pi {
-			f.gait -= 2 * math.Pi
-		}
+		// The cycle follows the world's clock (World.SetClock), so a
+		// following copy steps in phase with its owner.
+		f.gait = math.Mod(2*math.Pi*t.StepRate*f.world.cycleTime(), 2*math.Pi)
 		sn, cs := math.Sincos(f.gait)
 		// Walking backward runs the cycle backward.
 		if f.walkDir()*s < 0 {

@@ -728,3 +728,32 @@ func TestFollowingFighter(t *testing.T) {
 		t.Errorf("a limp fighter kept standing (head at %.2f m)", head)
 	}
 }
+
+// Worlds that follow the same clock walk in step, however many steps each
+// has taken.
+func TestGaitFollowsTheClock(t *testing.T) {
+	walkers := [2]*Fighter{}
+	worlds := [2]*World{}
+	for k := range worlds {
+		worlds[k] = newWorld(t)
+		walkers[k] = addFighter(t, worlds[k], 1, 0)
+		steps(worlds[k], 30+17*k) // different step counts
+		walkers[k].SetInput(InputRight)
+	}
+	for i := range 40 {
+		for _, w := range worlds {
+			w.SetClock(int64(5_000_000 + i*1_000_000/TickRate))
+			w.Step()
+		}
+		if g0, g1 := walkers[0].gait, walkers[1].gait; g0 != g1 {
+			t.Fatalf("step %d: gaits %v and %v", i, g0, g1)
+		}
+	}
+	// Between two settings the clock runs on by a step per step.
+	before := walkers[0].gait
+	worlds[0].Step()
+	want := math.Mod(before+2*math.Pi*walkers[0].tuning.StepRate*Dt, 2*math.Pi)
+	if d := math.Abs(AngleDiff(walkers[0].gait, want)); d > 1e-9 {
+		t.Errorf("gait %v after a step without SetClock, want %v", walkers[0].gait, want)
+	}
+}

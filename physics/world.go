@@ -158,6 +158,11 @@ type World struct {
 	tick      uint64
 	nextGroup int16
 
+	// The shared clock fighters' cycles follow (SetClock): its value in µs
+	// at step clockTick.
+	clock     int64
+	clockTick uint64
+
 	pending    []HitEvent
 	hits       []HitEvent
 	contacts   []Contact
@@ -243,6 +248,19 @@ func (w *World) Limits() *Limits { return &w.limits }
 // Tick returns the number of steps taken so far. Events of the most recent
 // step carry Tick() as their tick.
 func (w *World) Tick() uint64 { return w.tick }
+
+// SetClock sets the time, in microseconds, that the fighters' cyclic motions
+// (the walking gait) follow, from the next step on; it then runs on by Dt a
+// step until set again. Two peers whose worlds follow the same clock (the
+// shared game time: ownership.Replicator sets it every tick) see a fighter
+// and its remote copy step in phase. Until it is set, a world follows its
+// own step count.
+func (w *World) SetClock(us int64) { w.clock, w.clockTick = us, w.tick }
+
+// cycleTime is the time in seconds the fighters' cycles follow.
+func (w *World) cycleTime() float64 {
+	return float64(w.clock)*1e-6 + float64(w.tick-w.clockTick)*Dt
+}
 
 // Objects returns every object, sorted by id. Shared; do not modify.
 func (w *World) Objects() []*Object { return w.objects }
