@@ -42,6 +42,7 @@ type Fighter struct {
 	phaseTicks int
 	cooldown   int
 	attackSeq  uint8 // attacks started (wraps)
+	doneSeq    int   // following: AttackSeq&3 of the last attack played out here, or -1
 	strikeBody int   // body index of the striking limb
 	punches    int   // punches thrown (alternates the arm)
 	hitVictims []ObjectID
@@ -506,11 +507,87 @@ func (f *Fighter) update() {
 }
 
 // follow is the controller of an uncontrolled fighter that follows its
-// owner (SetFollowing): sense, then act on the reported action and attack.
+// owner (SetFollowing): sense, run the reported attack's phases on, then act.
 func (f *Fighter) follow() {
 	f.grounded = f.footDown(PartLowerLegL.Index()) || f.footDown(PartLowerLegR.Index())
 	f.actionTicks++
+	if f.phase != PhaseNone {
+		f.phaseTicks++
+		f.followAttack()
+	}
 	f.act(WrapAngle(f.obj.bodies[0].M_sweep.A))
+}
+
+// followAttack advances a following fighter's attack on its own timers;
+// when it ends, the fighter does what its owner's input then says (block,
+// walk or stand), as its owner's controller would.
+func (f *Fighter) followAttack() {
+	seq := f.attackSeq & 3
+	f.advanceAttack()
+	if f.phase != PhaseNone {
+		return
+	}
+	f.doneSeq = int(seq)
+	if f.action == ActionJump || !f.grounded {
+		return
+	}
+	switch {
+	case f.input&InputBlock != 0:
+		f.setAction(ActionBlock)
+	case (f.input&InputLeft != 0) != (f.input&InputRight != 0):
+		f.setAction(ActionWalk)
+	default:
+		f.setAction(ActionIdle)
+	}
+}
+
+// FollowRemoteState is SetRemoteState for a fighter that follows its owner
+// (SetFollowing), for a state its owner sent age ticks before the coming
+// step. Its attack is carried forward by its age: a following fighter runs
+// its attacks' phases on the same timers as its owner, from the phase the
+// owner reported plus the report's age, so the attack lands here about when
+// it does there, not a network delay later. A report that is behind what
+// the fighter already predicts (an earlier phase of the same attack, or an
+// attack it has already finished) does not set it back; a report of a new
+// attack, of a later phase, or of an attack cut short (a knock-down) does.
+// Errors are those of SetRemoteState.
+func (f *Fighter) FollowRemoteState(s FighterState, age int) error {
+	if field, v := s.validate(f.maxHP); field != "" {
+		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	}
+	age = max(0, age-1) // the coming step counts the last tick
+	f.hp = s.HP
+	f.setFacing(s.Facing)
+	same := s.AttackSeq == f.attackSeq&3
+	switch {
+	case s.Phase != PhaseNone && same && f.phase == PhaseNone && f.doneSeq == int(s.AttackSeq):
+		// An attack this fighter has already played out: a stale report.
+		return nil
+	case s.Phase != PhaseNone && same && f.phase != PhaseNone:
+		if s.Phase > f.phase { // behind its owner: catch up
+			f.phase, f.phaseTicks = s.Phase, age
+			f.followAttack()
+		}
+		return nil
+	case s.Phase != PhaseNone:
+		// A new attack: start it where the owner was, age ticks ago.
+		f.attack, f.strikeBody = s.Action, s.Strike.Index()
+		f.phase, f.phaseTicks = s.Phase, age
+		f.attackSeq = s.AttackSeq
+		f.hitVictims = f.hitVictims[:0]
+		f.setAction(s.Action)
+		f.followAttack()
+		return nil
+	case f.phase != PhaseNone:
+		// The owner's attack is over (or was cut short) as of the report.
+		f.doneSeq = int(f.attackSeq & 3)
+		f.endAttack()
+	case same && f.doneSeq == int(s.AttackSeq) && (s.Action == ActionPunch || s.Action == ActionKick):
+		return nil
+	}
+	f.attackSeq = s.AttackSeq
+	f.setAction(s.Action)
+	return nil
 }
 
 func (f *Fighter) canTurn() bool {
@@ -523,39 +600,9 @@ func (f *Fighter) canTurn() bool {
 
 // decide advances attacks and picks the action of an upright fighter.
 func (f *Fighter) decide() {
-	t := &f.tuning
 	if f.phase != PhaseNone {
 		f.phaseTicks++
-		var dur int
-		switch {
-		case f.attack == ActionPunch && f.phase == PhaseWindup:
-			dur = t.PunchWindup
-		case f.attack == ActionPunch && f.phase == PhaseActive:
-			dur = t.PunchActive
-		case f.attack == ActionPunch:
-			dur = t.PunchRecovery
-		case f.phase == PhaseWindup:
-			dur = t.KickWindup
-		case f.phase == PhaseActive:
-			dur = t.KickActive
-		default:
-			dur = t.KickRecovery
-		}
-		if f.phaseTicks >= dur {
-			f.phaseTicks = 0
-			f.phase++
-			if f.phase > PhaseRecovery {
-				if f.attack == ActionPunch {
-					f.cooldown = t.PunchCooldown
-				} else {
-					f.cooldown = t.KickCooldown
-				}
-				f.endAttack()
-				if !f.grounded {
-					f.setAction(ActionJump) // lands as from a jump
-				}
-			}
-		}
+		f.advanceAttack()
 		if f.phase != PhaseNone {
 			return
 		}
@@ -578,6 +625,46 @@ func (f *Fighter) decide() {
 		f.setAction(ActionWalk)
 	default:
 		f.setAction(ActionIdle)
+	}
+}
+
+// phaseTicksOf returns how many ticks phase ph of the fighter's attack lasts.
+func (f *Fighter) phaseTicksOf(ph AttackPhase) int {
+	t := &f.tuning
+	switch {
+	case f.attack == ActionPunch && ph == PhaseWindup:
+		return t.PunchWindup
+	case f.attack == ActionPunch && ph == PhaseActive:
+		return t.PunchActive
+	case f.attack == ActionPunch:
+		return t.PunchRecovery
+	case ph == PhaseWindup:
+		return t.KickWindup
+	case ph == PhaseActive:
+		return t.KickActive
+	}
+	return t.KickRecovery
+}
+
+// advanceAttack moves the attack in progress on to its next phases while
+// phaseTicks has run past their lengths, and ends it after its recovery (a
+// fighter in the air then lands as from a jump).
+func (f *Fighter) advanceAttack() {
+	t := &f.tuning
+	for f.phase != PhaseNone && f.phaseTicks >= f.phaseTicksOf(f.phase) {
+		f.phaseTicks -= f.phaseTicksOf(f.phase)
+		f.phase++
+		if f.phase > PhaseRecovery {
+			if f.attack == ActionPunch {
+				f.cooldown = t.PunchCooldown
+			} else {
+				f.cooldown = t.KickCooldown
+			}
+			f.endAttack()
+			if !f.grounded {
+				f.setAction(ActionJump) // lands as from a jump
+			}
+		}
 	}
 }
 

@@ -186,7 +186,7 @@ func (w *World) AddFighter(id ObjectID, cfg FighterConfig) (*Fighter, error) {
 		bodies[i] = b
 	}
 
-	f := &Fighter{tuning: t, facing: facing, hp: cfg.MaxHP, maxHP: cfg.MaxHP, controlled: true, action: ActionIdle}
+	f := &Fighter{tuning: t, facing: facing, hp: cfg.MaxHP, maxHP: cfg.MaxHP, controlled: true, action: ActionIdle, doneSeq: -1}
 	torques := f.jointTorques()
 	layout := Layout{Fighter: true, Bodies: make([]LayoutBody, FighterBodies)}
 	layout.Bodies[0] = LayoutBody{Parent: -1, LocalCenter: fromB2(bodies[0].M_sweep.LocalCenter)}

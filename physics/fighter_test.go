@@ -757,3 +757,78 @@ func TestGaitFollowsTheClock(t *testing.T) {
 		t.Errorf("gait %v after a step without SetClock, want %v", walkers[0].gait, want)
 	}
 }
+
+// A following fighter plays its owner's attack on the owner's timers, from
+// the reported phase plus the report's age; stale reports do not set it
+// back.
+func TestFollowRemoteStateRunsAttacksOn(t *testing.T) {
+	w := newWorld(t)
+	addFighter(t, w, 1, -3)
+	b := addFighter(t, w, 2, 1)
+	b.SetControlled(false)
+	b.SetFollowing(true)
+	tu := b.Tuning()
+	punch := func(ph AttackPhase, seq uint8) FighterState {
+		return FighterState{HP: 50, Action: ActionPunch, Facing: FacingLeft, Phase: ph, Strike: PartLowerArmR, AttackSeq: seq}
+	}
+	// The owner started a punch (its tick s) and the report is 4 ticks
+	// old: the coming step is the owner's tick s+4.
+	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 4); err != nil {
+		t.Fatal(err)
+	}
+	// Its windup lasts PunchWindup ticks (s … s+PunchWindup-1); the steps
+	// here are the owner's ticks s+4 … s+PunchWindup, the last of them the
+	// first of the active phase.
+	for i := range tu.PunchWindup - 3 {
+		if b.AttackPhase() != PhaseWindup {
+			t.Fatalf("step %d: phase %v, want windup", i, b.AttackPhase())
+		}
+		w.Step()
+	}
+	// The last step was the owner's tick s+PunchWindup: active.
+	if b.AttackPhase() != PhaseActive {
+		t.Fatalf("phase %v after the owner's windup, want active", b.AttackPhase())
+	}
+	// A late report of the windup does not set it back.
+	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 6); err != nil {
+		t.Fatal(err)
+	}
+	if b.AttackPhase() != PhaseActive || b.State().AttackSeq != 1 {
+		t.Fatalf("a stale report set the attack back to %v", b.AttackPhase())
+	}
+	// It ends on its own, and the fighter does what the input says.
+	b.SetInput(InputBlock)
+	for range tu.PunchActive + tu.PunchRecovery {
+		w.Step()
+	}
+	if b.AttackPhase() != PhaseNone || b.Action() != ActionBlock {
+		t.Fatalf("after the punch: %v %v, want blocking", b.Action(), b.AttackPhase())
+	}
+	// Reports of the finished punch change nothing.
+	if err := b.FollowRemoteState(punch(PhaseRecovery, 1), 5); err != nil {
+		t.Fatal(err)
+	}
+	if b.AttackPhase() != PhaseNone || b.Action() != ActionBlock {
+		t.Fatalf("a report of the finished punch restarted it: %v %v", b.Action(), b.AttackPhase())
+	}
+	// A report of a next attack long over by now plays out at once.
+	if err := b.FollowRemoteState(punch(PhaseWindup, 2), 100); err != nil {
+		t.Fatal(err)
+	}
+	if b.AttackPhase() != PhaseNone || b.State().AttackSeq != 2 {
+		t.Fatalf("an attack 100 ticks old is still on: %v", b.AttackPhase())
+	}
+	// A knock-down cuts an attack short.
+	if err := b.FollowRemoteState(punch(PhaseActive, 3), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionDown, Facing: FacingLeft, AttackSeq: 3}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if b.AttackPhase() != PhaseNone || b.Action() != ActionDown {
+		t.Fatalf("knocked down mid-punch: %v %v", b.Action(), b.AttackPhase())
+	}
+	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionUnknown, Facing: FacingLeft}, 1); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("invalid state: %v", err)
+	}
+}
