@@ -12,7 +12,7 @@
 //
 // # Methods
 //
-// Four methods are selectable, to compare them (cmd/ragsim plays whole
+// Five methods are selectable, to compare them (cmd/ragsim plays whole
 // matches with each):
 //
 //   - MethodSnap sets each body to the received state when it arrives
@@ -54,6 +54,37 @@
 //     fraction HardBlend (¼ by default; the seed's midpoint is ½) of the
 //     way to the target per tick and takes the target's velocity, so even
 //     a hard snap is spread over a few ticks instead of one visible jump.
+//   - MethodFollow predicts with the local simulation instead
+//     of extrapolating states. The remote object keeps gravity, and a remote
+//     fighter follows its owner (physics.Fighter.SetFollowing): its muscles
+//     hold the reported action with the owner's input, and its attacks run on
+//     the owner's timers from the reported phase plus the report's age
+//     (ownership.Replicator sets this up). So between two states the copy
+//     moves as its owner does, along arcs its joints allow, and the
+//     correction only has to remove what the prediction got wrong:
+//     1. Latency compensation against the copy's own past: the corrector
+//     keeps about a second of each body's state, and estimates the owner's
+//     state now as the received state plus what the body did by itself
+//     since the time the state was sent (its motion less the corrections
+//     applied since), plus, for root bodies, what the difference between
+//     the received velocity and the body's at that time has moved the owner
+//     by since (fading with VelocityFade: a jump or a knock seen late).
+//     2. Joint-consistent targets: with the object's layout (SetLayout) the
+//     root takes its estimated position, every body its estimated angle,
+//     and each child the position (and velocity) its joint gives it on its
+//     parent, so a correction never pulls a limb off its joint.
+//     3. Each tick every body moves PositionGain of the way to its target
+//     (position and angle, directly) and changes its velocity by
+//     VelocityGain of the velocity error; an error above MaxSoftError or
+//     MaxSoftAngle moves the whole object to its target at once. Impacts
+//     need no special path: the prediction takes them in.
+//     4. The physics body is corrected hard, so it collides and strikes where
+//     the owner says; what a game draws is a smoothed pose (Offset): each
+//     correction's displacement is taken out of the drawn pose and given
+//     back at SmoothingMaxStep per tick, so the drawn pose pops at most
+//     that much, within SmoothingMaxOffset of its body.
+//     5. When no state has arrived for InputHold (an outage), the copy stops
+//     predicting and is held, at rest, where it was predicted to be then.
 //
 // The defaults were chosen with cmd/ragsim over whole simulated matches; see
 // README.md for the figures.
@@ -93,10 +124,11 @@ const (
 	MethodMidpoint
 	MethodSeed
 	MethodRagsync
+	MethodFollow
 )
 
 // Methods lists every selectable method, in a stable order.
-var Methods = []Method{MethodSnap, MethodMidpoint, MethodSeed, MethodRagsync}
+var Methods = []Method{MethodSnap, MethodMidpoint, MethodSeed, MethodRagsync, MethodFollow}
 
 func (m Method) String() string {
 	switch m {
@@ -108,6 +140,8 @@ func (m Method) String() string {
 		return "seed"
 	case MethodRagsync:
 		return "ragsync"
+	case MethodFollow:
+		return "follow"
 	}
 	return fmt.Sprintf("Method(%d)", uint8(m))
 }
@@ -116,18 +150,24 @@ func (m Method) String() string {
 var ErrUnknownMethod = errors.New("correction: unknown method")
 
 // ParseMethod returns the method named s ("snap", "midpoint", "seed",
-// "ragsync"; case-insensitive).
+// "ragsync", "follow"; case-insensitive).
 func ParseMethod(s string) (Method, error) {
 	for _, m := range Methods {
 		if strings.EqualFold(s, m.String()) {
 			return m, nil
 		}
 	}
-	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, seed or ragsync)", ErrUnknownMethod, s)
+	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, seed, ragsync or follow)", ErrUnknownMethod, s)
 }
 
 // perPacket reports whether the method acts only when a new state arrives.
-func (m Method) perPacket() bool { return m != MethodRagsync }
+func (m Method) perPacket() bool { return m != MethodRagsync && m != MethodFollow }
+
+// Follows reports whether the method predicts a remote object with the
+// local simulation: its bodies keep gravity, and a remote fighter follows
+// its owner's reported actions and input (physics.Fighter.SetFollowing)
+// instead of hanging limp. ownership.Replicator sets its objects up so.
+func (m Method) Follows() bool { return m == MethodFollow }
 
 // Config tunes a Corrector. The zero value is the default: MethodRagsync with
 // the defaults documented on each field.
@@ -135,7 +175,8 @@ type Config struct {
 	// Method is the correction method. Zero: MethodRagsync.
 	Method Method
 
-	// Stiffness is the spring constant k, in 1/s²: the correcting force on a
+	// Stiffness is the spring constant k, in 1/s², of MethodSeed and
+	// MethodRagsync: the correcting force on a
 	// body of mass m with position error e is m·k·e. For MethodSeed, e is
 	// the error to the midpoint, as in the article. Zero: 3000 for
 	// MethodSeed (the article gives no value; 3000 is the seed's best on
@@ -197,6 +238,51 @@ type Config struct {
 	// ownership.Replicator sets it to the arena's interior.
 	Bounds physics.Rect
 
+	// PositionGain is the share of its position and angle error a
+	// MethodFollow correction removes per tick. Zero: 0.8.
+	PositionGain float64
+
+	// VelocityGain is the share of its velocity and angular velocity error
+	// a MethodFollow correction removes per tick. Zero: 0.5.
+	VelocityGain float64
+
+	// SmoothingMaxStep turns on the drawn pose (Corrector.Offset) and says
+	// how far, in metres, it may move in one tick beyond its body's own
+	// motion (angles: 8 times as many radians). The displacement a
+	// correction gives a body is taken out of the drawn pose at once and
+	// given back at this rate, so the drawn pose pops at most this much
+	// (but see SmoothingMaxOffset), while the physics body, which collides
+	// and strikes, stays as close to its owner's state as the correction
+	// can put it. Zero: 0.028 m for MethodFollow, no drawn pose for the
+	// other methods. Negative: no drawn pose.
+	SmoothingMaxStep float64
+
+	// SmoothingMaxOffset is the farthest, in metres, the drawn pose may lag
+	// its body for states up to 40 ms old (angles: 2 times as many
+	// radians); older states bring larger corrections, and the limit grows
+	// in proportion to their age, up to 4 times. Beyond it the drawn pose
+	// jumps to the limit. Zero: 0.1 m.
+	SmoothingMaxOffset float64
+
+	// VelocityFade is how long, in game-time microseconds, MethodFollow
+	// expects a difference between the velocity of an object's root body
+	// and its owner's to last: the time constant with which such a
+	// difference, and a velocity correction, fade. MethodFollow moves the
+	// root by what the difference it saw in a state has moved the owner
+	// by since it was sent (a jump, a hit). Jointed bodies are left to
+	// their joints: their muscles undo a velocity difference within a
+	// tick. Zero: 40 ms. Negative: no such extrapolation.
+	VelocityFade int64
+
+	// InputHold is how long, in game-time microseconds, a remote fighter
+	// that follows its owner (MethodFollow) keeps acting on its owner's
+	// last state and input when no newer state arrives (a loss burst, an
+	// outage); after it, the copy lets go of its controls and stands idle
+	// until one does (ownership.Replicator lets go of the controls), and
+	// its correction stops predicting and holds it where it was predicted
+	// to be then, so the local fight cannot push it about. Zero: 100 ms.
+	InputHold int64
+
 	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
 	// game-time microseconds: a state older than this is extrapolated only
 	// this far: extrapolating a limb's swing further than this overshoots
@@ -220,6 +306,12 @@ const (
 	DefaultImpactHold         = 100_000
 	DefaultMaxExtrapolation   = 60_000
 	DefaultMaxCorrectionSpeed = 4.0
+	DefaultPositionGain       = 0.8
+	DefaultVelocityGain       = 0.5
+	DefaultSmoothingMaxStep   = 0.028
+	DefaultSmoothingMaxOffset = 0.1
+	DefaultInputHold          = 100_000
+	DefaultVelocityFade       = 40_000
 )
 
 // ErrInvalidConfig is wrapped by the errors Config.Validate returns.
@@ -263,13 +355,34 @@ func (c Config) WithDefaults() Config {
 	if c.MaxExtrapolation == 0 {
 		c.MaxExtrapolation = DefaultMaxExtrapolation
 	}
+	if c.PositionGain == 0 {
+		c.PositionGain = DefaultPositionGain
+	}
+	if c.VelocityGain == 0 {
+		c.VelocityGain = DefaultVelocityGain
+	}
+	if c.SmoothingMaxStep == 0 {
+		c.SmoothingMaxStep = -1
+		if c.Method == MethodFollow {
+			c.SmoothingMaxStep = DefaultSmoothingMaxStep
+		}
+	}
+	if c.SmoothingMaxOffset == 0 {
+		c.SmoothingMaxOffset = DefaultSmoothingMaxOffset
+	}
+	if c.InputHold == 0 {
+		c.InputHold = DefaultInputHold
+	}
+	if c.VelocityFade == 0 {
+		c.VelocityFade = DefaultVelocityFade
+	}
 	return c
 }
 
 // Validate reports the first unusable field of c (after defaults).
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	if c.Method > MethodRagsync {
+	if c.Method > MethodFollow {
 		return fmt.Errorf("%w: Method = %d", ErrInvalidConfig, c.Method)
 	}
 	for _, f := range [...]struct {
@@ -283,6 +396,9 @@ func (c Config) Validate() error {
 		{"MaxSoftAngle", c.MaxSoftAngle, 100},
 		{"HardBlend", c.HardBlend, 1},
 		{"ImpactDeltaV", c.ImpactDeltaV, 10000},
+		{"PositionGain", c.PositionGain, 1},
+		{"VelocityGain", c.VelocityGain, 1},
+		{"SmoothingMaxOffset", c.SmoothingMaxOffset, 100},
 	} {
 		if !(f.v > 0) || f.v > f.max { // also rejects NaN
 			return fmt.Errorf("%w: %s = %g, want (0, %g]", ErrInvalidConfig, f.name, f.v, f.max)
@@ -290,6 +406,15 @@ func (c Config) Validate() error {
 	}
 	if c.ImpactHold < 0 {
 		return fmt.Errorf("%w: ImpactHold = %d, want >= 0", ErrInvalidConfig, c.ImpactHold)
+	}
+	if c.InputHold < 0 || c.InputHold > 60_000_000 {
+		return fmt.Errorf("%w: InputHold = %d µs, want in [0, 60 s]", ErrInvalidConfig, c.InputHold)
+	}
+	if c.VelocityFade > 10_000_000 {
+		return fmt.Errorf("%w: VelocityFade = %d µs, want <= 10 s (negative: none)", ErrInvalidConfig, c.VelocityFade)
+	}
+	if math.IsNaN(c.SmoothingMaxStep) || c.SmoothingMaxStep > 100 {
+		return fmt.Errorf("%w: SmoothingMaxStep = %g, want <= 100 m (negative: no drawn pose)", ErrInvalidConfig, c.SmoothingMaxStep)
 	}
 	if math.IsNaN(c.MaxCorrectionSpeed) || c.MaxCorrectionSpeed > 1000 {
 		return fmt.Errorf("%w: MaxCorrectionSpeed = %g, want <= 1000 (negative: no cap)", ErrInvalidConfig, c.MaxCorrectionSpeed)
@@ -322,8 +447,8 @@ type Stats struct {
 	Bodies int
 	// Error is the position error of each body, in metres, measured at the
 	// last Apply before correcting: distance from the body to its target
-	// (the latency-compensated target for MethodRagsync, the last received
-	// state for the others).
+	// (the latency-compensated target for MethodRagsync and MethodFollow,
+	// the last received state for the others).
 	Error [physics.MaxBodiesPerObject]float64
 	// AngleError is the absolute angle error of each body, in radians.
 	AngleError [physics.MaxBodiesPerObject]float64
@@ -333,8 +458,10 @@ type Stats struct {
 	// the position it set (a teleport) plus the velocity change and force
 	// it applied carried over one tick (the displacement they add to the
 	// step that follows). What the correction does to a body in one tick,
-	// apart from the body's own motion: what the eye sees as a pop. Zero
-	// for a tick in which the corrector did not act.
+	// apart from the body's own motion: what the eye sees as a pop. With a
+	// drawn pose (Config.SmoothingMaxStep), it is the drawn pose's
+	// displacement instead: what is given back of its offset. Zero for a
+	// tick in which the corrector did not act (and gave nothing back).
 	Pop [physics.MaxBodiesPerObject]float64
 	// MaxPop is the largest Pop of the last Apply.
 	MaxPop float64
@@ -363,7 +490,8 @@ type Corrector struct {
 	target     [physics.MaxBodiesPerObject]physics.BodyState
 	targetTime int64
 	hasTarget  bool
-	pending    bool // a new target has not been applied yet (per-packet methods)
+	pending    bool  // a new target has not been applied yet
+	heard      int64 // game time of the first Apply after the latest target arrived
 
 	// Velocity of each body right after the last Apply, to detect violent
 	// events in the local simulation step that followed.
@@ -373,6 +501,20 @@ type Corrector struct {
 	// Each body's position, velocity and accumulated force before the
 	// correction of this Apply, to measure the pops (Stats.Pop).
 	before [physics.MaxBodiesPerObject]kinematics
+
+	// MethodFollow: the bodies' past, for latency compensation, and how
+	// they hang together (SetLayout).
+	hist      history
+	hold      [physics.MaxBodiesPerObject]snapshot // where an outage holds the bodies
+	frozen    bool                                 // hold is set
+	layout    [physics.MaxBodiesPerObject]physics.LayoutBody
+	hasLayout bool
+
+	// The drawn pose's offset from each body (Config.SmoothingMaxStep), and what
+	// the correction of this Apply moved each body by (measurePops).
+	offset    [physics.MaxBodiesPerObject]snapshot
+	moved     [physics.MaxBodiesPerObject]snapshot
+	smoothing bool
 
 	impactUntil int64 // game time until which the hard path is forced
 	impactArmed bool  // an impact was detected and its hold not yet started
@@ -391,6 +533,10 @@ func New(cfg Config, n int) (*Corrector, error) {
 	}
 	c := &Corrector{cfg: cfg.WithDefaults(), n: n}
 	c.stats.Bodies = n
+	if c.cfg.Method == MethodFollow {
+		c.hist = newHistory(n, c.cfg.VelocityFade)
+	}
+	c.smoothing = c.cfg.SmoothingMaxStep > 0
 	return c, nil
 }
 
@@ -416,6 +562,28 @@ func (c *Corrector) Target(i int) (physics.BodyState, int64) { return c.target[i
 func (c *Corrector) Reset() {
 	c.hasTarget, c.pending, c.hasLastVel, c.impactArmed = false, false, false, false
 	c.impactUntil = 0
+	if c.hist.n > 0 {
+		c.hist.reset()
+	}
+	c.offset = [physics.MaxBodiesPerObject]snapshot{}
+}
+
+// Offset returns how far the pose a game should draw for body i is from the
+// body itself: draw it at its position plus dpos, turned by dangle. It is
+// zero unless the method smooths (Config.SmoothingMaxStep): the physics body then
+// stays close to its owner's state, so hits land where the owner says, while
+// the drawn pose takes each correction in gradually.
+func (c *Corrector) Offset(i int) (dpos physics.Vec2, dangle float64) {
+	return c.offset[i].pos, c.offset[i].angle
+}
+
+// TargetAge returns how old, at game time now, the last received state is
+// (now minus the time its owner sent it), and false if there is none.
+func (c *Corrector) TargetAge(now int64) (int64, bool) {
+	if !c.hasTarget {
+		return 0, false
+	}
+	return now - c.targetTime, true
 }
 
 // ErrBodyCount is returned by SetTarget for a state with the wrong number of
@@ -519,6 +687,15 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 
 	c.stats.Pop = [physics.MaxBodiesPerObject]float64{}
 	c.stats.MaxPop = 0
+	c.moved = [physics.MaxBodiesPerObject]snapshot{}
+	if c.hist.n > 0 {
+		// The bodies' state now came out of the step that began one tick
+		// ago: the owner labels the same state with that tick's time.
+		c.hist.record(bodies, now-tickMicros)
+	}
+	if c.pending {
+		c.heard = now
+	}
 	if c.hasTarget && (c.pending || !c.cfg.Method.perPacket()) {
 		c.pending = false
 		acted = true
@@ -531,13 +708,23 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 			c.applyMidpoint(bodies)
 		case MethodSeed:
 			c.applySeed(bodies, impact)
+		case MethodFollow:
+			c.applyFollow(bodies, now-c.heard > c.cfg.InputHold) // its prediction takes impacts in
 		default:
 			c.applyRagsync(bodies, now, impact)
 		}
 		if c.stats.HardSnaps != hard {
 			c.stats.HardTicks++
 		}
-		c.measurePops(bodies)
+		c.measureMoves(bodies)
+	}
+	if c.smoothing {
+		c.smooth(now)
+	}
+	for i := range c.n {
+		p := c.moved[i].pos.Len()
+		c.stats.Pop[i] = p
+		c.stats.MaxPop = max(c.stats.MaxPop, p)
 	}
 	for i, b := range bodies {
 		c.lastVel[i] = physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
@@ -547,13 +734,18 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 }
 
 // kinematics is what a correction may change on a body.
-type kinematics struct{ pos, vel, force physics.Vec2 }
+type kinematics struct {
+	pos, vel, force physics.Vec2
+	angle, angVel   float64
+}
 
 func readKinematics(b *box2d.B2Body) kinematics {
 	return kinematics{
-		pos:   physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
-		vel:   physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
-		force: physics.Vec2{X: b.M_force.X, Y: b.M_force.Y},
+		pos:    physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
+		vel:    physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
+		force:  physics.Vec2{X: b.M_force.X, Y: b.M_force.Y},
+		angle:  b.M_sweep.A,
+		angVel: b.M_angularVelocity,
 	}
 }
 
@@ -563,19 +755,67 @@ func (c *Corrector) beforeApply(bodies []*box2d.B2Body) {
 	}
 }
 
-// measurePops records how far the correction just applied displaces each
+// measureMoves records how far the correction just applied displaces each
 // body by the end of the coming step: box2d integrates v += h·F/m, then
 // x += h·v, so a teleport Δx, a velocity change Δv and a force ΔF move the
-// body by Δx + h·Δv + h²·ΔF/m.
-func (c *Corrector) measurePops(bodies []*box2d.B2Body) {
+// body by Δx + h·Δv + h²·ΔF/m (angles likewise, torques aside).
+func (c *Corrector) measureMoves(bodies []*box2d.B2Body) {
 	const h = 1.0 / physics.TickRate
 	for i, b := range bodies {
 		now, was := readKinematics(b), &c.before[i]
-		d := now.pos.Sub(was.pos).Add(now.vel.Sub(was.vel).Scale(h)).Add(now.force.Sub(was.force).Scale(h * h * b.M_invMass))
-		p := d.Len()
-		c.stats.Pop[i] = p
-		c.stats.MaxPop = max(c.stats.MaxPop, p)
+		c.moved[i] = snapshot{
+			pos:   now.pos.Sub(was.pos).Add(now.vel.Sub(was.vel).Scale(h)).Add(now.force.Sub(was.force).Scale(h * h * b.M_invMass)),
+			angle: physics.AngleDiff(b.M_sweep.A, was.angle) + h*(b.M_angularVelocity-was.angVel),
+		}
 	}
+}
+
+// Angular limits of the drawn pose, per metre of the linear ones.
+const (
+	smoothStepAngle   = 8 // rad per m of SmoothingMaxStep
+	smoothOffsetAngle = 2 // rad per m of SmoothingMaxOffset
+)
+
+// smooth takes this tick's correction out of the drawn pose and gives back
+// at most SmoothingMaxStep of the drawn pose's offset from its body, and at
+// least enough to keep the offset within SmoothingMaxOffset (scaled by the
+// age of the state at game time now). c.moved becomes the drawn pose's
+// displacement by the correction (Stats.Pop).
+func (c *Corrector) smooth(now int64) {
+	maxStep, maxOff := c.cfg.SmoothingMaxStep, c.cfg.SmoothingMaxOffset
+	if age := float64(now - c.targetTime); c.hasTarget && age > smoothRefAge {
+		maxOff *= min(smoothMaxScale, age/smoothRefAge)
+	}
+	for i := range c.n {
+		o := &c.offset[i]
+		o.pos = o.pos.Sub(c.moved[i].pos)
+		o.angle -= c.moved[i].angle
+		var dp physics.Vec2
+		if l := o.pos.Len(); l > 0 {
+			dp = o.pos.Scale(giveBack(l, maxStep, maxOff) / l)
+		}
+		o.pos = o.pos.Sub(dp)
+		da := math.Copysign(giveBack(math.Abs(o.angle), maxStep*smoothStepAngle, maxOff*smoothOffsetAngle), o.angle)
+		o.angle -= da
+		// The drawn pose moves with its body, less the correction, plus
+		// what is given back.
+		c.moved[i] = snapshot{pos: dp.Scale(-1), angle: -da}
+	}
+}
+
+// The drawn pose's offset limit applies as it is to states up to
+// smoothRefAge µs old, and grows in proportion to older states' age, up to
+// smoothMaxScale times.
+const (
+	smoothRefAge   = 40_000
+	smoothMaxScale = 2
+)
+
+// giveBack returns how much of an offset of size l the drawn pose takes back
+// in one tick: all of it up to maxStep, maxStep beyond, more if that would
+// leave more than maxOff.
+func giveBack(l, maxStep, maxOff float64) float64 {
+	return max(min(l, maxStep), l-maxOff)
 }
 
 // recordError stores the error of body i before correcting it.

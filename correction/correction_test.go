@@ -200,7 +200,7 @@ func TestSeedImpactUsesHardPath(t *testing.T) {
 
 func TestLocalImpactDetected(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync}, 1)
 	c.SetTarget(at(0, 0), 0)
 	c.Apply(r.bs, r.now)
 	// Something in the local world hits the body hard during the step.
@@ -217,7 +217,7 @@ func TestLocalImpactDetected(t *testing.T) {
 func TestRagsyncNoOscillationAfterTargetStops(t *testing.T) {
 	for _, start := range []float64{0.05, 0.3, 0.49} {
 		r := newRig(t, start, 0)
-		c := mustNew(t, Config{}, 1)
+		c := mustNew(t, Config{Method: MethodRagsync}, 1)
 		c.SetTarget(at(0, 0), 0)
 		minX := start
 		for range 180 {
@@ -245,7 +245,7 @@ func TestRagsyncNoOscillationAfterTargetStops(t *testing.T) {
 // tell the difference.
 func TestRagsyncUnderdampedOscillates(t *testing.T) {
 	r := newRig(t, 0.3, 0)
-	c := mustNew(t, Config{DampingRatio: 0.1}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync, DampingRatio: 0.1}, 1)
 	c.SetTarget(at(0, 0), 0)
 	minX := 0.3
 	for range 120 {
@@ -279,17 +279,17 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 		// came out of the tick that began at r.now - tickUS.
 		return speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
 	}
-	if lag := run(Config{MaxExtrapolation: 200_000}); math.Abs(lag) > 0.01 {
+	if lag := run(Config{Method: MethodRagsync, MaxExtrapolation: 200_000}); math.Abs(lag) > 0.01 {
 		t.Errorf("with compensation the copy is %v m behind, want < 1 cm", lag)
 	}
 	// The body's state is one tick younger than the tick's game time, so
 	// what is left to compensate is 100 ms - 1 tick. The default cap
 	// (60 ms) compensates 60 ms of it.
 	ageS := float64(ageUS-tickUS) * 1e-6
-	if lag := run(Config{}); math.Abs(lag-speed*(ageS-0.060)) > 0.01 {
+	if lag := run(Config{Method: MethodRagsync}); math.Abs(lag-speed*(ageS-0.060)) > 0.01 {
 		t.Errorf("with the default cap the copy is %v m behind, want about %v", lag, speed*(ageS-0.060))
 	}
-	if lag := run(Config{MaxExtrapolation: -1}); math.Abs(lag-speed*ageS) > 0.01 {
+	if lag := run(Config{Method: MethodRagsync, MaxExtrapolation: -1}); math.Abs(lag-speed*ageS) > 0.01 {
 		t.Errorf("without compensation the copy is %v m behind, want about %v", lag, speed*ageS)
 	}
 }
@@ -298,7 +298,7 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 // velocity, up to MaxExtrapolation.
 func TestRagsyncExtrapolationIsCapped(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{MaxExtrapolation: 50_000}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync, MaxExtrapolation: 50_000}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0, 0), Vel: physics.V(1, 0)}}, 0)
 	r.now = 1_000_000 // a second later, no new packet
 	c.Apply(r.bs, r.now)
@@ -309,7 +309,7 @@ func TestRagsyncExtrapolationIsCapped(t *testing.T) {
 
 func TestRagsyncHardPathBlendsOverTicks(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{HardBlend: 0.5}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync, HardBlend: 0.5}, 1)
 	c.SetTarget(at(2, 0), 0)
 	var xs []float64
 	for range 3 {
@@ -512,7 +512,7 @@ func TestMonitorValidate(t *testing.T) {
 // A fast state next to a wall is not extrapolated through it.
 func TestRagsyncTargetClampedToBounds(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200_000}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync, Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200_000}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.9, 0), Vel: physics.V(40, 0)}}, 0)
 	r.now = 200_000
 	c.Apply(r.bs, r.now)
@@ -554,7 +554,7 @@ func TestPopMeasuresTheCorrectionsOwnDisplacement(t *testing.T) {
 	// does not count.
 	r = newRig(t, 0, 0)
 	r.body.SetLinearVelocity(box2d.MakeB2Vec2(2, 0))
-	c = mustNew(t, Config{MaxExtrapolation: -1}, 1)
+	c = mustNew(t, Config{Method: MethodRagsync, MaxExtrapolation: -1}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.1, 0), Vel: physics.V(2, 0)}}, r.now)
 	c.Apply(r.bs, r.now)
 	dv := r.state().Vel.X - 2
@@ -572,5 +572,172 @@ func TestPopMeasuresTheCorrectionsOwnDisplacement(t *testing.T) {
 	c.Apply(r.bs, r.now)
 	if got, want := c.Stats().Pop[0], 1000*0.1*h*h; math.Abs(got-want) > 1e-12 {
 		t.Errorf("seed pop %v, want k·e·h² = %v", got, want)
+	}
+}
+
+// follow states arrive ageUS old from an owner moving at a constant speed.
+// Against its own past the copy needs no extrapolation: a body already
+// moving at the owner's speed sits where the owner is now; one at rest is
+// brought there by the velocity difference it saw, carried over the age.
+func TestFollowCompensatesLatencyAgainstItsPast(t *testing.T) {
+	const speed, ageUS = 3.0, 100_000
+	for _, start := range []float64{speed, 0} {
+		r := newRig(t, 0, 0)
+		r.body.SetLinearVelocity(box2d.MakeB2Vec2(start, 0))
+		c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 1)
+		for range 180 {
+			sent := r.now - ageUS
+			c.SetTarget([]physics.BodyState{{Pos: physics.V(speed*float64(sent)*1e-6, 0), Vel: physics.V(speed, 0)}}, sent)
+			c.Apply(r.bs, r.now)
+			r.step()
+		}
+		// The body's state now came out of the tick that began at
+		// r.now - tickUS, which the owner labels so.
+		lag := speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
+		if math.Abs(lag) > 0.005 {
+			t.Errorf("starting at %v m/s: the copy is %.4f m behind its owner, want < 5 mm", start, lag)
+		}
+		if v := r.state().Vel.X; math.Abs(v-speed) > 0.01 {
+			t.Errorf("starting at %v m/s: moves at %v m/s", start, v)
+		}
+	}
+}
+
+// A corrector that knows the layout moves a jointed pair toward a pose the
+// joint can hold: the child ends up on its parent's joint, at its target
+// angle.
+func TestFollowTargetsHoldTheJoints(t *testing.T) {
+	w := box2d.MakeB2World(box2d.MakeB2Vec2(0, 0))
+	mk := func(x float64) *box2d.B2Body {
+		bd := box2d.MakeB2BodyDef()
+		bd.Type = box2d.B2BodyType.B2_dynamicBody
+		bd.Position.Set(x, 0)
+		b := w.CreateBody(&bd)
+		s := box2d.MakeB2PolygonShape()
+		s.SetAsBox(0.5, 0.1)
+		b.CreateFixture(&s, 1)
+		return b
+	}
+	parent, child := mk(0), mk(1)
+	jd := box2d.MakeB2RevoluteJointDef()
+	jd.Initialize(parent, child, box2d.MakeB2Vec2(0.5, 0))
+	w.CreateJoint(&jd)
+	bodies := []*box2d.B2Body{parent, child}
+	layout := physics.LayoutOf(bodies)
+	c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 2)
+	if err := c.SetLayout(&layout); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetLayout(&physics.Layout{Bodies: layout.Bodies[:1]}); !errors.Is(err, ErrBodyCount) {
+		t.Errorf("a layout of 1 body for 2: %v", err)
+	}
+	// The owner: the parent 0.2 m up, the child folded up by 90° at the
+	// joint, given inconsistently (the child's position 5 cm off its
+	// joint, as quantization and old states can).
+	target := []physics.BodyState{
+		{Pos: physics.V(0, 0.2)},
+		{Pos: physics.V(0.55, 0.7), Angle: math.Pi / 2},
+	}
+	var now int64
+	for range 60 {
+		c.SetTarget(target, now-tickUS)
+		c.Apply(bodies, now)
+		w.Step(1.0/physics.TickRate, 8, 3)
+		now += tickUS
+	}
+	ps, cs := physics.ReadBody(parent), physics.ReadBody(child)
+	if d := ps.Pos.Sub(physics.V(0, 0.2)).Len(); d > 0.01 {
+		t.Errorf("parent %.3f m from its target", d)
+	}
+	if d := math.Abs(physics.AngleDiff(cs.Angle, math.Pi/2)); d > 0.02 {
+		t.Errorf("child angle %.3f rad off", d)
+	}
+	// On its joint: the joint point (0.5, 0.2) minus its own anchor
+	// (-0.5, 0) turned by 90°: (0.5, 0.7).
+	if d := cs.Pos.Sub(physics.V(0.5, 0.7)).Len(); d > 0.01 {
+		t.Errorf("child at %v, %.3f m off its joint", cs.Pos, d)
+	}
+}
+
+// The drawn pose takes a hard correction in gradually: the physics body
+// jumps, the drawn pose moves at most SmoothingMaxStep a tick (Stats.Pop),
+// and catches up with the body.
+func TestFollowDrawnPoseSmoothsAJump(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxOffset: 1}, 1)
+	c.SetTarget(at(0.9, 0), r.now) // above MaxSoftError: one hard move
+	c.Apply(r.bs, r.now)
+	if x := r.state().Pos.X; math.Abs(x-0.9) > 1e-9 {
+		t.Fatalf("physics body at %v, want moved to 0.9 at once", x)
+	}
+	drawn := func() float64 { d, _ := c.Offset(0); return r.state().Pos.X + d.X }
+	if p := c.Stats().Pop[0]; math.Abs(p-DefaultSmoothingMaxStep) > 1e-9 {
+		t.Errorf("pop %v, want the drawn pose to move %v", p, DefaultSmoothingMaxStep)
+	}
+	if x := drawn(); math.Abs(x-DefaultSmoothingMaxStep) > 1e-9 {
+		t.Errorf("drawn at %v, want %v", x, DefaultSmoothingMaxStep)
+	}
+	ticks := 0
+	for ; drawn() < 0.9-1e-9 && ticks < 100; ticks++ {
+		r.step()
+		c.SetTarget(at(0.9, 0), r.now)
+		c.Apply(r.bs, r.now)
+		if p := c.Stats().MaxPop; p > DefaultSmoothingMaxStep+1e-9 {
+			t.Fatalf("tick %d: the drawn pose popped %v", ticks, p)
+		}
+	}
+	if want := int(math.Ceil(0.9/DefaultSmoothingMaxStep)) - 1; ticks != want {
+		t.Errorf("the drawn pose caught up in %d ticks, want %d", ticks, want)
+	}
+	// Methods without a drawn pose have none.
+	if d, a := mustNew(t, Config{Method: MethodRagsync}, 1).Offset(0); d != (physics.Vec2{}) || a != 0 {
+		t.Errorf("ragsync offset %v %v", d, a)
+	}
+}
+
+// When no state comes for InputHold, the copy stops predicting and is held
+// where it was predicted to be then, whatever pushes it; until then, what
+// pushes it is part of the prediction.
+func TestFollowHoldsThroughAnOutage(t *testing.T) {
+	r := newRig(t, 0, 0)
+	c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 1)
+	c.SetTarget(at(0, 0), r.now)
+	holdTicks := int(DefaultInputHold / tickUS)
+	var held float64
+	for i := range 60 { // the owner goes quiet at once
+		c.Apply(r.bs, r.now)
+		if i == holdTicks+1 {
+			held = r.state().Pos.X
+		}
+		r.body.ApplyLinearImpulseToCenter(box2d.MakeB2Vec2(0.2, 0), true) // the local fight pushes it
+		r.step()
+	}
+	if held < 0.01 {
+		t.Errorf("the pushes before the outage set in did not count (held at %v)", held)
+	}
+	if x := r.state().Pos.X; math.Abs(x-held) > 0.01 {
+		t.Errorf("pushed through the outage, the copy moved from %.3f to %.3f m", held, x)
+	}
+}
+
+func TestFollowConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{PositionGain: 1.5}, {VelocityGain: -0.1}, {PositionGain: math.NaN()},
+		{SmoothingMaxStep: math.NaN()}, {SmoothingMaxOffset: -1},
+		{InputHold: -1}, {VelocityFade: 11_000_000},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
+		}
+	}
+	d := Config{Method: MethodFollow}.WithDefaults()
+	if d.PositionGain != DefaultPositionGain || d.SmoothingMaxStep != DefaultSmoothingMaxStep || d.InputHold != DefaultInputHold {
+		t.Errorf("defaults %+v", d)
+	}
+	if r := (Config{Method: MethodRagsync}).WithDefaults(); r.SmoothingMaxStep >= 0 {
+		t.Errorf("ragsync draws a smoothed pose by default: %v", r.SmoothingMaxStep)
+	}
+	if !MethodFollow.Follows() || MethodRagsync.Follows() {
+		t.Error("Follows")
 	}
 }

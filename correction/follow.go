@@ -1,0 +1,300 @@
+package correction
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/physics"
+)
+
+// historyTicks is how many ticks of its own past a following corrector
+// keeps: states older than this (about a second) are taken as they are,
+// without latency compensation.
+const historyTicks = 64
+
+// snapshot is one body's kinematic state.
+type snapshot struct {
+	pos, vel      physics.Vec2
+	angle, angVel float64
+}
+
+func (s snapshot) add(o snapshot) snapshot {
+	return snapshot{s.pos.Add(o.pos), s.vel.Add(o.vel), s.angle + o.angle, s.angVel + o.angVel}
+}
+
+func (s snapshot) sub(o snapshot) snapshot {
+	return snapshot{s.pos.Sub(o.pos), s.vel.Sub(o.vel), s.angle - o.angle, s.angVel - o.angVel}
+}
+
+// lerp returns s + (o − s)·w, the angle the short way round.
+func (s snapshot) lerp(o snapshot, w float64) snapshot {
+	return snapshot{
+		pos:    s.pos.Add(o.pos.Sub(s.pos).Scale(w)),
+		vel:    s.vel.Add(o.vel.Sub(s.vel).Scale(w)),
+		angle:  s.angle + physics.AngleDiff(o.angle, s.angle)*w,
+		angVel: s.angVel + (o.angVel-s.angVel)*w,
+	}
+}
+
+// history is a ring of a following corrector's past: per tick, the game
+// time its bodies' state stands for, each body's state before that tick's
+// correction, and the corrections applied before it (running sums).
+type history struct {
+	n     int                                  // bodies
+	label []int64                              // [historyTicks]
+	state []snapshot                           // [historyTicks*n]
+	sum   []snapshot                           // [historyTicks*n]
+	drift []snapshot                           // [historyTicks*n]
+	head  int                                  // next slot
+	count int                                  // filled slots
+	total [physics.MaxBodiesPerObject]snapshot // corrections so far
+	// What the velocity corrections so far still add to the body's
+	// velocity (vel, angVel: each fades with Config.VelocityFade) and what
+	// they have moved it by (pos, angle: its integral).
+	moved [physics.MaxBodiesPerObject]snapshot
+	decay float64 // the share of a velocity correction left after a tick
+}
+
+// newHistory returns the history of n bodies; a velocity difference fades
+// with time constant fade (µs; negative: it is not extrapolated).
+func newHistory(n int, fade int64) history {
+	h := history{n: n, label: make([]int64, historyTicks),
+		state: make([]snapshot, historyTicks*n), sum: make([]snapshot, historyTicks*n),
+		drift: make([]snapshot, historyTicks*n)}
+	if fade > 0 {
+		h.decay = math.Exp(-float64(tickMicros) / float64(fade))
+	}
+	return h
+}
+
+func (h *history) reset() {
+	h.head, h.count = 0, 0
+	h.total = [physics.MaxBodiesPerObject]snapshot{}
+	h.moved = [physics.MaxBodiesPerObject]snapshot{}
+}
+
+// record appends the bodies' present state, standing for game time label.
+func (h *history) record(bodies []*box2d.B2Body, label int64) {
+	k := h.head
+	h.label[k] = label
+	row, sums, drift := h.state[k*h.n:(k+1)*h.n], h.sum[k*h.n:(k+1)*h.n], h.drift[k*h.n:(k+1)*h.n]
+	const dt = 1.0 / physics.TickRate
+	for i, b := range bodies {
+		// The velocity corrections so far moved the body for a tick, and
+		// fade.
+		m := &h.moved[i]
+		m.pos = m.pos.Add(m.vel.Scale(dt))
+		m.angle += m.angVel * dt
+		m.vel = m.vel.Scale(h.decay)
+		m.angVel *= h.decay
+		drift[i] = *m
+		row[i] = snapshot{
+			pos:    physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
+			vel:    physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
+			angle:  b.M_sweep.A,
+			angVel: b.M_angularVelocity,
+		}
+		sums[i] = h.total[i]
+	}
+	h.head = (h.head + 1) % historyTicks
+	h.count = min(h.count+1, historyTicks)
+}
+
+// at finds the recorded ticks around game time t: slots k0 (at or before
+// t) and k1 (after it) and the weight of k1, or k0 == k1 for the newest
+// tick when t is not older than it. ok is false if t is older than the
+// whole history.
+func (h *history) at(t int64) (k0, k1 int, w float64, ok bool) {
+	if h.count == 0 {
+		return 0, 0, 0, false
+	}
+	newer := (h.head - 1 + historyTicks) % historyTicks
+	if t >= h.label[newer] {
+		return newer, newer, 0, true
+	}
+	for j := 1; j < h.count; j++ {
+		k := (h.head - 1 - j + 2*historyTicks) % historyTicks
+		if h.label[k] <= t {
+			span := h.label[newer] - h.label[k]
+			if span > 0 {
+				w = float64(t-h.label[k]) / float64(span)
+			}
+			return k, newer, w, true
+		}
+		newer = k
+	}
+	return 0, 0, 0, false
+}
+
+// estimate returns the owner's state of body i now (present is the body's
+// state now, recorded last), from its state target sent at game time t:
+//
+//	owner now = target + (body now − body at t − corrections since t)
+//	          + (target velocity − body velocity at t)·(now − t)
+//
+// the target, plus what the local body did since t by itself (its motion
+// less the corrections applied since: the local simulation predicts the
+// owner's), plus what the difference of velocities at t has moved the owner
+// by since, less what the velocity corrections since t moved the body by
+// (they took some of that difference away). Likewise for angles. It
+// returns the target as it is (no latency compensation) if t is older than
+// the history.
+func (h *history) estimate(i int, target *physics.BodyState, t int64, present snapshot, innovate bool) snapshot {
+	tgt := snapshot{pos: target.Pos, vel: target.Vel, angle: target.Angle, angVel: target.AngVel}
+	k0, k1, w, ok := h.at(t)
+	if !ok {
+		return tgt
+	}
+	past := h.state[k0*h.n+i].lerp(h.state[k1*h.n+i], w)
+	sumThen := h.sum[k0*h.n+i].lerp(h.sum[k1*h.n+i], w)
+	driftThen := h.drift[k0*h.n+i].lerp(h.drift[k1*h.n+i], w)
+	// The body's own motion since t: present − past − (corrections since t).
+	own := present.sub(past).sub(h.total[i].sub(sumThen))
+	own.angle = physics.AngleDiff(present.angle, past.angle) - (h.total[i].angle - sumThen.angle)
+	est := tgt.add(own)
+	newest := (h.head - 1 + historyTicks) % historyTicks
+	if n := float64(h.label[newest]-t) / tickMicros; innovate && n > 0 && h.decay > 0 {
+		// A velocity difference fades like a velocity correction: over
+		// n ticks it moves the body by f times itself.
+		const dt = 1.0 / physics.TickRate
+		f := dt * n
+		if h.decay < 1 {
+			f = dt * (1 - math.Pow(h.decay, n)) / (1 - h.decay)
+		}
+		dv := tgt.vel.Sub(past.vel)
+		dw := tgt.angVel - past.angVel
+		m := &h.moved[i]
+		est.pos = est.pos.Add(dv.Scale(f)).Sub(m.pos.Sub(driftThen.pos).Sub(driftThen.vel.Scale(f)))
+		est.angle += dw*f - (m.angle - driftThen.angle - driftThen.angVel*f)
+	}
+	return est
+}
+
+// SetLayout tells the corrector how the object's bodies hang together (the
+// object's physics.Layout: parents and joint anchors). MethodFollow then
+// corrects a jointed object toward a pose its joints can hold: the root
+// body toward its estimated position, every body toward its estimated
+// angle, and each child to where its joint puts it on its corrected parent,
+// so a correction never pulls a limb off its joint. Without a layout every
+// body is corrected on its own. The layout must have as many bodies as the
+// corrector and pass physics.Layout.Validate; it is copied.
+func (c *Corrector) SetLayout(l *physics.Layout) error {
+	if l.NumBodies() != c.n {
+		return fmt.Errorf("%w: layout of %d bodies for a corrector of %d", ErrBodyCount, l.NumBodies(), c.n)
+	}
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	copy(c.layout[:], l.Bodies)
+	c.hasLayout = true
+	return nil
+}
+
+// applyFollow is MethodFollow; see the package documentation.
+func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
+	c.beginApply()
+	// The owner's state of every body now, as estimated.
+	var est [physics.MaxBodiesPerObject]snapshot
+	var present [physics.MaxBodiesPerObject]snapshot
+	for i, b := range bodies {
+		present[i] = snapshot{
+			pos:    physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
+			vel:    physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
+			angle:  b.M_sweep.A,
+			angVel: b.M_angularVelocity,
+		}
+		switch {
+		case quiet && c.frozen:
+			// No state for a while (an outage): predicting on would
+			// take the copy wherever the local fight pushes it. Hold
+			// it, at rest, where it was predicted to be then.
+			est[i] = c.hold[i]
+		default:
+			est[i] = c.hist.estimate(i, &c.target[i], c.targetTime, present[i], !c.hasLayout || c.layout[i].Parent < 0)
+			if quiet {
+				c.hold[i] = snapshot{pos: est[i].pos, angle: est[i].angle}
+			}
+		}
+		if p := c.layout[i].Parent; c.hasLayout && p >= 0 {
+			est[i].pos, est[i].vel = c.onJoint(i, &est[p], est[i].angle, est[i].angVel)
+		} else {
+			est[i].pos = c.clamp(est[i].pos)
+		}
+	}
+	c.frozen = quiet
+	gp, gv := c.cfg.PositionGain, c.cfg.VelocityGain
+	hard := false
+	for i := range bodies {
+		d := c.recordError(i, est[i].pos.Sub(present[i].pos), physics.AngleDiff(est[i].angle, present[i].angle))
+		hard = hard || d > c.cfg.MaxSoftError || c.stats.AngleError[i] > c.cfg.MaxSoftAngle
+	}
+	if hard {
+		// A large error or a violent event: the whole object takes its
+		// estimated state at once (a drawn pose smooths the jump).
+		gp, gv = 1, 1
+		c.stats.HardSnaps += uint64(len(bodies))
+	} else {
+		c.stats.SoftCorrections += uint64(len(bodies))
+	}
+	for i, b := range bodies {
+		now := present[i]
+		corr := snapshot{
+			pos:    est[i].pos.Sub(now.pos).Scale(gp),
+			angle:  physics.AngleDiff(est[i].angle, now.angle) * gp,
+			vel:    est[i].vel.Sub(now.vel).Scale(gv),
+			angVel: (est[i].angVel - now.angVel) * gv,
+		}
+		if hard {
+			setTransform(b, now.pos.Add(corr.pos), now.angle+corr.angle)
+		} else {
+			shift(b, corr.pos, corr.angle)
+		}
+		b.M_linearVelocity = box2d.B2Vec2{X: now.vel.X + corr.vel.X, Y: now.vel.Y + corr.vel.Y}
+		b.M_angularVelocity = now.angVel + corr.angVel
+		b.SetAwake(true)
+		c.hist.total[i] = c.hist.total[i].add(corr)
+		c.hist.moved[i].vel = c.hist.moved[i].vel.Add(corr.vel)
+		c.hist.moved[i].angVel += corr.angVel
+	}
+}
+
+// onJoint returns where body i is, and how fast its centre of mass moves,
+// when its joint holds it to its parent in state parent and it has the given
+// angle and angular velocity:
+//
+//	a  = p_parent + R(θ_parent)·AnchorParent          (joint point)
+//	p  = a − R(θ)·AnchorSelf
+//	v  = v_parent + ω_parent × (a − c_parent) + ω × (c − a)
+//
+// where c_parent and c are the centres of mass.
+func (c *Corrector) onJoint(i int, parent *snapshot, angle, angVel float64) (pos, vel physics.Vec2) {
+	lb := &c.layout[i]
+	pl := &c.layout[lb.Parent]
+	a := parent.pos.Add(lb.AnchorParent.Rotate(parent.angle))
+	pos = a.Sub(lb.AnchorSelf.Rotate(angle))
+	parentCOM := parent.pos.Add(pl.LocalCenter.Rotate(parent.angle))
+	com := pos.Add(lb.LocalCenter.Rotate(angle))
+	vel = parent.vel.Add(cross(parent.angVel, a.Sub(parentCOM))).Add(cross(angVel, com.Sub(a)))
+	return pos, vel
+}
+
+// cross is ω × r for an angular velocity ω (about z) and a vector r.
+func cross(w float64, r physics.Vec2) physics.Vec2 { return physics.Vec2{X: -w * r.Y, Y: w * r.X} }
+
+// shift moves b by dp and turns it by da, as SetTransform would, but leaves
+// its fixtures' broad-phase boxes to the coming step (which moves them at
+// its end): for the small moves of a soft correction, box2d's fattened boxes
+// still hold the shapes, and the step's narrow phase uses the new
+// transform.
+func shift(b *box2d.B2Body, dp physics.Vec2, da float64) {
+	a := b.M_sweep.A + da
+	b.M_xf.Q.Set(a)
+	b.M_xf.P.X += dp.X
+	b.M_xf.P.Y += dp.Y
+	b.M_sweep.C = box2d.B2TransformVec2Mul(b.M_xf, b.M_sweep.LocalCenter)
+	b.M_sweep.A = a
+	b.M_sweep.C0 = b.M_sweep.C
+	b.M_sweep.A0 = a
+}
