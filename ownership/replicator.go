@@ -71,7 +71,9 @@ type Config struct {
 	// the bodies of objects the rival owns have gravity scale 0: they are
 	// puppets moved by collisions and the correction only, so a limp remote
 	// ragdoll does not sag between states. Set it to let remote objects
-	// fall under gravity as well.
+	// fall under gravity as well. A correction method that follows
+	// (correction.Method.Follows) always keeps gravity on: its remote
+	// fighters stand on their own muscles.
 	RemoteGravity bool
 }
 
@@ -125,6 +127,8 @@ type replicated struct {
 	mon     correction.Monitor
 	mode    Mode                                // cached from the registry by setMode, for the per-tick paths
 	shared  bool                                // ownership can change (fixed at Track)
+	idle    bool                                // a following fighter let go of its controls (no recent state)
+	heard   clocksync.GameTime                  // when its last state arrived
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
 }
 
@@ -175,6 +179,7 @@ type Replicator struct {
 	stats  Stats
 
 	lastDrop clocksync.Reason
+	now      clocksync.GameTime // of the packet being handled
 }
 
 // LastVerdict returns the timestamp filter's verdict on the last parseable
@@ -232,6 +237,9 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 		return err
 	}
 	corr, err := correction.New(r.cfg.Correction, obj.NumBodies())
+	if err == nil {
+		err = corr.SetLayout(obj.Layout())
+	}
 	if err != nil {
 		r.reg.Remove(id)
 		return err
@@ -273,10 +281,12 @@ func (r *Replicator) setMode(o *replicated, m Mode) {
 	o.mode = m
 	o.corr.Reset()
 	o.mon.Reset()
+	o.idle = false
 	remote := m == ModeRemote
+	follow := o.corr.Method().Follows()
 	for i, b := range o.obj.Bodies() {
 		g := o.gravity[i]
-		if remote && !r.cfg.RemoteGravity {
+		if remote && !r.cfg.RemoteGravity && !follow {
 			g = 0
 		}
 		b.SetGravityScale(g)
@@ -284,6 +294,7 @@ func (r *Replicator) setMode(o *replicated, m Mode) {
 	}
 	if o.fighter != nil {
 		o.fighter.SetControlled(!remote)
+		o.fighter.SetFollowing(remote && follow)
 	}
 }
 
@@ -372,6 +383,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		}
 		return &PacketError{Offset: len(p) - len(body) + off, Field: "snapshot", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
+	r.now = now
 	r.lastDrop = r.filter.Check(clocksync.GameTime(r.in.Time), now)
 	r.stats.Filter = r.filter.Counts()
 	if r.lastDrop != clocksync.Accepted {
@@ -436,13 +448,24 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		r.stats.Transfers = r.reg.Transfers()
 	}
 	if o.fighter != nil {
-		if err := o.fighter.SetRemoteState(os.Fighter); err != nil {
+		var err error
+		if o.fighter.Following() {
+			// Its attack runs on from where the owner was, this state's
+			// age ago.
+			const tick = int64(time.Second/time.Microsecond) / physics.TickRate
+			err = o.fighter.FollowRemoteState(os.Fighter, int((int64(r.now)-r.in.Time+tick/2)/tick))
+		} else {
+			err = o.fighter.SetRemoteState(os.Fighter)
+		}
+		if err != nil {
 			r.stats.Invalid++
 			return err
 		}
 		if hasInput {
 			o.fighter.SetInput(in) // parseHeader admits defined bits only
 		}
+		o.idle = false
+		o.heard = r.now
 	}
 	if err := o.corr.SetTarget(os.Bodies, int64(r.in.Time)); err != nil {
 		r.stats.Invalid++
@@ -523,14 +546,23 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 }
 
 // BeforeStep corrects every remote object toward its owner's latest state at
-// game time now, and feeds the divergence monitors. Call it after the
-// tick's HandlePacket calls and before world.Step.
+// game time now, and feeds the divergence monitors. A remote fighter that
+// follows its owner (correction.Method.Follows) and has received no state
+// for longer than the correction's InputHold lets go of its controls and
+// stands idle until one comes. Call it after the tick's HandlePacket calls and
+// before world.Step.
 func (r *Replicator) BeforeStep(now clocksync.GameTime) {
+	r.world.SetClock(int64(now)) // both peers' fighters walk in step
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false
 	for _, o := range r.objs {
 		if o.mode != ModeRemote {
 			continue
+		}
+		if o.fighter != nil && !o.idle && o.fighter.Following() && o.corr.HasTarget() &&
+			int64(now-o.heard) > o.corr.Config().InputHold {
+			r.letGo(o.fighter)
+			o.idle = true
 		}
 		if o.corr.Apply(o.obj.Bodies(), int64(now)) {
 			e := o.corr.Stats().MaxError
@@ -541,6 +573,33 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 		}
 		r.stats.Diverged = r.stats.Diverged || o.mon.Disconnected()
 	}
+}
+
+// letGo makes a following fighter whose owner went quiet stand idle: no
+// input, and no walk, block or attack in progress. A fall, a get-up, a
+// knockout or a jump goes on.
+func (r *Replicator) letGo(f *physics.Fighter) {
+	f.SetInput(0)
+	switch s := f.State(); s.Action {
+	case physics.ActionWalk, physics.ActionBlock, physics.ActionPunch, physics.ActionKick:
+		_ = f.SetRemoteState(physics.FighterState{HP: s.HP, Action: physics.ActionIdle, Facing: s.Facing, AttackSeq: s.AttackSeq})
+	}
+}
+
+// Shown returns where a game should draw body i of object id: the body's
+// own position and angle, plus the correction's smoothing offset for a
+// remote object whose correction smooths (correction.Corrector.Offset).
+func (r *Replicator) Shown(id physics.ObjectID, i int) (pos physics.Vec2, angle float64) {
+	obj := r.world.Object(id)
+	if obj == nil || i < 0 || i >= obj.NumBodies() {
+		return physics.Vec2{}, 0
+	}
+	pos, angle = obj.Transform(i)
+	if o := r.lookup(id); o != nil && o.mode == ModeRemote {
+		dp, da := o.corr.Offset(i)
+		pos, angle = pos.Add(dp), angle+da
+	}
+	return pos, angle
 }
 
 // AfterStep handles the step's events: hits on this peer's fighters are

@@ -424,3 +424,94 @@ func TestReplicatorCarriesInputs(t *testing.T) {
 		t.Errorf("the forged packet's own state was not applied")
 	}
 }
+
+func following(c *Config) { c.Correction.Method = correction.MethodFollow }
+
+// With a correction that follows (correction.MethodFollow) a remote fighter
+// keeps gravity and follows its owner with its own muscles; with a method
+// that does not follow, it is a weightless puppet.
+func TestReplicatorSetsUpFollowing(t *testing.T) {
+	for _, m := range []correction.Method{correction.MethodFollow, correction.MethodRagsync} {
+		a := newPeer(t, peerA, peerB, func(c *Config) { c.Correction.Method = m })
+		f := a.w.Fighter(fighterB)
+		g := f.Object().Body(0).M_gravityScale
+		if m.Follows() != f.Following() || f.Controlled() || (g != 0) != m.Follows() {
+			t.Errorf("%v: B's copy following %v, controlled %v, gravity scale %v", m, f.Following(), f.Controlled(), g)
+		}
+		if own := a.w.Fighter(fighterA); own.Following() || !own.Controlled() {
+			t.Errorf("%v: A's own fighter following %v, controlled %v", m, own.Following(), own.Controlled())
+		}
+	}
+}
+
+// A following copy whose owner goes quiet for longer than InputHold lets
+// go of its controls and stands idle; the next state takes it up again.
+// Until the owner goes quiet, the copy keeps the owner's input and action.
+func TestReplicatorLetsGoWhenTheOwnerIsQuiet(t *testing.T) {
+	a := newPeer(t, peerA, peerB, following)
+	b := newPeer(t, peerB, peerA, following)
+	b.w.Fighter(fighterB).SetInput(physics.InputLeft)
+	var now clocksync.GameTime
+	for range 30 {
+		p := b.tick(t, now)
+		now += tickUS
+		a.tick(t, now, p)
+	}
+	copyB := a.w.Fighter(fighterB)
+	if copyB.Input() != physics.InputLeft || copyB.Action() != physics.ActionWalk {
+		t.Fatalf("B's copy: input %v, action %v, want walking left", copyB.Input(), copyB.Action())
+	}
+	hold := clocksync.GameTime(a.r.Corrector(fighterB).Config().InputHold)
+	quiet := now
+	for now-quiet <= hold+tickUS {
+		now += tickUS
+		a.tick(t, now)
+	}
+	if copyB.Input() != 0 || copyB.Action() != physics.ActionIdle {
+		t.Errorf("after %v µs of silence: input %v, action %v, want idle", now-quiet, copyB.Input(), copyB.Action())
+	}
+	p := b.tick(t, now)
+	now += tickUS
+	a.tick(t, now, p)
+	if copyB.Input() != physics.InputLeft || copyB.Action() != physics.ActionWalk {
+		t.Errorf("a new state did not take it up again: input %v, action %v", copyB.Input(), copyB.Action())
+	}
+}
+
+// Shown is where a game draws a body: a remote body plus its correction's
+// offset, an owned body as it is.
+func TestReplicatorShown(t *testing.T) {
+	a := newPeer(t, peerA, peerB, following)
+	b := newPeer(t, peerB, peerA, following)
+	var now clocksync.GameTime
+	// B's fighter jumps far from where A last saw it: A's copy is
+	// corrected hard, and its drawn pose lags.
+	p := b.tick(t, now)
+	a.tick(t, now+tickUS, p)
+	st := b.w.Object(fighterB).ReadState(nil)
+	for i := range st {
+		st[i].Pos.X -= 1
+	}
+	must(t, b.w.Object(fighterB).WriteState(st))
+	now += 2 * tickUS
+	a.tick(t, now, b.tick(t, now))
+	dp, da := a.r.Corrector(fighterB).Offset(0)
+	if dp.Len() < 0.05 {
+		t.Fatalf("offset %v after a 1 m correction", dp)
+	}
+	pos, angle := a.w.Object(fighterB).Transform(0)
+	if sp, sa := a.r.Shown(fighterB, 0); sp != pos.Add(dp) || sa != angle+da {
+		t.Errorf("Shown = %v %v, want %v %v", sp, sa, pos.Add(dp), angle+da)
+	}
+	if sp, _ := a.r.Shown(fighterA, 3); sp != torsoOf(a.w, fighterA, 3) {
+		t.Errorf("an owned body is not shown where it is")
+	}
+	if sp, sa := a.r.Shown(99, 0); sp != (physics.Vec2{}) || sa != 0 {
+		t.Errorf("Shown of an unknown object: %v %v", sp, sa)
+	}
+}
+
+func torsoOf(w *physics.World, id physics.ObjectID, i int) physics.Vec2 {
+	pos, _ := w.Object(id).Transform(i)
+	return pos
+}
