@@ -24,21 +24,25 @@
 // -burst-loss, -dup, -reorder, -blackout flags). -scenario presets names
 // the first five, extra the next four, all both.
 //
-// Methods: snap, midpoint, seed (the article's algorithm), ragsync (ours);
-// see package correction.
+// Methods: snap, midpoint, seed (the article's algorithm), ragsync and
+// follow (ours); see package correction.
 //
 // -seeds 1,2,3 plays every match with each seed and prints, per scenario and
 // method, the mean of every figure over the seeds (seeds lists them).
 //
 // Output, one object per (scenario, method):
 //
-//	rms_error_m, p95_error_m  distance between each rival body on each peer
-//	                          and its owner's true position at the same game
-//	                          time (the owner's ticks interpolated); the game
+//	rms_error_m, p95_error_m  distance between each rival body on each peer,
+//	                          where the game draws it (Replicator.Shown: the
+//	                          body, or a method's smoothed pose), and its
+//	                          owner's true position at the same game time
+//	                          (the owner's ticks interpolated); the game
 //	                          clocks agree only to within half the path's
 //	                          asymmetry, which this hides
 //	rms_true_m, p95_true_m    the same at the same true instant (the
 //	                          simulator's master clock)
+//	rms_body_true_m           rms_true_m for the physics bodies, which
+//	                          collide and strike, rather than the drawn pose
 //	visual_delay_ms           the lag d that best aligns the copy with its
 //	                          owner: the copy at true time t is compared with
 //	                          the owner at t − d, and d minimises the rms
@@ -109,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ragsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "all", "lan, broadband, mobile, spike, awful, custom, all, or a comma-separated list")
-	method := fs.String("method", "all", "snap, midpoint, seed, ragsync, all, or a comma-separated list")
+	method := fs.String("method", "all", "snap, midpoint, seed, ragsync, follow, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")
 	seedList := fs.String("seeds", "", "comma-separated seeds, e.g. 1,2,3: play each and print the mean of every figure per scenario and method (overrides -seed)")
@@ -132,6 +136,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, fmt.Sprintf("share of the error a ragsync hard correction removes per tick (0: %v)", correction.DefaultHardBlend))
 	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, fmt.Sprintf("ragsync: cap on the spring's pull in m/s (0: %v, negative: none)", correction.DefaultMaxCorrectionSpeed))
 	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, fmt.Sprintf("velocity change in m/s that counts as an impact (0: %v)", correction.DefaultImpactDeltaV))
+	fs.Float64Var(&corr.PositionGain, "position-gain", 0, fmt.Sprintf("follow: share of the position error removed per tick (0: %v)", correction.DefaultPositionGain))
+	fs.Float64Var(&corr.VelocityGain, "velocity-gain", 0, fmt.Sprintf("follow: share of the velocity error removed per tick (0: %v)", correction.DefaultVelocityGain))
+	fs.Float64Var(&corr.SmoothingMaxStep, "smoothing-max-step", 0, fmt.Sprintf("how far in m the drawn pose may move per tick beyond its body's motion (0: %v for follow, no drawn pose for the others; negative: no drawn pose)", correction.DefaultSmoothingMaxStep))
+	fs.Float64Var(&corr.SmoothingMaxOffset, "smoothing-max-offset", 0, fmt.Sprintf("how far in m the drawn pose may lag its body, for states up to 40 ms old (0: %v)", correction.DefaultSmoothingMaxOffset))
+	velocityFade := fs.Duration("velocity-fade", 0, fmt.Sprintf("follow: time constant of a root body's velocity difference, for extrapolating it (0: %v, negative: none)", time.Duration(correction.DefaultVelocityFade)*time.Microsecond))
+	inputHold := fs.Duration("input-hold", 0, fmt.Sprintf("follow: how long a remote fighter acts on its owner's last state and input (0: %v)", time.Duration(correction.DefaultInputHold)*time.Microsecond))
 	maxExtrap := fs.Duration("max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond))
 	blackout := fs.String("blackout", "", "custom: DURATION/PERIOD, e.g. 2s/15s: the link is down for DURATION every PERIOD")
 	if err := fs.Parse(args); err != nil {
@@ -166,6 +176,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	corr.MaxExtrapolation = maxExtrap.Microseconds()
+	corr.InputHold = inputHold.Microseconds()
+	corr.VelocityFade = velocityFade.Microseconds()
 	if err := corr.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}

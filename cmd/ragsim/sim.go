@@ -66,6 +66,7 @@ type Result struct {
 	P95TrueM            float64 `json:"p95_true_m"`
 	VisualDelayMs       float64 `json:"visual_delay_ms"`
 	RMSAlignedM         float64 `json:"rms_aligned_m"`
+	RMSBodyTrueM        float64 `json:"rms_body_true_m"`
 	PopP99M             float64 `json:"pop_p99_m"`
 	PopMaxM             float64 `json:"pop_max_m"`
 	MaxJumpM            float64 `json:"max_jump_m"`
@@ -93,7 +94,8 @@ type frame struct {
 	t      time.Duration        // the master (true) time of the tick
 	owned  [len(objectIDs)]bool // this peer owned the object (and sent it)
 	remote [len(objectIDs)]bool // this peer corrected the object
-	p      objPos
+	p      objPos               // where the game draws each body (Replicator.Shown)
+	body   objPos               // where each body is in the physics world
 }
 
 type hitRec struct {
@@ -226,7 +228,7 @@ func (p *peer) tick() {
 	}
 	g := p.match.Stats().GameTime
 	fr := frame{g: g, t: p.master.Now()}
-	reg := p.match.Registry()
+	reg, rep := p.match.Registry(), p.match.Replicator()
 	for i, id := range objectIDs {
 		m := reg.Mode(id)
 		fr.owned[i] = m == ownership.ModeOwned
@@ -237,8 +239,10 @@ func (p *peer) tick() {
 			p.pops = append(p.pops, cs.Pop[:o.NumBodies()]...)
 		}
 		fr.p.n[i] = o.NumBodies()
+		fr.body.n[i] = o.NumBodies()
 		for b := range o.NumBodies() {
-			fr.p.pos[i][b], _ = o.Transform(b)
+			fr.body.pos[i][b], _ = o.Transform(b)
+			fr.p.pos[i][b], _ = rep.Shown(id, b)
 		}
 	}
 	p.frames = append(p.frames, fr)
@@ -432,6 +436,8 @@ func measureTrue(res *Result, a, b *peer) {
 		return
 	}
 	res.RMSTrueM = math.Sqrt(sq / float64(n))
+	bsq, bn := bodyError(a, b)
+	res.RMSBodyTrueM = math.Sqrt(bsq / float64(max(1, bn)))
 	res.P95TrueM = percentile(errs, 0.95)
 	rmsAt := func(d time.Duration) float64 {
 		sq, n := trueError(a, b, d, nil)
@@ -476,6 +482,30 @@ func trueError(a, b *peer, lag time.Duration, errs *[]float64) (sq float64, n in
 					if errs != nil {
 						*errs = append(*errs, e)
 					}
+				}
+			}
+		}
+	}
+	return sq, n
+}
+
+// bodyError is trueError at no lag for the physics bodies rather than the
+// drawn pose: how close the bodies that collide and strike are to their
+// owner's.
+func bodyError(a, b *peer) (sq float64, n int) {
+	for _, pr := range [][2]*peer{{a, b}, {b, a}} {
+		cp, owner := pr[0], pr[1]
+		for i := range cp.frames {
+			f := &cp.frames[i]
+			var tru objPos
+			for k := range objectIDs {
+				if !f.remote[k] || !owner.trueAtMaster(k, f.t, &tru) {
+					continue
+				}
+				for bi := range f.body.n[k] {
+					e := f.body.pos[k][bi].Sub(tru.pos[k][bi]).Len()
+					sq += e * e
+					n++
 				}
 			}
 		}

@@ -105,7 +105,7 @@ func TestCLIJSON(t *testing.T) {
 		}
 		for _, k := range []string{"scenario", "method", "rms_error_m", "p95_error_m", "max_jump_m", "hard_snaps_per_s",
 			"clock_error_p95_ms", "hit_agreement", "kbps_per_direction", "position_disconnects",
-			"rms_true_m", "p95_true_m", "visual_delay_ms", "rms_aligned_m", "pop_p99_m", "pop_max_m"} {
+			"rms_true_m", "p95_true_m", "visual_delay_ms", "rms_aligned_m", "pop_p99_m", "pop_max_m", "rms_body_true_m"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("line lacks %q: %s", k, sc.Text())
 			}
@@ -191,6 +191,12 @@ func TestCLIHelpQuotesDefaults(t *testing.T) {
 		"max-soft-error":       fmt.Sprintf("(0: %v", correction.DefaultMaxSoftError),
 		"max-correction-speed": fmt.Sprintf("(0: %v", correction.DefaultMaxCorrectionSpeed),
 		"impact-dv":            fmt.Sprintf("(0: %v", correction.DefaultImpactDeltaV),
+		"position-gain":        fmt.Sprintf("(0: %v", correction.DefaultPositionGain),
+		"velocity-gain":        fmt.Sprintf("(0: %v", correction.DefaultVelocityGain),
+		"smoothing-max-step":   fmt.Sprintf("(0: %v", correction.DefaultSmoothingMaxStep),
+		"smoothing-max-offset": fmt.Sprintf("(0: %v", correction.DefaultSmoothingMaxOffset),
+		"input-hold":           fmt.Sprintf("(0: %v", time.Duration(correction.DefaultInputHold)*time.Microsecond),
+		"velocity-fade":        fmt.Sprintf("(0: %v", time.Duration(correction.DefaultVelocityFade)*time.Microsecond),
 	} {
 		if u := usage(flag); !strings.Contains(u, want) {
 			t.Errorf("-%s: %q does not quote the default %q", flag, strings.TrimSpace(u), want)
