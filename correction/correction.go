@@ -30,8 +30,8 @@
 //     change of velocity between two states, or in the local simulation) the
 //     hard path is used for a while. Angles are handled the same way with a
 //     torque and MaxSoftAngle.
-//   - MethodRagsync (the default) goes beyond it and acts every tick, not
-//     only when a state arrives:
+//   - MethodRagsync (the default before MethodFollow) goes beyond it and
+//     acts every tick, not only when a state arrives:
 //     1. Latency compensation: the target is the received state extrapolated
 //     by its age (the synced game time now minus the time the owner sent
 //     it), using the received velocities, capped at MaxExtrapolation. Between
@@ -54,7 +54,7 @@
 //     fraction HardBlend (¼ by default; the seed's midpoint is ½) of the
 //     way to the target per tick and takes the target's velocity, so even
 //     a hard snap is spread over a few ticks instead of one visible jump.
-//   - MethodFollow predicts with the local simulation instead
+//   - MethodFollow (the default) predicts with the local simulation instead
 //     of extrapolating states. The remote object keeps gravity, and a remote
 //     fighter follows its owner (physics.Fighter.SetFollowing): its muscles
 //     hold the reported action with the owner's input, and its attacks run on
@@ -117,7 +117,7 @@ import (
 type Method uint8
 
 // Methods. The zero value, MethodUnknown, makes Config use the default,
-// MethodRagsync.
+// MethodFollow.
 const (
 	MethodUnknown Method = iota
 	MethodSnap
@@ -169,10 +169,10 @@ func (m Method) perPacket() bool { return m != MethodRagsync && m != MethodFollo
 // instead of hanging limp. ownership.Replicator sets its objects up so.
 func (m Method) Follows() bool { return m == MethodFollow }
 
-// Config tunes a Corrector. The zero value is the default: MethodRagsync with
+// Config tunes a Corrector. The zero value is the default: MethodFollow with
 // the defaults documented on each field.
 type Config struct {
-	// Method is the correction method. Zero: MethodRagsync.
+	// Method is the correction method. Zero: MethodFollow.
 	Method Method
 
 	// Stiffness is the spring constant k, in 1/s², of MethodSeed and
@@ -320,7 +320,7 @@ var ErrInvalidConfig = errors.New("correction: invalid config")
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.Method == MethodUnknown {
-		c.Method = MethodRagsync
+		c.Method = MethodFollow
 	}
 	if c.Stiffness == 0 {
 		c.Stiffness = DefaultRagsyncStiffness

@@ -62,8 +62,8 @@ func TestParseMethod(t *testing.T) {
 	if _, err := ParseMethod("lerp"); !errors.Is(err, ErrUnknownMethod) {
 		t.Errorf("ParseMethod(lerp) error = %v, want ErrUnknownMethod", err)
 	}
-	if (Config{}).WithDefaults().Method != MethodRagsync {
-		t.Error("zero Config does not default to ragsync")
+	if (Config{}).WithDefaults().Method != MethodFollow {
+		t.Error("zero Config does not default to follow")
 	}
 }
 
@@ -730,7 +730,7 @@ func TestFollowConfigValidate(t *testing.T) {
 			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
 		}
 	}
-	d := Config{Method: MethodFollow}.WithDefaults()
+	d := Config{}.WithDefaults()
 	if d.PositionGain != DefaultPositionGain || d.SmoothingMaxStep != DefaultSmoothingMaxStep || d.InputHold != DefaultInputHold {
 		t.Errorf("defaults %+v", d)
 	}
