@@ -166,6 +166,9 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 	x1, _ := c.pt(physics.V(in.Max.X, 0))
 	vector.FillRect(dst, x0, y0, x1-x0, 3, colGround, false)
 
+	// Bodies are drawn where the replicator shows them: a rival's body,
+	// with the correction's smoothing, its own body as it is.
+	rep := pl.Match().Replicator()
 	reg := pl.Match().Registry()
 	for _, id := range []physics.ObjectID{game.CrateID, game.BallID} {
 		o := w.Object(id)
@@ -175,7 +178,7 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 			col = colProp[owner]
 		}
 		for _, s := range o.Shapes() {
-			pos, ang := o.Transform(s.Body)
+			pos, ang := rep.Shown(id, s.Body)
 			g.paint.drawShape(dst, c, &s, pos, ang, col, false)
 		}
 	}
@@ -197,7 +200,7 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 				if far {
 					col = colFarLimb[peer]
 				}
-				pos, ang := o.Transform(s.Body)
+				pos, ang := rep.Shown(f.ID(), s.Body)
 				g.paint.drawShape(dst, c, s, pos, ang, col, false)
 			}
 		}
