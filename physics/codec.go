@@ -336,24 +336,25 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 			}
 		}
 		var rec [MaxBodiesPerObject]BodyState // what the decoder will reconstruct
+		var rots [MaxBodiesPerObject]rot      // of its angles
 		var q [MaxBodiesPerObject]quantBody
 		var ks orders
 		var shift uint
 		var sib bool
 		for shift = 0; ; shift++ {
 			for i := 0; i < n; i++ {
-				if field, v, ok := c.quantizeBody(l, i, &o.Bodies[i], rec[:], &q[i], shift); !ok {
+				if field, v, ok := c.quantizeBody(l, i, &o.Bodies[i], rec[:], &rots, &q[i], shift); !ok {
 					return fail(o.ID, i, field, v, ErrOutOfRange)
 				}
 			}
 			// Code residuals plainly or as differences from the previous
 			// sibling's, whichever is shorter.
 			best := -1
+			base, baseBits := chooseRootOrders(l, q[:n]) // sibling coding leaves these alone
 			for _, on := range [2]bool{false, true} {
 				setSiblingCoding(l, q[:n], on)
-				k := chooseOrders(l, q[:n])
-				if b := objectBits(l, q[:n], k); best < 0 || b < best {
-					best, ks, sib = b, k, on
+				if k, b := chooseChildOrders(l, q[:n], base); best < 0 || baseBits+b < best {
+					best, ks, sib = baseBits+b, k, on
 				}
 			}
 			setSiblingCoding(l, q[:n], sib)
@@ -433,23 +434,63 @@ func setSiblingCoding(l *Layout, q []quantBody, on bool) {
 type orders struct{ root, vel, ang, pos uint }
 
 // chooseOrders picks, per class of value, the order that makes the object
-// shortest.
-func chooseOrders(l *Layout, q []quantBody) orders {
-	var root, vel, ang, pos [8]int
+// shortest, and returns the object's encoded length with those orders (what
+// objectBits would return).
+func chooseOrders(l *Layout, q []quantBody) (orders, int) {
+	base, n := chooseRootOrders(l, q)
+	ks, m := chooseChildOrders(l, q, base)
+	return ks, n + m
+}
+
+// chooseRootOrders picks the orders of root velocities and child angular
+// velocities (which sibling coding does not change), and returns them with
+// the length of the object's header, angles and those values.
+func chooseRootOrders(l *Layout, q []quantBody) (orders, int) {
+	var root [1 << kRootBits]int
+	var ang [1 << kAngBits]int
+	n := velShiftBits + 1 + kRootBits + kVelBits + kAngBits + kPosBits
 	for i := range q {
 		b := &q[i]
-		for k := range root {
-			if l.Bodies[i].Parent < 0 {
-				root[k] += egLen(b.vx, k) + egLen(b.vy, k) + egLen(b.w, k)
-			} else {
-				ang[k] += egLen(b.w, k)
-				pos[k] += egLen(b.e[0], k) + egLen(b.e[1], k)
-				vel[k] += egLen(b.e[2], k) + egLen(b.e[3], k)
+		if l.Bodies[i].Parent < 0 {
+			n += RootAngleBits
+			x, y, w := zigzag(b.vx), zigzag(b.vy), zigzag(b.w)
+			for k := range root {
+				root[k] += ueLen(x, k) + ueLen(y, k) + ueLen(w, k)
 			}
+			continue
+		}
+		n += ChildAngleBits
+		w := zigzag(b.w)
+		for k := range ang {
+			ang[k] += ueLen(w, k)
 		}
 	}
-	return orders{root: argmin(root[:1<<kRootBits]), vel: argmin(vel[:1<<kVelBits]),
-		ang: argmin(ang[:1<<kAngBits]), pos: argmin(pos[:1<<kPosBits])}
+	ks := orders{root: argmin(root[:]), ang: argmin(ang[:])}
+	return ks, n + root[ks.root] + ang[ks.ang]
+}
+
+// chooseChildOrders adds to ks the orders of child position and velocity
+// residuals (as sibling coding left them), and returns the length of those
+// residuals.
+func chooseChildOrders(l *Layout, q []quantBody, ks orders) (orders, int) {
+	var vel [1 << kVelBits]int
+	var pos [1 << kPosBits]int
+	for i := range q {
+		if l.Bodies[i].Parent < 0 {
+			continue
+		}
+		b := &q[i]
+		px, py := zigzag(b.e[0]), zigzag(b.e[1])
+		for k := range pos {
+			pos[k] += ueLen(px, k) + ueLen(py, k)
+		}
+		vx, vy := zigzag(b.e[2]), zigzag(b.e[3])
+		for k := range vel {
+			vel[k] += ueLen(vx, k) + ueLen(vy, k)
+		}
+	}
+	ks.vel, ks.pos = argmin(vel[:]), argmin(pos[:])
+	return ks, vel[ks.vel] + pos[ks.pos]
 }
 
 func argmin(v []int) uint {
@@ -460,22 +501,6 @@ func argmin(v []int) uint {
 		}
 	}
 	return uint(best)
-}
-
-// objectBits returns the encoded length of an object's bodies and its orders
-// header (the parts that depend on quantization).
-func objectBits(l *Layout, q []quantBody, ks orders) int {
-	n := velShiftBits + 1 + kRootBits + kVelBits + kAngBits + kPosBits
-	for i := range q {
-		b := &q[i]
-		if l.Bodies[i].Parent < 0 {
-			n += RootAngleBits + egLen(b.vx, int(ks.root)) + egLen(b.vy, int(ks.root)) + egLen(b.w, int(ks.root))
-			continue
-		}
-		n += ChildAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.e[0], int(ks.pos)) + egLen(b.e[1], int(ks.pos)) +
-			egLen(b.e[2], int(ks.vel)) + egLen(b.e[3], int(ks.vel))
-	}
-	return n
 }
 
 // egLen returns the length in bits of writeSE(s, k).
@@ -498,7 +523,7 @@ func objectBudget(headerBytes int, count uint64) int {
 // speed limits it moves a value one or two quanta inward so the
 // reconstruction still passes the limits; it fails only if that is not
 // enough (which cannot happen for a validated state).
-func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, q *quantBody, shift uint) (string, float64, bool) {
+func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, rots *[MaxBodiesPerObject]rot, q *quantBody, shift uint) (string, float64, bool) {
 	lb := &l.Bodies[i]
 	r := &rec[i]
 	lim := &c.limits
@@ -513,6 +538,7 @@ func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, q 
 			q.vx, q.vy = towardZero(q.vx), towardZero(q.vy)
 		}
 		c.rootFromQ(r, q)
+		rots[i] = rotOf(r.Angle)
 		if err := lim.ValidateBody(0, i, r); err != nil {
 			se := err.(*StateError)
 			return se.Field, se.Value, false
@@ -529,7 +555,8 @@ func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, q 
 		kw -= math.Copysign(1, r.AngVel)
 		r.AngVel = parent.AngVel + kw*angVelStep
 	}
-	pp, pv := predictChild(lb, &l.Bodies[lb.Parent], parent, r.Angle, r.AngVel)
+	rots[i] = rotOf(r.Angle)
+	pp, pv := predictChildRot(lb, &l.Bodies[lb.Parent], parent, rots[lb.Parent], rots[i], r.AngVel)
 	posStep := childPosStep(shift)
 	kx := math.Round((s.Pos.X - pp.X) / posStep)
 	ky := math.Round((s.Pos.Y - pp.Y) / posStep)
@@ -784,9 +811,10 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		}
 		os.VelShift = uint8(shift)
 		var raw [MaxBodiesPerObject][4]int64 // decoded child residuals
+		var rots [MaxBodiesPerObject]rot     // of the decoded angles
 		for i := range l.Bodies {
 			os.Bodies = append(os.Bodies, BodyState{})
-			if err := c.decodeBody(&r, l, i, os.Bodies, ks, shift, sib, &raw); err != nil {
+			if err := c.decodeBody(&r, l, i, os.Bodies, ks, shift, sib, &raw, &rots); err != nil {
 				if se, ok := err.(*StateError); ok {
 					return fail(at(), id, i, se.Field, se.Value, se.Err)
 				}
@@ -811,7 +839,7 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 	return nil
 }
 
-func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint, sib bool, raw *[MaxBodiesPerObject][4]int64) error {
+func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint, sib bool, raw *[MaxBodiesPerObject][4]int64, rots *[MaxBodiesPerObject]rot) error {
 	lb := &l.Bodies[i]
 	b := &bodies[i]
 	if lb.Parent < 0 {
@@ -837,6 +865,7 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 			return &StateError{Body: i, Field: "angvel", Value: float64(q.w) * AngVelStep, Err: ErrOutOfRange}
 		}
 		c.rootFromQ(b, &q)
+		rots[i] = rotOf(b.Angle)
 		return c.limits.ValidateBody(0, i, b)
 	}
 	parent := &bodies[lb.Parent]
@@ -867,7 +896,8 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 	velStep, angVelStep := VelStep*float64(uint(1)<<shift), AngVelStep*float64(uint(1)<<shift)
 	b.Angle = dequantAngle(qa, childAngleStep, ChildAngleBits)
 	b.AngVel = parent.AngVel + float64(kw)*angVelStep
-	pp, pv := predictChild(lb, &l.Bodies[lb.Parent], parent, b.Angle, b.AngVel)
+	rots[i] = rotOf(b.Angle)
+	pp, pv := predictChildRot(lb, &l.Bodies[lb.Parent], parent, rots[lb.Parent], rots[i], b.AngVel)
 	posStep := childPosStep(shift)
 	b.Pos = Vec2{pp.X + float64(kx)*posStep, pp.Y + float64(ky)*posStep}
 	b.Vel = Vec2{pv.X + float64(kvx)*velStep, pv.Y + float64(kvy)*velStep}

@@ -767,3 +767,50 @@ func TestCodecConfigTag(t *testing.T) {
 		}
 	}
 }
+
+// objectBits returns the encoded length of an object's bodies and its orders
+// header (the parts that depend on quantization), body by body: what
+// chooseOrders adds up by class.
+func objectBits(l *Layout, q []quantBody, ks orders) int {
+	n := velShiftBits + 1 + kRootBits + kVelBits + kAngBits + kPosBits
+	for i := range q {
+		b := &q[i]
+		if l.Bodies[i].Parent < 0 {
+			n += RootAngleBits + egLen(b.vx, int(ks.root)) + egLen(b.vy, int(ks.root)) + egLen(b.w, int(ks.root))
+			continue
+		}
+		n += ChildAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.e[0], int(ks.pos)) + egLen(b.e[1], int(ks.pos)) +
+			egLen(b.e[2], int(ks.vel)) + egLen(b.e[3], int(ks.vel))
+	}
+	return n
+}
+
+// chooseOrders returns the length objectBits counts for the orders it picks,
+// and no other orders are shorter.
+func TestChooseOrdersCountsTheBits(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 1, 0)
+	l := f.Object().Layout()
+	rng := rand.New(rand.NewSource(5))
+	for range 200 {
+		q := make([]quantBody, l.NumBodies())
+		for i := range q {
+			b := &q[i]
+			r := func() int64 { return rng.Int63n(1<<rng.Intn(12)) - rng.Int63n(1<<rng.Intn(12)) }
+			b.vx, b.vy, b.w = r(), r(), r()
+			b.rx, b.ry = r(), r()
+		}
+		setSiblingCoding(l, q, rng.Intn(2) == 1)
+		ks, n := chooseOrders(l, q)
+		if want := objectBits(l, q, ks); n != want {
+			t.Fatalf("chooseOrders counts %d bits, objectBits %d", n, want)
+		}
+		for k := range uint(1 << kRootBits) {
+			alt := ks
+			alt.root = k
+			if objectBits(l, q, alt) < n {
+				t.Fatalf("root order %d is shorter than the chosen %d", k, ks.root)
+			}
+		}
+	}
+}

@@ -123,14 +123,26 @@ func indexOfBody(bodies []*box2d.B2Body, b *box2d.B2Body) int {
 //
 // where c_parent and c are the centres of mass.
 func predictChild(lb, pl *LayoutBody, parent *BodyState, angle, angVel float64) (pos, vel Vec2) {
-	ps, pc := sincos(parent.Angle)
-	s, c := sincos(angle)
-	a := parent.Pos.Add(rotCS(lb.AnchorParent, ps, pc))
-	pos = a.Sub(rotCS(lb.AnchorSelf, s, c))
-	parentCOM := parent.Pos.Add(rotCS(pl.LocalCenter, ps, pc))
-	com := pos.Add(rotCS(lb.LocalCenter, s, c))
+	return predictChildRot(lb, pl, parent, rotOf(parent.Angle), rotOf(angle), angVel)
+}
+
+// predictChildRot is predictChild given the sine and cosine of the parent's
+// angle (pr) and of the child's (r), which the codec works out once per body.
+func predictChildRot(lb, pl *LayoutBody, parent *BodyState, pr, r rot, angVel float64) (pos, vel Vec2) {
+	a := parent.Pos.Add(rotCS(lb.AnchorParent, pr.s, pr.c))
+	pos = a.Sub(rotCS(lb.AnchorSelf, r.s, r.c))
+	parentCOM := parent.Pos.Add(rotCS(pl.LocalCenter, pr.s, pr.c))
+	com := pos.Add(rotCS(lb.LocalCenter, r.s, r.c))
 	vel = parent.Vel.Add(crossSV(parent.AngVel, a.Sub(parentCOM))).Add(crossSV(angVel, com.Sub(a)))
 	return pos, vel
+}
+
+// rot is the sine and cosine of an angle.
+type rot struct{ s, c float64 }
+
+func rotOf(a float64) rot {
+	s, c := sincos(a)
+	return rot{s, c}
 }
 
 // LayoutTable maps object ids to layouts for a Codec used without a World

@@ -154,6 +154,21 @@ func (l Limits) check() error {
 // ValidateBody checks one body state against l. On failure it returns a
 // *StateError for object id and body index body.
 func (l *Limits) ValidateBody(id ObjectID, body int, s *BodyState) error {
+	// The common case first, in one pass: every comparison with a NaN is
+	// false, and an infinity is out of range, so a state that passes this
+	// passes every check below.
+	if s.Pos.X >= l.Bounds.Min.X && s.Pos.X <= l.Bounds.Max.X &&
+		s.Pos.Y >= l.Bounds.Min.Y && s.Pos.Y <= l.Bounds.Max.Y &&
+		math.Abs(s.Angle) <= l.MaxAngle && math.Abs(s.AngVel) <= l.MaxAngularSpeed &&
+		math.Abs(s.Vel.X) <= l.MaxSpeed && math.Abs(s.Vel.Y) <= l.MaxSpeed &&
+		s.Vel.X*s.Vel.X+s.Vel.Y*s.Vel.Y <= l.MaxSpeed*l.MaxSpeed {
+		return nil
+	}
+	return l.invalidBody(id, body, s)
+}
+
+// invalidBody reports which check s fails (see ValidateBody), or nil.
+func (l *Limits) invalidBody(id ObjectID, body int, s *BodyState) error {
 	bad := func(field string, v float64, err error) error {
 		return &StateError{Object: id, Body: body, Field: field, Value: v, Err: err}
 	}
