@@ -504,7 +504,11 @@ type Corrector struct {
 
 	// MethodFollow: the bodies' past, for latency compensation, and how
 	// they hang together (SetLayout).
-	hist      history
+	hist    history
+	scratch struct {
+		est, present [physics.MaxBodiesPerObject]snapshot
+		rot          [physics.MaxBodiesPerObject]rotation
+	}
 	hold      [physics.MaxBodiesPerObject]snapshot // where an outage holds the bodies
 	frozen    bool                                 // hold is set
 	layout    [physics.MaxBodiesPerObject]physics.LayoutBody
@@ -549,6 +553,10 @@ func (c *Corrector) Method() Method { return c.cfg.Method }
 // Stats returns what the corrector did so far and the errors of the last
 // Apply.
 func (c *Corrector) Stats() Stats { return c.stats }
+
+// MaxError is Stats().MaxError, without copying the statistics (for a
+// per-tick caller).
+func (c *Corrector) MaxError() float64 { return c.stats.MaxError }
 
 // HasTarget reports whether a state has been received since New or Reset.
 func (c *Corrector) HasTarget() bool { return c.hasTarget }
@@ -667,8 +675,11 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	if len(bodies) != c.n {
 		panic(fmt.Sprintf("correction: Apply with %d bodies, corrector has %d", len(bodies), c.n))
 	}
+	// MethodFollow's prediction takes violent events in, and it knows
+	// what it moves the bodies by: it skips what the others need for that.
+	follow := c.cfg.Method == MethodFollow
 	// A violent event in the local step since the last Apply?
-	if c.hasLastVel {
+	if c.hasLastVel && !follow {
 		dv2 := c.cfg.ImpactDeltaV * c.cfg.ImpactDeltaV
 		for i, b := range bodies {
 			d := physics.Vec2{X: b.M_linearVelocity.X - c.lastVel[i].X, Y: b.M_linearVelocity.Y - c.lastVel[i].Y}
@@ -685,9 +696,9 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	}
 	impact := now < c.impactUntil
 
-	c.stats.Pop = [physics.MaxBodiesPerObject]float64{}
+	clear(c.stats.Pop[:c.n])
 	c.stats.MaxPop = 0
-	c.moved = [physics.MaxBodiesPerObject]snapshot{}
+	clear(c.moved[:c.n])
 	if c.hist.n > 0 {
 		// The bodies' state now came out of the step that began one tick
 		// ago: the owner labels the same state with that tick's time.
@@ -699,7 +710,9 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	if c.hasTarget && (c.pending || !c.cfg.Method.perPacket()) {
 		c.pending = false
 		acted = true
-		c.beforeApply(bodies)
+		if !follow {
+			c.beforeApply(bodies)
+		}
 		hard := c.stats.HardSnaps
 		switch c.cfg.Method {
 		case MethodSnap:
@@ -716,20 +729,24 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 		if c.stats.HardSnaps != hard {
 			c.stats.HardTicks++
 		}
-		c.measureMoves(bodies)
+		if !follow {
+			c.measureMoves(bodies)
+		}
 	}
 	if c.smoothing {
 		c.smooth(now)
 	}
 	for i := range c.n {
-		p := c.moved[i].pos.Len()
+		p := length(c.moved[i].pos)
 		c.stats.Pop[i] = p
 		c.stats.MaxPop = max(c.stats.MaxPop, p)
 	}
-	for i, b := range bodies {
-		c.lastVel[i] = physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
+	if !follow {
+		for i, b := range bodies {
+			c.lastVel[i] = physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
+		}
+		c.hasLastVel = true
 	}
-	c.hasLastVel = true
 	return acted
 }
 
@@ -791,7 +808,7 @@ func (c *Corrector) smooth(now int64) {
 		o.pos = o.pos.Sub(c.moved[i].pos)
 		o.angle -= c.moved[i].angle
 		var dp physics.Vec2
-		if l := o.pos.Len(); l > 0 {
+		if l := length(o.pos); l > 0 {
 			dp = o.pos.Scale(giveBack(l, maxStep, maxOff) / l)
 		}
 		o.pos = o.pos.Sub(dp)
@@ -811,6 +828,10 @@ const (
 	smoothMaxScale = 2
 )
 
+// length is v.Len without math.Hypot's care for overflow, which positions
+// and speeds in an arena do not need.
+func length(v physics.Vec2) float64 { return math.Sqrt(v.X*v.X + v.Y*v.Y) }
+
 // giveBack returns how much of an offset of size l the drawn pose takes back
 // in one tick: all of it up to maxStep, maxStep beyond, more if that would
 // leave more than maxOff.
@@ -820,7 +841,7 @@ func giveBack(l, maxStep, maxOff float64) float64 {
 
 // recordError stores the error of body i before correcting it.
 func (c *Corrector) recordError(i int, e physics.Vec2, ea float64) float64 {
-	d := e.Len()
+	d := length(e)
 	c.stats.Error[i] = d
 	c.stats.AngleError[i] = math.Abs(ea)
 	if d > c.stats.MaxError {

@@ -10,9 +10,9 @@ import (
 )
 
 // historyTicks is how many ticks of its own past a following corrector
-// keeps: states older than this (about a second) are taken as they are,
-// without latency compensation.
-const historyTicks = 64
+// keeps: states older than this (about half a second) are taken as they
+// are, without latency compensation.
+const historyTicks = 32
 
 // snapshot is one body's kinematic state.
 type snapshot struct {
@@ -44,9 +44,7 @@ func (s snapshot) lerp(o snapshot, w float64) snapshot {
 type history struct {
 	n     int                                  // bodies
 	label []int64                              // [historyTicks]
-	state []snapshot                           // [historyTicks*n]
-	sum   []snapshot                           // [historyTicks*n]
-	drift []snapshot                           // [historyTicks*n]
+	rows  []histEntry                          // [historyTicks*n], a tick's bodies together
 	head  int                                  // next slot
 	count int                                  // filled slots
 	total [physics.MaxBodiesPerObject]snapshot // corrections so far
@@ -60,9 +58,7 @@ type history struct {
 // newHistory returns the history of n bodies; a velocity difference fades
 // with time constant fade (µs; negative: it is not extrapolated).
 func newHistory(n int, fade int64) history {
-	h := history{n: n, label: make([]int64, historyTicks),
-		state: make([]snapshot, historyTicks*n), sum: make([]snapshot, historyTicks*n),
-		drift: make([]snapshot, historyTicks*n)}
+	h := history{n: n, label: make([]int64, historyTicks), rows: make([]histEntry, historyTicks*n)}
 	if fade > 0 {
 		h.decay = math.Exp(-float64(tickMicros) / float64(fade))
 	}
@@ -75,11 +71,16 @@ func (h *history) reset() {
 	h.moved = [physics.MaxBodiesPerObject]snapshot{}
 }
 
+// histEntry is one body at one tick: its state before that tick's
+// correction, the corrections applied to it before (history.total then),
+// and what the velocity corrections had moved it by (history.moved then).
+type histEntry struct{ state, sum, drift snapshot }
+
 // record appends the bodies' present state, standing for game time label.
 func (h *history) record(bodies []*box2d.B2Body, label int64) {
 	k := h.head
 	h.label[k] = label
-	row, sums, drift := h.state[k*h.n:(k+1)*h.n], h.sum[k*h.n:(k+1)*h.n], h.drift[k*h.n:(k+1)*h.n]
+	row := h.rows[k*h.n : (k+1)*h.n]
 	const dt = 1.0 / physics.TickRate
 	for i, b := range bodies {
 		// The velocity corrections so far moved the body for a tick, and
@@ -89,17 +90,25 @@ func (h *history) record(bodies []*box2d.B2Body, label int64) {
 		m.angle += m.angVel * dt
 		m.vel = m.vel.Scale(h.decay)
 		m.angVel *= h.decay
-		drift[i] = *m
-		row[i] = snapshot{
-			pos:    physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
-			vel:    physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
-			angle:  b.M_sweep.A,
-			angVel: b.M_angularVelocity,
+		row[i] = histEntry{
+			state: snapshot{
+				pos:    physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
+				vel:    physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
+				angle:  b.M_sweep.A,
+				angVel: b.M_angularVelocity,
+			},
+			sum:   h.total[i],
+			drift: *m,
 		}
-		sums[i] = h.total[i]
 	}
 	h.head = (h.head + 1) % historyTicks
 	h.count = min(h.count+1, historyTicks)
+}
+
+// newest returns the bodies recorded last.
+func (h *history) newest() []histEntry {
+	k := (h.head - 1 + historyTicks) % historyTicks
+	return h.rows[k*h.n : (k+1)*h.n]
 }
 
 // at finds the recorded ticks around game time t: slots k0 (at or before
@@ -147,9 +156,10 @@ func (h *history) estimate(i int, target *physics.BodyState, t int64, present sn
 	if !ok {
 		return tgt
 	}
-	past := h.state[k0*h.n+i].lerp(h.state[k1*h.n+i], w)
-	sumThen := h.sum[k0*h.n+i].lerp(h.sum[k1*h.n+i], w)
-	driftThen := h.drift[k0*h.n+i].lerp(h.drift[k1*h.n+i], w)
+	e0, e1 := &h.rows[k0*h.n+i], &h.rows[k1*h.n+i]
+	past := e0.state.lerp(e1.state, w)
+	sumThen := e0.sum.lerp(e1.sum, w)
+	driftThen := e0.drift.lerp(e1.drift, w)
 	// The body's own motion since t: present − past − (corrections since t).
 	own := present.sub(past).sub(h.total[i].sub(sumThen))
 	own.angle = physics.AngleDiff(present.angle, past.angle) - (h.total[i].angle - sumThen.angle)
@@ -195,16 +205,11 @@ func (c *Corrector) SetLayout(l *physics.Layout) error {
 // applyFollow is MethodFollow; see the package documentation.
 func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
 	c.beginApply()
-	// The owner's state of every body now, as estimated.
-	var est [physics.MaxBodiesPerObject]snapshot
-	var present [physics.MaxBodiesPerObject]snapshot
-	for i, b := range bodies {
-		present[i] = snapshot{
-			pos:    physics.Vec2{X: b.M_xf.P.X, Y: b.M_xf.P.Y},
-			vel:    physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y},
-			angle:  b.M_sweep.A,
-			angVel: b.M_angularVelocity,
-		}
+	// The owner's state of every body now, as estimated, and the bodies'.
+	est, present, rot := &c.scratch.est, &c.scratch.present, &c.scratch.rot
+	recorded := c.hist.newest() // the bodies now (Apply recorded them)
+	for i := range bodies {
+		present[i] = recorded[i].state
 		switch {
 		case quiet && c.frozen:
 			// No state for a while (an outage): predicting on would
@@ -217,8 +222,9 @@ func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
 				c.hold[i] = snapshot{pos: est[i].pos, angle: est[i].angle}
 			}
 		}
+		rot[i].s, rot[i].c = math.Sincos(est[i].angle)
 		if p := c.layout[i].Parent; c.hasLayout && p >= 0 {
-			est[i].pos, est[i].vel = c.onJoint(i, &est[p], est[i].angle, est[i].angVel)
+			est[i].pos, est[i].vel = c.onJoint(i, &est[p], rot[p], rot[i], est[i].angVel)
 		} else {
 			est[i].pos = c.clamp(est[i].pos)
 		}
@@ -254,6 +260,9 @@ func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
 		b.M_linearVelocity = box2d.B2Vec2{X: now.vel.X + corr.vel.X, Y: now.vel.Y + corr.vel.Y}
 		b.M_angularVelocity = now.angVel + corr.angVel
 		b.SetAwake(true)
+		// What this moves the body by over the coming step (Stats.Pop).
+		const h = 1.0 / physics.TickRate
+		c.moved[i] = snapshot{pos: corr.pos.Add(corr.vel.Scale(h)), angle: corr.angle + corr.angVel*h}
 		c.hist.total[i] = c.hist.total[i].add(corr)
 		c.hist.moved[i].vel = c.hist.moved[i].vel.Add(corr.vel)
 		c.hist.moved[i].angVel += corr.angVel
@@ -269,15 +278,23 @@ func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
 //	v  = v_parent + ω_parent × (a − c_parent) + ω × (c − a)
 //
 // where c_parent and c are the centres of mass.
-func (c *Corrector) onJoint(i int, parent *snapshot, angle, angVel float64) (pos, vel physics.Vec2) {
+// The rotations are those of the parent's angle and of the body's.
+func (c *Corrector) onJoint(i int, parent *snapshot, rp, r rotation, angVel float64) (pos, vel physics.Vec2) {
 	lb := &c.layout[i]
 	pl := &c.layout[lb.Parent]
-	a := parent.pos.Add(lb.AnchorParent.Rotate(parent.angle))
-	pos = a.Sub(lb.AnchorSelf.Rotate(angle))
-	parentCOM := parent.pos.Add(pl.LocalCenter.Rotate(parent.angle))
-	com := pos.Add(lb.LocalCenter.Rotate(angle))
+	a := parent.pos.Add(rp.apply(lb.AnchorParent))
+	pos = a.Sub(r.apply(lb.AnchorSelf))
+	parentCOM := parent.pos.Add(rp.apply(pl.LocalCenter))
+	com := pos.Add(r.apply(lb.LocalCenter))
 	vel = parent.vel.Add(cross(parent.angVel, a.Sub(parentCOM))).Add(cross(angVel, com.Sub(a)))
 	return pos, vel
+}
+
+// rotation is the sine and cosine of an angle.
+type rotation struct{ s, c float64 }
+
+func (r rotation) apply(v physics.Vec2) physics.Vec2 {
+	return physics.Vec2{X: r.c*v.X - r.s*v.Y, Y: r.s*v.X + r.c*v.Y}
 }
 
 // cross is ω × r for an angular velocity ω (about z) and a vector r.
@@ -290,7 +307,18 @@ func cross(w float64, r physics.Vec2) physics.Vec2 { return physics.Vec2{X: -w *
 // transform.
 func shift(b *box2d.B2Body, dp physics.Vec2, da float64) {
 	a := b.M_sweep.A + da
-	b.M_xf.Q.Set(a)
+	// Turn the body's rotation by da (box2d keeps it in step with the
+	// angle, and sets it from the angle again after the step); a small
+	// turn needs no sine and cosine.
+	var sd, cd float64
+	if math.Abs(da) < 0.02 {
+		d2 := da * da
+		sd, cd = da*(1-d2/6), 1-d2/2+d2*d2/24 // errors below 3e-11
+	} else {
+		sd, cd = math.Sincos(da)
+	}
+	q := b.M_xf.Q
+	b.M_xf.Q.S, b.M_xf.Q.C = q.S*cd+q.C*sd, q.C*cd-q.S*sd
 	b.M_xf.P.X += dp.X
 	b.M_xf.P.Y += dp.Y
 	b.M_sweep.C = box2d.B2TransformVec2Mul(b.M_xf, b.M_sweep.LocalCenter)

@@ -178,8 +178,9 @@ type Replicator struct {
 	hits   []physics.HitEvent
 	stats  Stats
 
-	lastDrop clocksync.Reason
-	now      clocksync.GameTime // of the packet being handled
+	lastDrop  clocksync.Reason
+	now       clocksync.GameTime // of the packet being handled
+	inputHold int64              // the correction's InputHold
 }
 
 // LastVerdict returns the timestamp filter's verdict on the last parseable
@@ -206,12 +207,13 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 		return nil, err
 	}
 	return &Replicator{
-		world:  world,
-		codec:  world.Codec(),
-		reg:    reg,
-		cfg:    cfg,
-		filter: clocksync.Filter{MaxDelay: cfg.MaxDelay},
-		body:   make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
+		world:     world,
+		codec:     world.Codec(),
+		reg:       reg,
+		cfg:       cfg,
+		filter:    clocksync.Filter{MaxDelay: cfg.MaxDelay},
+		inputHold: cfg.Correction.WithDefaults().InputHold,
+		body:      make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
 	}, nil
 }
 
@@ -560,12 +562,12 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 			continue
 		}
 		if o.fighter != nil && !o.idle && o.fighter.Following() && o.corr.HasTarget() &&
-			int64(now-o.heard) > o.corr.Config().InputHold {
+			int64(now-o.heard) > r.inputHold {
 			r.letGo(o.fighter)
 			o.idle = true
 		}
 		if o.corr.Apply(o.obj.Bodies(), int64(now)) {
-			e := o.corr.Stats().MaxError
+			e := o.corr.MaxError()
 			r.stats.Correction.MaxError = math.Max(r.stats.Correction.MaxError, e)
 			if o.mon.Observe(e) {
 				r.stats.PositionDisconnects++
