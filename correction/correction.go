@@ -75,9 +75,10 @@
 //     parent, so a correction never pulls a limb off its joint.
 //     3. Each tick every body moves PositionGain of the way to its target
 //     (position and angle, directly) and changes its velocity by
-//     VelocityGain of the velocity error; an error above MaxSoftError or
-//     MaxSoftAngle moves the whole object to its target at once. Impacts
-//     need no special path: the prediction takes them in.
+//     VelocityGain of the velocity error (both less for states older than
+//     GainAge); an error above MaxSoftError or MaxSoftAngle moves the whole
+//     object to its target at once. Impacts need no special path: the
+//     prediction takes them in.
 //     4. The physics body is corrected hard, so it collides and strikes where
 //     the owner says; what a game draws is a smoothed pose (Offset): each
 //     correction's displacement is taken out of the drawn pose and given
@@ -246,6 +247,15 @@ type Config struct {
 	// a MethodFollow correction removes per tick. Zero: 0.5.
 	VelocityGain float64
 
+	// GainAge is the age, in game-time microseconds, beyond which a
+	// MethodFollow correction takes in less of its error per tick: for a
+	// state older than GainAge, PositionGain and VelocityGain are scaled by
+	// GainAge/age. The older the states, the more a link's jitter and loss
+	// make the estimate jump from one state to the next, and the less a
+	// tick's estimate should be trusted. Zero: 100 ms. Negative: never
+	// scaled.
+	GainAge int64
+
 	// SmoothingMaxStep turns on the drawn pose (Corrector.Offset) and says
 	// how far, in metres, it may move in one tick beyond its body's own
 	// motion (angles: 8 times as many radians). The displacement a
@@ -260,7 +270,7 @@ type Config struct {
 	// SmoothingMaxOffset is the farthest, in metres, the drawn pose may lag
 	// its body for states up to 40 ms old (angles: 2 times as many
 	// radians); older states bring larger corrections, and the limit grows
-	// in proportion to their age, up to 4 times. Beyond it the drawn pose
+	// in proportion to their age, up to 1.6 times. Beyond it the drawn pose
 	// jumps to the limit. Zero: 0.1 m.
 	SmoothingMaxOffset float64
 
@@ -312,6 +322,7 @@ const (
 	DefaultSmoothingMaxOffset = 0.1
 	DefaultInputHold          = 100_000
 	DefaultVelocityFade       = 40_000
+	DefaultGainAge            = 100_000
 )
 
 // ErrInvalidConfig is wrapped by the errors Config.Validate returns.
@@ -376,6 +387,9 @@ func (c Config) WithDefaults() Config {
 	if c.VelocityFade == 0 {
 		c.VelocityFade = DefaultVelocityFade
 	}
+	if c.GainAge == 0 {
+		c.GainAge = DefaultGainAge
+	}
 	return c
 }
 
@@ -409,6 +423,9 @@ func (c Config) Validate() error {
 	}
 	if c.InputHold < 0 || c.InputHold > 60_000_000 {
 		return fmt.Errorf("%w: InputHold = %d µs, want in [0, 60 s]", ErrInvalidConfig, c.InputHold)
+	}
+	if c.GainAge > 10_000_000 {
+		return fmt.Errorf("%w: GainAge = %d µs, want <= 10 s (negative: none)", ErrInvalidConfig, c.GainAge)
 	}
 	if c.VelocityFade > 10_000_000 {
 		return fmt.Errorf("%w: VelocityFade = %d µs, want <= 10 s (negative: none)", ErrInvalidConfig, c.VelocityFade)
@@ -722,7 +739,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 		case MethodSeed:
 			c.applySeed(bodies, impact)
 		case MethodFollow:
-			c.applyFollow(bodies, now-c.heard > c.cfg.InputHold) // its prediction takes impacts in
+			c.applyFollow(bodies, now-c.targetTime, now-c.heard > c.cfg.InputHold) // its prediction takes impacts in
 		default:
 			c.applyRagsync(bodies, now, impact)
 		}
@@ -825,7 +842,7 @@ func (c *Corrector) smooth(now int64) {
 // smoothMaxScale times.
 const (
 	smoothRefAge   = 40_000
-	smoothMaxScale = 2
+	smoothMaxScale = 1.6
 )
 
 // length is v.Len without math.Hypot's care for overflow, which positions

@@ -724,7 +724,7 @@ func TestFollowConfigValidate(t *testing.T) {
 	for _, c := range []Config{
 		{PositionGain: 1.5}, {VelocityGain: -0.1}, {PositionGain: math.NaN()},
 		{SmoothingMaxStep: math.NaN()}, {SmoothingMaxOffset: -1},
-		{InputHold: -1}, {VelocityFade: 11_000_000},
+		{InputHold: -1}, {VelocityFade: 11_000_000}, {GainAge: 11_000_000},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)

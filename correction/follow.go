@@ -203,7 +203,7 @@ func (c *Corrector) SetLayout(l *physics.Layout) error {
 }
 
 // applyFollow is MethodFollow; see the package documentation.
-func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
+func (c *Corrector) applyFollow(bodies []*box2d.B2Body, age int64, quiet bool) {
 	c.beginApply()
 	// The owner's state of every body now, as estimated, and the bodies'.
 	est, present, rot := &c.scratch.est, &c.scratch.present, &c.scratch.rot
@@ -231,6 +231,12 @@ func (c *Corrector) applyFollow(bodies []*box2d.B2Body, quiet bool) {
 	}
 	c.frozen = quiet
 	gp, gv := c.cfg.PositionGain, c.cfg.VelocityGain
+	if ref := c.cfg.GainAge; ref > 0 && age > ref && !quiet {
+		// An old state brings a noisier estimate: correct less per tick
+		// (an outage's hold is no estimate).
+		k := float64(ref) / float64(age)
+		gp, gv = gp*k, gv*k
+	}
 	hard := false
 	for i := range bodies {
 		d := c.recordError(i, est[i].pos.Sub(present[i].pos), physics.AngleDiff(est[i].angle, present[i].angle))

@@ -141,6 +141,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&corr.SmoothingMaxStep, "smoothing-max-step", 0, fmt.Sprintf("how far in m the drawn pose may move per tick beyond its body's motion (0: %v for follow, no drawn pose for the others; negative: no drawn pose)", correction.DefaultSmoothingMaxStep))
 	fs.Float64Var(&corr.SmoothingMaxOffset, "smoothing-max-offset", 0, fmt.Sprintf("how far in m the drawn pose may lag its body, for states up to 40 ms old (0: %v)", correction.DefaultSmoothingMaxOffset))
 	velocityFade := fs.Duration("velocity-fade", 0, fmt.Sprintf("follow: time constant of a root body's velocity difference, for extrapolating it (0: %v, negative: none)", time.Duration(correction.DefaultVelocityFade)*time.Microsecond))
+	gainAge := fs.Duration("gain-age", 0, fmt.Sprintf("follow: states older than this get proportionally smaller gains (0: %v, negative: never)", time.Duration(correction.DefaultGainAge)*time.Microsecond))
 	inputHold := fs.Duration("input-hold", 0, fmt.Sprintf("follow: how long a remote fighter acts on its owner's last state and input (0: %v)", time.Duration(correction.DefaultInputHold)*time.Microsecond))
 	maxExtrap := fs.Duration("max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond))
 	blackout := fs.String("blackout", "", "custom: DURATION/PERIOD, e.g. 2s/15s: the link is down for DURATION every PERIOD")
@@ -178,6 +179,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	corr.MaxExtrapolation = maxExtrap.Microseconds()
 	corr.InputHold = inputHold.Microseconds()
 	corr.VelocityFade = velocityFade.Microseconds()
+	corr.GainAge = gainAge.Microseconds()
 	if err := corr.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}

@@ -197,6 +197,7 @@ func TestCLIHelpQuotesDefaults(t *testing.T) {
 		"smoothing-max-offset": fmt.Sprintf("(0: %v", correction.DefaultSmoothingMaxOffset),
 		"input-hold":           fmt.Sprintf("(0: %v", time.Duration(correction.DefaultInputHold)*time.Microsecond),
 		"velocity-fade":        fmt.Sprintf("(0: %v", time.Duration(correction.DefaultVelocityFade)*time.Microsecond),
+		"gain-age":             fmt.Sprintf("(0: %v", time.Duration(correction.DefaultGainAge)*time.Microsecond),
 	} {
 		if u := usage(flag); !strings.Contains(u, want) {
 			t.Errorf("-%s: %q does not quote the default %q", flag, strings.TrimSpace(u), want)
