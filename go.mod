@@ -2,6 +2,8 @@ module github.com/ragsync/ragsync
 
 go 1.25.0
 
+toolchain go1.25.14
+
 require (
 	github.com/ByteArena/box2d v1.0.2
 	github.com/coder/websocket v1.8.15
