@@ -54,11 +54,19 @@ func BinaryDeadline() (time.Time, bool) {
 // test binary's deadline (t.Deadline, or BinaryDeadline for benchmarks and
 // fuzz targets). ok is false when the run has no timeout: then waits do
 // not give up.
+//
+// In a testing/synctest bubble, where time is virtual and the binary's
+// deadline means nothing, it is VirtualLimit of virtual time from now: a
+// wait that long costs nothing, and one that never ends would spin.
 func Deadline(t testing.TB) (time.Time, bool) {
 	var d time.Time
 	var ok bool
 	if dt, has := t.(interface{ Deadline() (time.Time, bool) }); has {
-		d, ok = dt.Deadline()
+		var bubble bool
+		d, ok, bubble = tDeadline(dt)
+		if bubble {
+			return time.Now().Add(VirtualLimit), true
+		}
 	} else {
 		d, ok = BinaryDeadline()
 	}
@@ -66,6 +74,20 @@ func Deadline(t testing.TB) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return beforeDeadline(d), true
+}
+
+// VirtualLimit bounds the waits in a synctest bubble, in virtual time.
+const VirtualLimit = time.Hour
+
+// tDeadline calls t.Deadline, which panics inside a synctest bubble.
+func tDeadline(t interface{ Deadline() (time.Time, bool) }) (d time.Time, ok, bubble bool) {
+	defer func() {
+		if recover() != nil {
+			d, ok, bubble = time.Time{}, false, true
+		}
+	}()
+	d, ok = t.Deadline()
+	return d, ok, false
 }
 
 // beforeDeadline returns the time to give up for a run that ends at d.

@@ -3,6 +3,7 @@ package testwait
 import (
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -60,4 +61,21 @@ func TestContextOutlivesTheTestBody(t *testing.T) {
 	if ctxErr != nil {
 		t.Errorf("context done in a cleanup: %v", ctxErr)
 	}
+}
+
+func TestVirtualTimeInABubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		d, ok := Deadline(t)
+		if !ok || d.Sub(start) != VirtualLimit {
+			t.Fatalf("deadline %v after the bubble's now (%v)", d.Sub(start), ok)
+		}
+		if Until(t, func() bool { return false }) {
+			t.Fatal("Until reported a condition that never holds")
+		}
+		if waited := time.Since(start); waited < VirtualLimit {
+			t.Errorf("gave up after %v of virtual time", waited)
+		}
+		<-Chan(t)
+	})
 }
