@@ -5,7 +5,6 @@ import (
 	"net"
 	"runtime"
 	"testing"
-	"time"
 )
 
 // newPipeSessions connects two sessions in-process over net.Pipe, with
@@ -32,8 +31,7 @@ func newPipeSessions(t testing.TB, cfg Config) (a, b *Session) {
 	}
 	a, b = mk(RoleOfferer, ca), mk(RoleAnswerer, cb)
 	t.Cleanup(func() { a.Close(); b.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	if err := a.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}

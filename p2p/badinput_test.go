@@ -2,11 +2,11 @@ package p2p
 
 import (
 	"bytes"
-	"context"
 	"testing"
 	"time"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // TestMalformedInput: garbage from the peer is dropped and counted, never
@@ -35,10 +35,7 @@ func TestMalformedInput(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // FIFO, but keep the queue short
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Stats().Malformed < uint64(len(garbage)) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "the garbage counted", func() bool { return b.Stats().Malformed >= uint64(len(garbage)) })
 	if m := b.Stats().Malformed; m != uint64(len(garbage)) {
 		t.Errorf("Malformed = %d, want %d", m, len(garbage))
 	}
@@ -47,9 +44,7 @@ func TestMalformedInput(t *testing.T) {
 	if err := b.tcp.Load().send(append([]byte{0x12, 0, 0, 0, 1}, ping...)); err != nil {
 		t.Fatal(err)
 	}
-	for a.Stats().Malformed < 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "the role conflict counted", func() bool { return a.Stats().Malformed >= 1 })
 	if m := a.Stats().Malformed; m != 1 {
 		t.Errorf("leader: Malformed = %d after a role conflict", m)
 	}
@@ -61,9 +56,7 @@ func TestMalformedInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 100)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	n, err := b.Recv(ctx, buf)
+	n, err := b.Recv(testCtx(t), buf)
 	if err != nil || string(buf[:n]) != "still here" {
 		t.Errorf("after garbage: %q, %v", buf[:n], err)
 	}
@@ -78,8 +71,7 @@ func TestRecvShortBuffer(t *testing.T) {
 	checkLeaks(t)
 	a, b := newPipeSessions(t, Config{})
 	a.Send(bytes.Repeat([]byte{7}, 50))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	_, err := b.Recv(ctx, make([]byte, 10))
 	var se *MessageSizeError
 	if !errorsAs(err, &se) || se.Size != 50 || se.Limit != 10 {
@@ -98,12 +90,12 @@ func TestRecvQueueOverflow(t *testing.T) {
 	a, b := newPipeSessions(t, Config{RecvQueue: 8})
 	for i := 0; i < 20; i++ {
 		a.Send([]byte{byte(i)})
-		time.Sleep(time.Millisecond)
+		// Each message must be written before the next is sent: the TCP
+		// sender is latest-only, and a loaded machine runs its writer
+		// later than any fixed pause.
+		waitUntil(t, "the TCP writer", func() bool { return tcpWritten(a) })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Stats().Received < 20 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "20 messages received", func() bool { return b.Stats().Received >= 20 })
 	var got []byte
 	b.Poll(func(p []byte) { got = append(got, p[0]) })
 	if st := b.Stats(); st.Received != 20 || st.RecvOverflow != 12 {
@@ -134,8 +126,8 @@ func TestRTCOversizedMessage(t *testing.T) {
 		}
 	case err := <-hb.down:
 		t.Fatalf("transport died: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing arrived")
+	case <-testwait.Chan(t):
+		t.Fatal("nothing arrived (gave up near the test binary's deadline)")
 	}
 	if n := hb.malformed.Load(); n != 1 {
 		t.Errorf("%d malformed", n)

@@ -12,6 +12,8 @@ import (
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // latencies records per-message one-way latencies and reports quantiles.
@@ -200,7 +202,7 @@ func BenchmarkConnectToFirstMessage(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			buf := make([]byte, 64)
 			for i := 0; i < b.N; i++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := testwait.ContextFrom(context.Background(), b)
 				room, err := CreateRoom(ctx, url, cfgWith(tc.cfg))
 				if err != nil {
 					b.Fatal(err)
@@ -275,13 +277,13 @@ func barePionPair(b testing.TB) (wa, rb datachannel.ReadWriteCloser, cleanup fun
 	pa.SetRemoteDescription(*pb.LocalDescription())
 	select {
 	case wa = <-gotA:
-	case <-time.After(10 * time.Second):
-		b.Fatal("bare pion: no open")
+	case <-testwait.Chan(b):
+		b.Fatal("bare pion: no open (gave up near the test binary's deadline)")
 	}
 	select {
 	case rb = <-gotB:
-	case <-time.After(10 * time.Second):
-		b.Fatal("bare pion: no open")
+	case <-testwait.Chan(b):
+		b.Fatal("bare pion: no open (gave up near the test binary's deadline)")
 	}
 	// A must read too: pion applies the channel's reliability parameters
 	// on the dialling side only when its read sees the peer's DCEP ACK.

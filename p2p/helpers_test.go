@@ -1,82 +1,32 @@
 package p2p
 
 import (
-	"bytes"
+	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // checkLeaks fails the test if, after the test's cleanups, goroutines that
-// were not running before it are still running 5 seconds later. Call it
-// first in a test, before anything that starts goroutines.
+// were not running before it are still running (they may take until near
+// the test binary's deadline to exit: a slow machine is not a leak). Call
+// it first in a test, before anything that starts goroutines.
 func checkLeaks(t testing.TB) {
 	t.Helper()
-	before := goroutineIDs()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			extra := newGoroutines(before)
-			if len(extra) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d goroutine(s) leaked:\n%s", len(extra), strings.Join(extra, "\n\n"))
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
+	leaktest.Check(t)
 }
 
-func allStacks() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	return strings.Split(string(bytes.TrimSpace(buf)), "\n\n")
-}
+// testCtx is a context for the test's waits: it has no deadline of its
+// own, only the test binary's (see testwait).
+func testCtx(t testing.TB) context.Context { return testwait.Context(t) }
 
-func goroutineID(stack string) string {
-	// "goroutine 123 [running]:"
-	f := strings.Fields(stack)
-	if len(f) < 2 {
-		return ""
-	}
-	return f[1]
-}
-
-func goroutineIDs() map[string]bool {
-	m := map[string]bool{}
-	for _, s := range allStacks() {
-		m[goroutineID(s)] = true
-	}
-	return m
-}
-
-// ignoredStack reports goroutines that are not ours to clean up.
-func ignoredStack(s string) bool {
-	return strings.Contains(s, "os/signal.signal_recv") ||
-		strings.Contains(s, "testing.(*T).Run(") ||
-		strings.Contains(s, "testing.runFuzzing(")
-}
-
-func newGoroutines(before map[string]bool) []string {
-	var out []string
-	for _, s := range allStacks() {
-		if before[goroutineID(s)] || ignoredStack(s) {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+// waitUntil polls cond until it holds, bounded only by the test binary's
+// deadline; what names the condition in the failure.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	testwait.For(t, what, cond)
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // failWriteConn is a net.Conn whose writes fail once failing is set, while
@@ -66,14 +68,10 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 	fc.failing.Store(true)
 	// Make the writer hit the broken stream, then wait until the sender
 	// reports its error.
-	deadline := time.Now().Add(5 * time.Second)
-	for tr.snd.Err() == nil && time.Now().Before(deadline) {
+	waitUntil(t, "the sender seeing the write error", func() bool {
 		_ = tr.send([]byte{1})
-		time.Sleep(time.Millisecond)
-	}
-	if tr.snd.Err() == nil {
-		t.Fatal("the sender never saw the write error")
-	}
+		return tr.snd.Err() != nil
+	})
 
 	h.mu.Lock() // as the session loop holds its lock while it pings
 	res := make(chan error, 1)
@@ -83,9 +81,9 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 		if !errors.Is(err, ErrTransportDown) {
 			t.Errorf("send on a broken stream: %v, want ErrTransportDown", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-testwait.Chan(t):
 		h.mu.Unlock()
-		t.Fatal("send on a broken stream called onDown under the caller's lock (deadlock)")
+		t.Fatal("send on a broken stream called onDown under the caller's lock (deadlock; gave up near the test binary's deadline)")
 	}
 	h.mu.Unlock()
 	select {
@@ -93,8 +91,8 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 		if !errors.Is(err, errWriteBroken) {
 			t.Errorf("onDown(%v), want the write error", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("onDown never called")
+	case <-testwait.Chan(t):
+		t.Fatal("onDown never called (gave up near the test binary's deadline)")
 	}
 }
 
@@ -120,8 +118,7 @@ func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
 		return s
 	}
 	a, b := mk(RoleOfferer, ca), mk(RoleAnswerer, fb)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	if err := a.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +136,8 @@ func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the session deadlocked on a TCP write error (its transport never went down)")
+	case <-testwait.Chan(t):
+		t.Fatal("the session deadlocked on a TCP write error (its transport never went down; gave up near the test binary's deadline)")
 	}
 	if st := b.Stats(); st.TCP.Err == "" {
 		t.Errorf("TCP went down without a reason")
@@ -149,7 +146,7 @@ func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
 	go func() { a.Close(); b.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close hung after a TCP write error")
+	case <-testwait.Chan(t):
+		t.Fatal("Close hung after a TCP write error (gave up near the test binary's deadline)")
 	}
 }
