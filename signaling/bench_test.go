@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // benchConfig lifts the per-connection rate limit so it does not throttle
@@ -135,7 +137,7 @@ func BenchmarkIdleClients(b *testing.B) {
 	raiseFDLimit(b, 2*n+256)
 	s, url := startServer(b, benchConfig())
 	wsURL := strings.Replace(url, "http://", "ws://", 1) + "/ws?v=1"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := testwait.ContextFrom(context.Background(), b)
 	defer cancel()
 
 	before := heapAndStacks()

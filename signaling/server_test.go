@@ -13,9 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -171,14 +174,17 @@ func TestQuickMatch(t *testing.T) {
 	waitFor(t, func() bool { return s.Stats().Queued == 0 })
 }
 
+// waitFor polls cond until it holds. It has no time limit of its own,
+// only the test binary's (testwait).
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	testwait.For(t, "the condition", cond)
+}
+
+// readDeadline bounds reads on c by the test binary's deadline only.
+func readDeadline(t testing.TB, c net.Conn) {
+	if d, ok := testwait.Deadline(t); ok {
+		c.SetReadDeadline(d)
 	}
 }
 
@@ -255,7 +261,7 @@ func TestRelayStream(t *testing.T) {
 
 	// One side leaves: the other's stream ends.
 	ca.Close()
-	cb.SetReadDeadline(time.Now().Add(10 * time.Second))
+	readDeadline(t, cb)
 	if _, err := cb.Read(make([]byte, 1)); err == nil {
 		t.Fatal("stream still open after the peer closed")
 	}
@@ -512,20 +518,28 @@ func TestTokenBucket(t *testing.T) {
 	}
 }
 
+// TestIdleTimeout runs in virtual time (synctest, the server on an
+// in-memory listener): whether a keepalive client survives the idle
+// timeout must not depend on how fast a loaded machine runs its pings.
 func TestIdleTimeout(t *testing.T) {
 	checkLeaks(t)
-	s, url := startServer(t, Config{IdleTimeout: 150 * time.Millisecond})
+	synctest.Test(t, testIdleTimeout)
+}
+
+func testIdleTimeout(t *testing.T) {
+	s, url, mn := startMemServer(t, Config{IdleTimeout: 150 * time.Millisecond})
 	// A silent connection is closed with idle_timeout.
-	r := dialRawOK(t, url)
+	r := dialRawVia(t, mn.hc, url, "v=1")
+	r.expect(TypeWelcome)
 	r.expectError(CodeIdleTimeout)
 	r.expectClosed(websocket.StatusPolicyViolation)
 	// A client that keeps alive survives several idle timeouts, waiting in a room.
-	a := dial(t, url, ClientConfig{KeepAlive: 30 * time.Millisecond})
+	a := dial(t, url, mn.client(ClientConfig{KeepAlive: 30 * time.Millisecond}))
 	if _, err := a.CreateRoom(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	// A client without keepalive is told why it was closed.
-	b := dial(t, url, ClientConfig{KeepAlive: -1})
+	b := dial(t, url, mn.client(ClientConfig{KeepAlive: -1}))
 	ev := next(t, b, EventError)
 	if !errors.Is(ev.Err, ErrIdleTimeout) {
 		t.Fatalf("event %+v", ev)
@@ -701,7 +715,7 @@ func TestShutdown(t *testing.T) {
 	if err := <-shutErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Shutdown = %v", err)
 	}
-	rb.SetReadDeadline(time.Now().Add(10 * time.Second))
+	readDeadline(t, rb)
 	if _, err := rb.Read(buf); err == nil {
 		t.Fatal("relay open after shutdown")
 	}
@@ -780,15 +794,15 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-// dialRelayPair attaches both players of a pairing to the relay.
-func dialRelayPair(t *testing.T, url string, pa, pb Pairing) (net.Conn, net.Conn, error) {
+// dialRelayPair attaches both players of a pairing to the relay, through d.
+func dialRelayPair(t *testing.T, d *RelayDialer, url string, pa, pb Pairing) (net.Conn, net.Conn, error) {
 	t.Helper()
 	var ca, cb net.Conn
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token) }()
-	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token) }()
+	go func() { defer wg.Done(); ca, ea = d.DialRelay(ctxT(t), url, pa.Token) }()
+	go func() { defer wg.Done(); cb, eb = d.DialRelay(ctxT(t), url, pb.Token) }()
 	wg.Wait()
 	if ca != nil {
 		t.Cleanup(func() { ca.Close() })
@@ -799,19 +813,27 @@ func dialRelayPair(t *testing.T, url string, pa, pb Pairing) (net.Conn, net.Conn
 	return ca, cb, errors.Join(ea, eb)
 }
 
+// TestRelayIdleAndLimit runs in virtual time (synctest, the server on an
+// in-memory listener): one-way traffic every 150 ms keeps a relay with a
+// 500 ms idle timeout alive however slowly a loaded machine runs it.
 func TestRelayIdleAndLimit(t *testing.T) {
 	checkLeaks(t)
-	s, url := startServer(t, Config{MaxRelays: 1, RelayIdleTimeout: 500 * time.Millisecond, RelayWaitTimeout: 100 * time.Millisecond})
-	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
-	c, d := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	synctest.Test(t, testRelayIdleAndLimit)
+}
+
+func testRelayIdleAndLimit(t *testing.T) {
+	s, url, mn := startMemServer(t, Config{MaxRelays: 1, RelayIdleTimeout: 500 * time.Millisecond, RelayWaitTimeout: 100 * time.Millisecond})
+	cc := mn.client(ClientConfig{})
+	a, b := dial(t, url, cc), dial(t, url, cc)
+	c, d := dial(t, url, cc), dial(t, url, cc)
 	pa, pb := pairByCode(t, a, b)
 	pc, pd := pairByCode(t, c, d)
-	ra, rb, err := dialRelayPair(t, url, pa, pb)
+	ra, rb, err := dialRelayPair(t, mn.relayDialer(), url, pa, pb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The second stream is over MaxRelays: too_many_relays.
-	if _, _, err := dialRelayPair(t, url, pc, pd); !errors.Is(err, ErrTooManyRelays) {
+	if _, _, err := dialRelayPair(t, mn.relayDialer(), url, pc, pd); !errors.Is(err, ErrTooManyRelays) {
 		t.Fatalf("second relay: %v", err)
 	}
 	// Traffic in one direction only keeps the stream alive past the idle timeout.
@@ -826,11 +848,11 @@ func TestRelayIdleAndLimit(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	// Then silence: the server closes both sides.
-	rb.SetReadDeadline(time.Now().Add(10 * time.Second))
+	readDeadline(t, rb)
 	if _, err := rb.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("idle stream: %v", err)
 	}
-	ra.SetReadDeadline(time.Now().Add(10 * time.Second))
+	readDeadline(t, ra)
 	if _, err := ra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("idle stream, other side: %v", err)
 	}

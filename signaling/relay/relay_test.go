@@ -5,25 +5,16 @@ import (
 	"errors"
 	"io"
 	"net"
-	"runtime"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
-func checkLeaks(t testing.TB) {
-	base := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > base {
-			buf := make([]byte, 1<<20)
-			t.Errorf("goroutine leak: %d before, %d after\n%s", base, n, buf[:runtime.Stack(buf, true)])
-		}
-	})
-}
+// checkLeaks fails the test if goroutines it started are still running
+// after it (they may take until near the test binary's deadline to exit).
+func checkLeaks(t testing.TB) { leaktest.Check(t) }
 
 func TestFrameRoundTrip(t *testing.T) {
 	payloads := [][]byte{{}, []byte("a"), bytes.Repeat([]byte{7}, 300), bytes.Repeat([]byte{9}, MaxFrameLen)}
@@ -319,13 +310,7 @@ func TestSenderOverTCPWithBlockedReader(t *testing.T) {
 			r.count++
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for st := s.Stats(); st.Frames+st.Superseded != n; st = s.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("sender did not drain: %+v", st)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "the sender to drain", func() bool { st := s.Stats(); return st.Frames+st.Superseded == n })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
