@@ -8,7 +8,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
-	"time"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // TestMain fails the run if a test leaves goroutines behind (this package
@@ -19,10 +20,8 @@ func TestMain(m *testing.M) {
 	// The fuzzing engine runs goroutines of its own.
 	fuzzing := flag.Lookup("test.fuzz") != nil && flag.Lookup("test.fuzz").Value.String() != ""
 	if code == 0 && !fuzzing {
-		deadline := time.Now().Add(2 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		// No fixed limit: goroutines get until near the binary's -timeout.
+		testwait.UntilBinaryDeadline(func() bool { return runtime.NumGoroutine() <= before })
 		if n := runtime.NumGoroutine(); n > before {
 			fmt.Fprintf(os.Stderr, "leaked goroutines: %d before, %d after\n", before, n)
 			code = 1

@@ -2,6 +2,10 @@ package main
 
 // Every run here uses a loopback signaling URL, so sessions gather only
 // loopback candidates (InterfacesAuto), with -udp4: the network rule.
+//
+// The -self runs give WebRTC a minute (-webrtc-timeout) to open instead of
+// 5 s: the reports must show both transports up, and a loaded machine can
+// take longer than 5 s to connect pion on loopback.
 
 import (
 	"bytes"
@@ -14,14 +18,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
 )
 
 func TestSelfJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"-self", "-udp4", "-duration", "1s", "-json"}, &out, &errOut, nil)
+	err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s", "-json"}, &out, &errOut, nil)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
@@ -70,7 +74,7 @@ func TestSelfJSON(t *testing.T) {
 
 func TestSelfText(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"-self", "-udp4", "-duration", "1s"}, &out, &errOut, nil); err != nil {
+	if err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s"}, &out, &errOut, nil); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
@@ -106,8 +110,8 @@ func TestTwoProcessesByRoom(t *testing.T) {
 		var code string
 		select {
 		case code = <-codes:
-		case <-time.After(10 * time.Second):
-			runB = errors.New("no room code")
+		case <-testwait.Chan(t):
+			runB = errors.New("no room code (gave up near the test binary's deadline)")
 			return
 		}
 		runB = run(context.Background(), []string{"-signal", url, "-udp4", "-room", strings.ToLower(code), "-duration", "1s", "-json"}, &outB, &errB, nil)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -38,8 +38,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "http://" + addr
-	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer tcancel()
+	tctx := testwait.Context(t) // no limit but the test binary's
 	a, err := signaling.Dial(tctx, url, signaling.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
