@@ -197,9 +197,16 @@ func pairQuick(t testing.TB, url string, ca, cb Config) (a, b *Session) {
 	return a, b
 }
 
+// cfgWith returns the tests' session configuration, changed by f. WebRTC
+// and the TCP relay get a minute to connect instead of 5 and 10 s: which
+// transport a session starts on must not depend on whether a loaded
+// machine opened pion's data channel within 5 s (tests about the timeout
+// set their own).
 func cfgWith(f func(*Config)) Config {
 	c := testConfig()
 	c.Logger = testLogger()
+	c.WebRTCTimeout = time.Minute
+	c.TCPTimeout = time.Minute
 	if f != nil {
 		f(&c)
 	}

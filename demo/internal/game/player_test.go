@@ -33,8 +33,10 @@ func testPlayer(name, url, room string) *Player {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	// WebRTC gets a minute to open instead of 5 s, so that a loaded
+	// machine does not start the session on TCP.
 	return NewPlayer(PlayerConfig{Name: name, Signal: url, Room: room, Bot: true, Seed: 7, Log: log,
-		P2P: p2p.Config{Prefer: p2p.TransportWebRTC, UDP4Only: true}})
+		P2P: p2p.Config{Prefer: p2p.TransportWebRTC, UDP4Only: true, WebRTCTimeout: time.Minute}})
 }
 
 // tickUntil runs the players at about 60 Hz until cond holds. It has no
