@@ -71,7 +71,10 @@ func TestRivalLostAndNewRival(t *testing.T) {
 	a, b := testPlayer("a", url, ""), testPlayer("b", url, "")
 	defer a.Close()
 	a.Start()
-	tickUntil(t, "a waits", func() bool { return a.Status() == StatusWaiting }, a)
+	// a shows Waiting before its quick-match request reaches the server:
+	// wait for the server to have it queued, so that a is the one who
+	// waited (however late a loaded machine sends it).
+	tickUntil(t, "a waits", func() bool { return a.Status() == StatusWaiting && srv.Stats().Queued == 1 }, a)
 	b.Start()
 	tickUntil(t, "a and b play", func() bool { return playing(a) && playing(b) }, a, b)
 	if a.Me() != 1 || b.Me() != 2 {
@@ -96,7 +99,7 @@ func TestRivalLostAndNewRival(t *testing.T) {
 		t.Fatalf("status %v without confirming", a.Status())
 	}
 	a.Update(Controls{Confirm: true})
-	tickUntil(t, "a waits again", func() bool { return a.Status() == StatusWaiting }, a)
+	tickUntil(t, "a waits again", func() bool { return a.Status() == StatusWaiting && srv.Stats().Queued == 1 }, a)
 
 	c := testPlayer("c", url, "")
 	defer c.Close()
