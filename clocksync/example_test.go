@@ -14,8 +14,8 @@ func Example() {
 	leaderClock := &clocksync.SkewedClock{Base: &truth, Offset: 100 * time.Second}
 	followerClock := &clocksync.SkewedClock{Base: &truth, Offset: 58 * time.Second}
 
-	leader, _ := clocksync.NewCalibrator(clocksync.Config{Role: clocksync.RoleLeader}, leaderClock)
-	follower, _ := clocksync.NewCalibrator(clocksync.Config{Role: clocksync.RoleFollower}, followerClock)
+	leader, _ := clocksync.NewCalibrator(clocksync.Config{Leader: true}, leaderClock)
+	follower, _ := clocksync.NewCalibrator(clocksync.Config{}, followerClock)
 
 	buf := make([]byte, 0, 64)
 	for range 10 {
@@ -40,7 +40,7 @@ func Example() {
 	fmt.Println("synced:", synced)
 	fmt.Println("offset:", est.Offset, "±", est.Uncertainty.Round(time.Millisecond))
 	fmt.Println("game clocks differ by", fg.Sub(lg))
-	fmt.Println("RTT:", follower.RTT().Min)
+	fmt.Println("RTT:", follower.Stats().RTT.Min)
 
 	// A state stamped with the leader's game time, arriving 25 ms later.
 	var f clocksync.Filter

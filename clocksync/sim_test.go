@@ -44,7 +44,7 @@ func newSim(t testing.TB, sc simConfig) *sim {
 		t.Fatal(err)
 	}
 	lcfg, fcfg := sc.cfg, sc.cfg
-	lcfg.Role, fcfg.Role = RoleLeader, RoleFollower
+	lcfg.Leader, fcfg.Leader = true, false
 	if s.leader, err = NewCalibrator(lcfg, s.lc); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func (s *sim) run(until, every time.Duration, observe func(now time.Duration)) {
 			// links; anything else is not.
 			if err != nil && !errors.Is(err, ErrDuplicatePong) && !errors.Is(err, ErrLatePong) {
 				s.errs++
-				s.t.Errorf("%v at %v: %v", c.Role(), now, err)
+				s.t.Errorf("leader=%v at %v: %v", c.Stats().Leader, now, err)
 			}
 			if reply != nil {
 				back.Send(now, reply)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/clockwire"
 	"github.com/ragsync/ragsync/internal/testwait"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestMalformedInput(t *testing.T) {
 	checkLeaks(t)
 	a, b := newPipeSessions(t, Config{MaxMessageSize: 100})
-	ping := clocksync.AppendPing(nil, clocksync.Ping{Seq: 1, T1: time.Second, Leader: true})
+	ping := clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: time.Second, Leader: true})
 	garbage := [][]byte{
 		{},                                   // empty
 		{0x11, 0, 0},                         // short header
@@ -138,8 +138,8 @@ func TestRTCOversizedMessage(t *testing.T) {
 // as if they had arrived on a transport: it must never panic, and only a
 // well-formed data message may reach the application, intact.
 func FuzzSessionInput(f *testing.F) {
-	ping := clocksync.AppendPing(nil, clocksync.Ping{Seq: 1, T1: time.Second, Leader: true})
-	pong := clocksync.AppendPong(nil, clocksync.Pong{Seq: 1, T1: time.Second, T2: 2 * time.Second, T3: 2 * time.Second, Leader: true, GameValid: true})
+	ping := clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: time.Second, Leader: true})
+	pong := clockwire.AppendPong(nil, clockwire.Pong{Seq: 1, T1: time.Second, T2: 2 * time.Second, T3: 2 * time.Second, Leader: true, GameValid: true})
 	f.Add(append([]byte{0x11, 0, 0, 0, 1}, "hello"...))
 	f.Add(append([]byte{0x12, 0, 0, 0, 1}, ping...))
 	f.Add(append([]byte{0x13, 0, 0, 0, 1}, pong...))

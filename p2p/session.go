@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/clockwire"
 )
 
 // Session errors.
@@ -76,7 +76,7 @@ type linkState struct {
 	lastActivePing  time.Duration
 	streak          int // consecutive answered pings
 
-	rtt     RTTEstimator
+	rtt     clocksync.RTTEstimator
 	jin     Jitter
 	jout    Jitter
 	last3   [3]time.Duration
@@ -144,8 +144,6 @@ type Session struct {
 	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
-
-	minClockSamples int
 
 	rtc      *rtcTransport
 	tcp      atomic.Pointer[tcpTransport]
@@ -253,31 +251,27 @@ func newSession(p sessionParams) (*Session, error) {
 		p.clock = newWallClock()
 	}
 	cc := p.cfg.ClockSync
-	cc.Role = clocksync.RoleFollower
-	if p.role == RoleOfferer {
-		cc.Role = clocksync.RoleLeader
-	}
+	cc.Leader = p.role == RoleOfferer
 	cal, err := clocksync.NewCalibrator(cc, p.clock)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
 	}
 	s := &Session{
-		cfg:             p.cfg,
-		role:            p.role,
-		room:            p.room,
-		log:             p.cfg.Logger.With("role", p.role.String()),
-		clock:           p.clock,
-		cal:             cal,
-		minClockSamples: cmp.Or(cc.MinSamples, clocksync.DefaultMinSamples),
-		closeSig:        p.closeSig,
-		sendBuf:         make([]byte, 0, HeaderLen+p.cfg.MaxMessageSize),
-		ring:            newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:          make(chan Event, p.cfg.EventBuffer),
-		ready:           make(chan struct{}),
-		done:            make(chan struct{}),
-		closing:         make(chan struct{}),
-		loopBuf:         make([]byte, 0, 256),
-		state:           StateConnecting,
+		cfg:      p.cfg,
+		role:     p.role,
+		room:     p.room,
+		log:      p.cfg.Logger.With("role", p.role.String()),
+		clock:    p.clock,
+		cal:      cal,
+		closeSig: p.closeSig,
+		sendBuf:  make([]byte, 0, HeaderLen+p.cfg.MaxMessageSize),
+		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
+		events:   make(chan Event, p.cfg.EventBuffer),
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		closing:  make(chan struct{}),
+		loopBuf:  make([]byte, 0, 256),
+		state:    StateConnecting,
 	}
 	for i := range s.pongBufs {
 		s.pongBufs[i] = make([]byte, 0, 256)
@@ -523,16 +517,17 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		s.pongBufs[k.idx()] = buf
 		s.xmit(k, buf)
 	case MsgPong:
-		pg, err := clocksync.ParsePong(payload)
+		pg, err := clockwire.ParsePong(payload)
 		s.mu.Lock()
+		var smp clocksync.Sample
 		if err == nil {
-			err = s.cal.HandlePong(payload)
+			smp, err = s.cal.HandlePong(payload)
 		}
 		if err != nil {
 			s.badClockMsg(err)
 		} else {
 			s.received(k, now, len(p))
-			s.pong(k, now, pg.T1, pg.T2, pg.T3)
+			s.pong(k, pg, smp)
 		}
 		s.mu.Unlock()
 	case MsgControl:
@@ -571,24 +566,21 @@ func (s *Session) nextCtrlSeq() uint32 {
 	return s.ctrlSeq
 }
 
-// pong processes the four timestamps of an answered ping. Called with mu
-// held.
-func (s *Session) pong(k TransportKind, t4, t1, t2, t3 time.Duration) {
-	rtt := (t4 - t1) - (t3 - t2)
-	if rtt < 0 || t1 > t4 {
-		s.malformed++
-		return
-	}
+// pong processes an answered ping: the pong's timestamps and the sample
+// the calibrator made of them (its round trip, its t4 in At). Called with
+// mu held.
+func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample) {
+	t4, rtt := smp.At, smp.Delay
 	ls := &s.links[k.idx()]
 	ls.pongs++
 	ls.lastPong = t4
 	ls.firstUnanswered = 0
 	ls.streak++
-	ls.rtt.Add(rtt)
+	ls.rtt.Add(t4, rtt)
 	ls.add3(rtt)
-	ls.jout.Add(t2 - t1)
-	ls.jin.Add(t4 - t3)
-	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == t1 {
+	ls.jout.Add(pg.T2 - pg.T1)
+	ls.jin.Add(t4 - pg.T3)
+	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == pg.T1 {
 		pr.res[pr.n] = rtt
 		pr.n++
 		pr.outstanding = false
@@ -657,9 +649,7 @@ func (s *Session) control(k TransportKind, now time.Duration, c control) {
 // mu held.
 func (s *Session) badClockMsg(err error) {
 	s.log.Debug("p2p: clock message refused", "err", err)
-	var we *clocksync.WireError
-	var te *clocksync.TimestampError
-	if errors.As(err, &we) || errors.As(err, &te) || errors.Is(err, clocksync.ErrRoleConflict) {
+	if errors.Is(err, clocksync.ErrMalformed) || errors.Is(err, clocksync.ErrBadTimestamps) || errors.Is(err, clocksync.ErrRoleConflict) {
 		s.malformed++
 	}
 }
@@ -975,7 +965,7 @@ func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 	b = s.cal.AppendPing(b)
 	s.loopBuf = b
 	t1 := now
-	if pg, err := clocksync.ParsePing(b[HeaderLen:]); err == nil {
+	if pg, err := clockwire.ParsePing(b[HeaderLen:]); err == nil {
 		t1 = pg.T1
 	}
 	ls.pings++
@@ -1040,7 +1030,7 @@ func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
 		return true, fmt.Sprintf("%v down", ls.kind)
 	case ls.silentFor(now) > s.cfg.FailoverAfter:
 		return true, fmt.Sprintf("%v silent for %v", ls.kind, ls.silentFor(now).Round(time.Millisecond))
-	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.s.Smoothed:
+	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.Stats(now).Smoothed:
 		return true, fmt.Sprintf("%v pings unanswered for %v", ls.kind, ls.unansweredFor(now).Round(time.Millisecond))
 	}
 	return false, ""
@@ -1049,7 +1039,7 @@ func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
 // works reports whether a standby link is fit to take over: open, and its
 // last ping was answered recently.
 func (s *Session) works(now time.Duration, ls *linkState) bool {
-	window := 3*s.cfg.StandbyPingInterval + ls.rtt.s.Smoothed
+	window := 3*s.cfg.StandbyPingInterval + ls.rtt.Stats(now).Smoothed
 	return ls.up() && ls.streak >= 1 && now-ls.lastPong < window && ls.silentFor(now) < window
 }
 
@@ -1317,12 +1307,12 @@ func (s *Session) Stats() Stats {
 	st.Malformed = s.malformed
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
-	est := s.cal.Estimate()
-	if est.Samples > 0 {
+	cs := s.cal.Stats()
+	if est := cs.Estimate; est.Samples > 0 {
 		st.ClockOffset = est.OffsetAt(now)
 		st.ClockUncertainty = est.UncertaintyAt(now)
 	}
-	st.ClockSynced = s.cal.Synced() && est.Samples >= s.minClockSamples
+	st.ClockSynced = cs.Synced && cs.Calibrated
 	for i := range s.links {
 		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
 	}
@@ -1367,7 +1357,7 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.ProbeMax = ls.probe.max
 	out.ProbeLost = ls.probe.lost
 	out.Last3Max = ls.max3()
-	out.RTT = ls.rtt.Stats()
+	out.RTT = ls.rtt.Stats(now)
 	out.Jitter = ls.jin.Value()
 	out.JitterOut = ls.jout.Value()
 	out.PingsSent = ls.pings

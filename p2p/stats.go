@@ -3,6 +3,8 @@ package p2p
 import (
 	"fmt"
 	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // LinkState is the state of one transport.
@@ -53,7 +55,7 @@ type LinkStats struct {
 	// figure that mid-session switching compares.
 	Last3Max time.Duration
 
-	RTT       RTTStats
+	RTT       clocksync.RTTStats
 	Jitter    time.Duration // peer → us, RFC 3550 over ping/pong timestamps
 	JitterOut time.Duration // us → peer
 
@@ -83,7 +85,7 @@ type Stats struct {
 
 	// RTT, Jitter and JitterOut are those of the active transport (see
 	// LinkStats).
-	RTT       RTTStats
+	RTT       clocksync.RTTStats
 	Jitter    time.Duration
 	JitterOut time.Duration
 

@@ -159,13 +159,13 @@ func (p *peer) masterAt(local time.Duration) time.Duration {
 }
 
 func newPeer(id, remote ownership.PeerID, fighter, rival physics.ObjectID, master *clocksync.ManualClock,
-	skew float64, role clocksync.Role, corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
+	skew float64, leader bool, corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
 	p := &peer{id: id, fighter: fighter, rival: rival, master: master, out: out,
 		clock:  &clocksync.SkewedClock{Base: master, SkewPPM: skew},
 		bot:    physics.NewBot(seed),
 		calBuf: make([]byte, 0, 64), pongBuf: make([]byte, 0, 64)}
 	var err error
-	if p.cal, err = clocksync.NewCalibrator(clocksync.Config{Role: role}, p.clock); err != nil {
+	if p.cal, err = clocksync.NewCalibrator(clocksync.Config{Leader: leader}, p.clock); err != nil {
 		return nil, err
 	}
 	if p.world, err = physics.NewWorld(physics.WorldConfig{}); err != nil {
@@ -247,11 +247,11 @@ func Run(o Options) (Result, error) {
 	master := &clocksync.ManualClock{}
 	corr := o.Correction
 	corr.Method = o.Method
-	a, err := newPeer(1, 2, fighterA, fighterB, master, 0, clocksync.RoleLeader, corr, pair.AB, o.Seed+1)
+	a, err := newPeer(1, 2, fighterA, fighterB, master, 0, true, corr, pair.AB, o.Seed+1)
 	if err != nil {
 		return Result{}, err
 	}
-	b, err := newPeer(2, 1, fighterB, fighterA, master, o.Scenario.SkewPPM, clocksync.RoleFollower, corr, pair.BA, o.Seed+2)
+	b, err := newPeer(2, 1, fighterB, fighterA, master, o.Scenario.SkewPPM, false, corr, pair.BA, o.Seed+2)
 	if err != nil {
 		return Result{}, err
 	}
