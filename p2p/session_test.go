@@ -1,217 +1,15 @@
 package p2p
 
 import (
-	"context"
-	"errors"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
 )
-
-// startSignaling runs a signaling server on 127.0.0.1:0 for the test and
-// returns its URL.
-func startSignaling(t testing.TB) string {
-	t.Helper()
-	url, _ := startSignalingStop(t)
-	return url
-}
-
-// startSignalingStop is startSignaling that also returns a function that
-// shuts the server down early (idempotent).
-func startSignalingStop(t testing.TB) (string, func()) {
-	t.Helper()
-	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("signaling server: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			// Relays still open are cut after 1 s (a graceful shutdown
-			// would wait for them).
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			srv.Shutdown(ctx)
-			<-done
-		})
-	}
-	t.Cleanup(stop)
-	return "http://" + l.Addr().String(), stop
-}
-
-// memListener is an in-memory net.Listener: dial returns one end of a
-// net.Pipe and Accept the other. Blocking on a pipe is durable in a
-// testing/synctest bubble, so a signaling server served on it runs in
-// virtual time.
-type memListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newMemListener() *memListener {
-	return &memListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *memListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *memListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
-func (l *memListener) Addr() net.Addr { return memAddr{} }
-
-func (l *memListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	c, s := net.Pipe()
-	select {
-	case l.conns <- s:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type memAddr struct{}
-
-func (memAddr) Network() string { return "mem" }
-func (memAddr) String() string  { return "signal.test:80" }
-
-// startMemSignaling runs a signaling server on an in-memory listener (for
-// a synctest bubble: call it inside) and returns its URL and a Config
-// option that makes a session's signaling client reach it. Sessions using
-// it must DisableTCP: the TCP relay dials the real network.
-func startMemSignaling(t *testing.T) (string, func(*Config)) {
-	t.Helper()
-	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newMemListener()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("signaling server: %v", err)
-		}
-	}()
-	tr := &http.Transport{DialContext: l.dial}
-	t.Cleanup(func() {
-		srv.Shutdown(context.Background())
-		<-done
-		tr.CloseIdleConnections()
-	})
-	return "http://signal.test", func(c *Config) { c.Signaling.HTTPClient = &http.Client{Transport: tr} }
-}
-
-func testLogger() *slog.Logger {
-	if os.Getenv("P2P_DEBUG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// pairByRoom connects two sessions through a private room.
-func pairByRoom(t testing.TB, url string, ca, cb Config) (offerer, answerer *Session) {
-	t.Helper()
-	ctx, cancel := testwait.ContextFrom(context.Background(), t)
-	defer cancel()
-	room, err := CreateRoom(ctx, url, ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var errA error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		offerer, errA = room.Connect(ctx)
-	}()
-	answerer, errB := Connect(ctx, url, room.Code(), cb)
-	wg.Wait()
-	if errA != nil || errB != nil {
-		if offerer != nil {
-			offerer.Close()
-		}
-		if answerer != nil {
-			answerer.Close()
-		}
-		t.Fatalf("connect: offerer %v, answerer %v", errA, errB)
-	}
-	t.Cleanup(func() { offerer.Close(); answerer.Close() })
-	return offerer, answerer
-}
-
-// pairQuick connects two sessions through quick match.
-func pairQuick(t testing.TB, url string, ca, cb Config) (a, b *Session) {
-	t.Helper()
-	ctx, cancel := testwait.ContextFrom(context.Background(), t)
-	defer cancel()
-	var wg sync.WaitGroup
-	var errA, errB error
-	wg.Add(2)
-	go func() { defer wg.Done(); a, errA = Connect(ctx, url, QuickMatch, ca) }()
-	go func() { defer wg.Done(); b, errB = Connect(ctx, url, QuickMatch, cb) }()
-	wg.Wait()
-	if errA != nil || errB != nil {
-		if a != nil {
-			a.Close()
-		}
-		if b != nil {
-			b.Close()
-		}
-		t.Fatalf("connect: %v, %v", errA, errB)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	if a.Role() == b.Role() || a.Role() == RoleUnknown || b.Role() == RoleUnknown {
-		t.Fatalf("roles %v and %v", a.Role(), b.Role())
-	}
-	if a.Role() == RoleAnswerer {
-		a, b = b, a
-	}
-	return a, b
-}
-
-// cfgWith returns the tests' session configuration, changed by f. WebRTC
-// and the TCP relay get a minute to connect instead of 5 and 10 s: which
-// transport a session starts on must not depend on whether a loaded
-// machine opened pion's data channel within 5 s (tests about the timeout
-// set their own).
-func cfgWith(f func(*Config)) Config {
-	c := testConfig()
-	c.Logger = testLogger()
-	c.WebRTCTimeout = time.Minute
-	c.TCPTimeout = time.Minute
-	if f != nil {
-		f(&c)
-	}
-	return c
-}
 
 // exchange sends n numbered messages each way, paced, and returns how many
 // each side received (checking they are intact and unique). It has no time
@@ -230,41 +28,37 @@ func exchange(t *testing.T, a, b *Session, n int) (gotA, gotB int) {
 		base := s.Stats()
 		var tail *tailWatch
 		seen := make(map[uint32]bool)
-		buf := make([]byte, 2048)
-		for pause := time.Duration(0); *got < n; {
-			m, ok, err := s.TryRecv(buf)
-			if err != nil {
-				t.Errorf("recv: %v", err)
+		deliver := func(p []byte) {
+			if len(p) != 100 {
+				t.Errorf("message of %d bytes", len(p))
 				return
 			}
-			if !ok {
-				if peerDone.Load() {
-					if tail == nil {
-						tail = watchTail(peer)
-					}
-					if drained(s, base, *got, n, tail) {
-						return
-					}
-				}
-				if bounded && time.Now().After(deadline) {
-					t.Errorf("recv: gave up near the test binary's deadline with %d of %d messages", *got, n)
-					return
-				}
-				pause = min(max(2*pause, 50*time.Microsecond), 5*time.Millisecond)
-				time.Sleep(pause)
-				continue
-			}
-			pause = 0
-			if m != 100 {
-				t.Errorf("message of %d bytes", m)
-				return
-			}
-			id := uint32(buf[0])<<24 | uint32(buf[1])<<16 | uint32(buf[2])<<8 | uint32(buf[3])
+			id := uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
 			if seen[id] {
 				t.Errorf("message %d delivered twice", id)
 			}
 			seen[id] = true
 			*got++
+		}
+		for pause := time.Duration(0); *got < n; {
+			if s.Poll(deliver) > 0 {
+				pause = 0
+				continue
+			}
+			if peerDone.Load() {
+				if tail == nil {
+					tail = watchTail(peer)
+				}
+				if drained(s, base, *got, n, tail) {
+					return
+				}
+			}
+			if bounded && time.Now().After(deadline) {
+				t.Errorf("recv: gave up near the test binary's deadline with %d of %d messages", *got, n)
+				return
+			}
+			pause = min(max(2*pause, 50*time.Microsecond), 5*time.Millisecond)
+			time.Sleep(pause)
 		}
 	}
 	send := func(s *Session, done *atomic.Bool) {
@@ -277,10 +71,10 @@ func exchange(t *testing.T, a, b *Session, n int) (gotA, gotB int) {
 				t.Errorf("send: %v", err)
 				return
 			}
-			// Paced like a game (one message per class per tick, just
+			// Paced like a game (one message of a kind per tick, just
 			// faster): on TCP, a message sent before the writer goroutine
-			// wrote the previous one would supersede it by design
-			// (latest-only), so the pace also waits for the writer
+			// wrote the previous one of its kind would supersede it by
+			// design (latest-only), so the pace also waits for the writer
 			// (which a loaded machine runs later).
 			time.Sleep(time.Millisecond)
 			if !testwait.Until(t, func() bool { return tcpWritten(s) }) {
@@ -342,10 +136,10 @@ func drained(s *Session, base Stats, got, n int, tail *tailWatch) bool {
 }
 
 func TestSessionRoomExchange(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	url := startSignaling(t)
 	a, b := pairByRoom(t, url, cfgWith(nil), cfgWith(nil))
-	if a.Role() != RoleOfferer || b.Role() != RoleAnswerer {
+	if a.Role() != signaling.RoleOfferer || b.Role() != signaling.RoleAnswerer {
 		t.Fatalf("roles %v, %v", a.Role(), b.Role())
 	}
 	const n = 1000
@@ -374,5 +168,4 @@ func TestSessionRoomExchange(t *testing.T) {
 			t.Errorf("%s: %d duplicates, %d malformed", c.name, c.st.Duplicates, c.st.Malformed)
 		}
 	}
-	_ = io.EOF
 }

@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"context"
 	"errors"
 	"net"
 	"sync"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
 )
 
@@ -48,7 +48,7 @@ func (h *lockedHandler) onDown(k TransportKind, err error) {
 // session's lock inside its own: a deadlock); the read loop reports it,
 // with the write error.
 func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	ca, cb := net.Pipe()
 	defer cb.Close()
 	fc := &failWriteConn{Conn: ca}
@@ -78,8 +78,8 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 	go func() { res <- tr.send([]byte{2}) }()
 	select {
 	case err := <-res:
-		if !errors.Is(err, ErrTransportDown) {
-			t.Errorf("send on a broken stream: %v, want ErrTransportDown", err)
+		if !errors.Is(err, errTransportDown) {
+			t.Errorf("send on a broken stream: %v, want errTransportDown", err)
 		}
 	case <-testwait.Chan(t):
 		h.mu.Unlock()
@@ -99,32 +99,9 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 // TestTCPWriteErrorDoesNotDeadlock: a session whose TCP stream breaks on
 // the sending side first notices it, and Close returns.
 func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
-	checkLeaks(t)
-	c, err := Config{}.withDefaults("http://127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, cb := net.Pipe()
-	fb := &failWriteConn{Conn: cb}
-	mk := func(role Role, conn net.Conn) *Session {
-		s, err := newSession(sessionParams{
-			cfg:     c,
-			role:    role,
-			dialTCP: func(context.Context) (net.Conn, error) { return conn, nil },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b := mk(RoleOfferer, ca), mk(RoleAnswerer, fb)
-	ctx := testCtx(t)
-	if err := a.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	leaktest.Check(t)
+	var fb *failWriteConn
+	a, b := newPipeSessionsWrapped(t, Config{}, func(c net.Conn) net.Conn { fb = &failWriteConn{Conn: c}; return fb })
 
 	fb.failing.Store(true)
 	done := make(chan struct{})

@@ -9,7 +9,9 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // pipeSignaler delivers one peer's negotiation messages to the other
@@ -77,13 +79,6 @@ func (h *chanHandler) onMessage(k TransportKind, p []byte) {
 func (h *chanHandler) onDown(k TransportKind, err error) { h.down <- err }
 func (h *chanHandler) onMalformed(TransportKind)         { h.malformed.Add(1) }
 
-// testConfig is the loopback-only configuration every test uses (the
-// network rule: loopback candidates, lo only, UDP4, no mDNS, no ICE
-// servers).
-func testConfig() Config {
-	return Config{Interfaces: InterfacesLoopback, UDP4Only: true}
-}
-
 func newRTCPair(t *testing.T, cfg Config) (a, b *rtcTransport, ha, hb *chanHandler) {
 	t.Helper()
 	c, err := cfg.withDefaults("http://127.0.0.1:1")
@@ -92,11 +87,11 @@ func newRTCPair(t *testing.T, cfg Config) (a, b *rtcTransport, ha, hb *chanHandl
 	}
 	sa, sb := newPipeSignaler(), newPipeSignaler()
 	ha, hb = newChanHandler(), newChanHandler()
-	a, err = newRTCTransport(&c, RoleOfferer, sa, ha)
+	a, err = newRTCTransport(&c, signaling.RoleOfferer, sa, ha)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = newRTCTransport(&c, RoleAnswerer, sb, hb)
+	b, err = newRTCTransport(&c, signaling.RoleAnswerer, sb, hb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +119,7 @@ func newRTCPair(t *testing.T, cfg Config) (a, b *rtcTransport, ha, hb *chanHandl
 }
 
 func TestRTCTransportLoopback(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, b, ha, hb := newRTCPair(t, testConfig())
 	// pion reports the selected candidate pair from a callback of its own,
 	// which may run after the data channel opened: wait for it.
@@ -182,7 +177,7 @@ func TestRTCTransportLoopback(t *testing.T) {
 	if n := got(b, ha, 2); n < 95 {
 		t.Errorf("offerer got %d/100", n)
 	}
-	a.testKill()
+	a.pc.Close() // the PeerConnection dies under the transport
 	select {
 	case <-ha.down:
 	case <-testwait.Chan(t):

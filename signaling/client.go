@@ -136,8 +136,6 @@ type Client struct {
 
 	mu       sync.Mutex
 	pending  *pendingReq
-	pairing  Pairing
-	paired   bool
 	termErr  error
 	closeErr error
 
@@ -199,7 +197,7 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	}
 	if m.V != ProtocolVersion {
 		conn.Close(websocket.StatusProtocolError, "unsupported version")
-		return nil, &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("server speaks v%d, client v%d", m.V, ProtocolVersion)}
+		return nil, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("server speaks v%d, client v%d", m.V, ProtocolVersion)}
 	}
 	c := &Client{
 		conn:   conn,
@@ -224,13 +222,6 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 
 // Limits returns the limits the server announced in its welcome.
 func (c *Client) Limits() Limits { return c.limits }
-
-// Pairing returns the current pairing, if the room has two players.
-func (c *Client) Pairing() (Pairing, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pairing, c.paired
-}
 
 // CreateRoom creates a private room with this client as its first player
 // (the offerer) and returns the code to give to the other player. The
@@ -287,11 +278,6 @@ func (c *Client) QuickMatch(ctx context.Context) error {
 // gets EventPeerLeft. Leaving when in neither is ErrWrongState.
 func (c *Client) Leave(ctx context.Context) error {
 	_, err := c.request(ctx, Message{Type: TypeLeave}, TypeLeft)
-	if err == nil {
-		c.mu.Lock()
-		c.pairing, c.paired = Pairing{}, false
-		c.mu.Unlock()
-	}
 	return err
 }
 
@@ -434,7 +420,7 @@ func (c *Client) request(ctx context.Context, m Message, want MsgType) (Message,
 // connection.
 func fatalCode(code ErrorCode) bool {
 	switch code {
-	case CodeMessageTooBig, CodeIdleTimeout, CodeUnsupportedVersion, CodeServerFull, CodeShuttingDown, CodeSlowConsumer:
+	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer:
 		return true
 	}
 	return false
@@ -495,15 +481,8 @@ func (c *Client) dispatch(m Message) bool {
 		}
 		ev = Event{Kind: EventError, Err: e}
 	case TypePaired:
-		p := Pairing{Room: m.Room, Role: m.Role, Token: m.Token}
-		c.mu.Lock()
-		c.pairing, c.paired = p, true
-		c.mu.Unlock()
-		ev = Event{Kind: EventPaired, Pairing: p}
+		ev = Event{Kind: EventPaired, Pairing: Pairing{Room: m.Room, Role: m.Role, Token: m.Token}}
 	case TypePeerLeft:
-		c.mu.Lock()
-		c.pairing, c.paired = Pairing{}, false
-		c.mu.Unlock()
 		ev = Event{Kind: EventPeerLeft, Room: m.Room, Reason: m.Reason}
 	case TypeOffer:
 		ev = Event{Kind: EventOffer, SDP: m.SDP}

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
 )
 
 // A server that welcomes and then goes silent is detected by keepalive.
 func TestClientDetectsSilentServer(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +50,7 @@ func TestClientDetectsSilentServer(t *testing.T) {
 // in-memory listener): keepalive periods are exact, so a loaded machine
 // cannot delay a pong past them.
 func TestClientSlowRecvKeepsConnection(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	synctest.Test(t, testClientSlowRecvKeepsConnection)
 }
 

@@ -82,7 +82,7 @@ func (c *client) run() {
 	}})
 	c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() {
 		s.idleTimeouts.Add(1)
-		c.fatal(&Error{Code: CodeIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
+		c.fatal(&Error{Code: ErrIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
 	})
 	reason := "closed"
 	for {
@@ -107,7 +107,7 @@ func (c *client) run() {
 		if buf.Len() > s.cfg.MaxMessageBytes {
 			bufPool.Put(buf)
 			s.limitViolations.Add(1)
-			c.fatal(&Error{Code: CodeMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
+			c.fatal(&Error{Code: ErrMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
 			reason = "message too big"
 			<-c.writerDone // the writer's close handshake reads the rest
 			break
@@ -140,17 +140,17 @@ func (c *client) process(typ websocket.MessageType, data []byte) bool {
 		s.rateLimited.Add(1)
 		switch {
 		case c.limitedRun == 1:
-			c.sendError(&Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
+			c.sendError(&Error{Code: ErrRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
 		case c.limitedRun > s.cfg.RateBurst:
 			s.limitViolations.Add(1)
-			c.fatal(&Error{Code: CodeRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
+			c.fatal(&Error{Code: ErrRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
 			return false
 		}
 		return true
 	}
 	c.limitedRun = 0
 	if typ != websocket.MessageText {
-		c.sendError(&Error{Code: CodeBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
+		c.sendError(&Error{Code: ErrBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
 		return true
 	}
 	m, err := DecodeMessage(data)
@@ -160,7 +160,7 @@ func (c *client) process(typ websocket.MessageType, data []byte) bool {
 		return true
 	}
 	if !m.Type.fromClient() {
-		c.sendError(&Error{Code: CodeBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
+		c.sendError(&Error{Code: ErrBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
 		return true
 	}
 	s.handle(c, &m)

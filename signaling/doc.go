@@ -2,11 +2,9 @@
 // they need to connect to each other: a server (rooms by code, quick match,
 // SDP offer/answer and trickled ICE candidate relay, a TCP relay for when
 // WebRTC cannot get through) and its client. It knows nothing about physics
-// or WebRTC itself: SDP and candidates are opaque strings to it.
-//
-// Subpackage relay has the length-prefixed framing and the latest-only
-// sender that the p2p layer runs over a relayed (or direct) TCP stream.
-//
+// or WebRTC itself: SDP and candidates are opaque strings to it. Package
+// p2p builds sessions on it; a game only starts a server (Start, or
+// cmd/signal) and passes its URL to p2p.
 // # Endpoints
 //
 // One HTTP address serves everything (Server is an http.Handler):
@@ -66,8 +64,10 @@
 // and a new pairing issues new relay tokens.
 //
 // Errors: {"type":"error","code":"room_full","message":"room 7KQ2MX already
-// has two players","ref":"join"}. code is stable (the CodeX constants),
-// message is for humans, ref is the type of the message that caused it.
+// has two players","ref":"join"}. code is stable (the ErrorCode
+// constants, ErrRoomFull and so on, which are also the errors a Client
+// returns), message is for humans, ref is the type of the message that
+// caused it.
 // After message_too_big, idle_timeout, unsupported_version, server_full and
 // shutting_down the server closes the connection (status 1009, 1008, 1002,
 // 1013 and 1001). rate_limited drops the message; a client that keeps

@@ -14,18 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
 )
-
-// checkLeaks fails the test if, after all its cleanups, goroutines it
-// started are still running (they may take until near the test binary's
-// deadline to exit: a slow machine is not a leak). Register it first so it
-// runs last; outside a synctest bubble (the bubble checks its own).
-func checkLeaks(t testing.TB) {
-	t.Helper()
-	leaktest.Check(t)
-}
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("SIGNALING_TEST_LOG") != "" {
@@ -265,7 +255,6 @@ func (m *memNet) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 func (m *memNet) client(cfg ClientConfig) ClientConfig { cfg.HTTPClient = m.hc; return cfg }
 
 // relayDialer dials relays through the memNet.
-func (m *memNet) relayDialer() *RelayDialer { return &RelayDialer{DialContext: m.dial} }
 
 type memAddr struct{}
 

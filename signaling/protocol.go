@@ -3,7 +3,6 @@ package signaling
 import (
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -64,9 +63,15 @@ func (t MsgType) known() bool {
 	return false
 }
 
-// Role is a player's part in the WebRTC negotiation. The first player in a
-// room (the host, or the player who waited longest in quick match) is the
-// offerer; the second is the answerer. The zero value is RoleUnknown.
+// Role is a player's part in a pairing, and ragsync's one role type. The
+// first player in a room (the host, or the player who waited longest in
+// quick match) is the offerer; the second is the answerer. The zero value
+// is RoleUnknown.
+//
+// The offerer sends the WebRTC offer; in a p2p session it also decides
+// the transport and leads the game clock (clocksync.Config.Leader). In a
+// ragsync.Match the offerer is side 1 and ownership.PeerID 1, the answerer
+// side 2 and PeerID 2 (ragsync.NewMatch applies the rule).
 type Role uint8
 
 // Roles.
@@ -122,10 +127,10 @@ type RoomCode string
 
 // ParseRoomCode validates s as a room code. Lower-case letters are accepted
 // and upper-cased; anything else not in RoomCodeAlphabet, or a length other
-// than RoomCodeLen, is an error with code CodeBadRoomCode.
+// than RoomCodeLen, is an error with code ErrBadRoomCode.
 func ParseRoomCode(s string) (RoomCode, error) {
 	if len(s) != RoomCodeLen {
-		return "", &Error{Code: CodeBadRoomCode, Message: fmt.Sprintf("room code %q must be %d characters from %s", truncate(s, 32), RoomCodeLen, RoomCodeAlphabet)}
+		return "", &Error{Code: ErrBadRoomCode, Message: fmt.Sprintf("room code %q must be %d characters from %s", truncate(s, 32), RoomCodeLen, RoomCodeAlphabet)}
 	}
 	var b [RoomCodeLen]byte
 	for i := 0; i < len(s); i++ {
@@ -134,17 +139,11 @@ func ParseRoomCode(s string) (RoomCode, error) {
 			c -= 'a' - 'A'
 		}
 		if strings.IndexByte(RoomCodeAlphabet, c) < 0 {
-			return "", &Error{Code: CodeBadRoomCode, Message: fmt.Sprintf("room code %q has invalid character %q (allowed: %s)", truncate(s, 32), s[i], RoomCodeAlphabet)}
+			return "", &Error{Code: ErrBadRoomCode, Message: fmt.Sprintf("room code %q has invalid character %q (allowed: %s)", truncate(s, 32), s[i], RoomCodeAlphabet)}
 		}
 		b[i] = c
 	}
 	return RoomCode(b[:]), nil
-}
-
-// IsValid reports whether c is a well-formed, normalised room code.
-func (c RoomCode) IsValid() bool {
-	p, err := ParseRoomCode(string(c))
-	return err == nil && p == c
 }
 
 // String returns the code.
@@ -243,16 +242,16 @@ const (
 )
 
 // DecodeMessage parses one JSON message and validates it (see
-// Message.Validate). Errors are *Error with code CodeBadJSON (not a JSON
-// object, or a field of the wrong JSON type), CodeUnknownType,
-// CodeBadMessage or CodeBadRoomCode.
+// Message.Validate). Errors are *Error with code ErrBadJSON (not a JSON
+// object, or a field of the wrong JSON type), ErrUnknownType,
+// ErrBadMessage or ErrBadRoomCode.
 func DecodeMessage(data []byte) (Message, error) {
 	var m Message
 	if !utf8.Valid(data) {
-		return Message{}, &Error{Code: CodeBadJSON, Message: "message is not valid UTF-8"}
+		return Message{}, &Error{Code: ErrBadJSON, Message: "message is not valid UTF-8"}
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return Message{}, &Error{Code: CodeBadJSON, Message: "cannot decode message: " + truncate(err.Error(), 200)}
+		return Message{}, &Error{Code: ErrBadJSON, Message: "cannot decode message: " + truncate(err.Error(), 200)}
 	}
 	if err := m.Validate(); err != nil {
 		return Message{}, err
@@ -264,13 +263,13 @@ func DecodeMessage(data []byte) (Message, error) {
 // each within its size limit, and normalises the room code.
 func (m *Message) Validate() error {
 	bad := func(format string, args ...any) error {
-		return &Error{Code: CodeBadMessage, Message: fmt.Sprintf(string(m.Type)+": "+format, args...), Ref: m.Type}
+		return &Error{Code: ErrBadMessage, Message: fmt.Sprintf(string(m.Type)+": "+format, args...), Ref: m.Type}
 	}
 	if m.Type == "" {
-		return &Error{Code: CodeBadMessage, Message: `message has no "type" field`}
+		return &Error{Code: ErrBadMessage, Message: `message has no "type" field`}
 	}
 	if !m.Type.known() {
-		return &Error{Code: CodeUnknownType, Message: fmt.Sprintf("unknown message type %q", truncate(string(m.Type), 32))}
+		return &Error{Code: ErrUnknownType, Message: fmt.Sprintf("unknown message type %q", truncate(string(m.Type), 32))}
 	}
 	if m.Room != "" {
 		rc, err := ParseRoomCode(string(m.Room))
@@ -286,7 +285,7 @@ func (m *Message) Validate() error {
 	switch m.Type {
 	case TypeJoin:
 		if m.Room == "" {
-			return &Error{Code: CodeBadRoomCode, Message: `join: missing "room" code`, Ref: m.Type}
+			return &Error{Code: ErrBadRoomCode, Message: `join: missing "room" code`, Ref: m.Type}
 		}
 	case TypeOffer, TypeAnswer:
 		if m.SDP == "" {
@@ -341,36 +340,42 @@ func AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// ErrorCode is the stable, machine-readable code of an error message.
+// ErrorCode is the stable, machine-readable code of an error message (its
+// "code" field). It is also an error, like syscall.Errno: the *Error a
+// client gets matches its code with errors.Is, as in
+// errors.Is(err, signaling.ErrRoomFull).
 type ErrorCode string
+
+// Error returns "signaling: " and the code.
+func (c ErrorCode) Error() string { return "signaling: " + string(c) }
 
 // Error codes. "Fatal" ones are followed by the server closing the
 // WebSocket; the others leave the connection usable.
 const (
-	CodeBadJSON            ErrorCode = "bad_json"            // not a JSON object of the right shape
-	CodeBadMessage         ErrorCode = "bad_message"         // missing/oversized field, binary frame, server-only type
-	CodeUnknownType        ErrorCode = "unknown_type"        // "type" not in this protocol version
-	CodeMessageTooBig      ErrorCode = "message_too_big"     // fatal: over Config.MaxMessageBytes
-	CodeRateLimited        ErrorCode = "rate_limited"        // message dropped; fatal if the client keeps flooding
-	CodeIdleTimeout        ErrorCode = "idle_timeout"        // fatal: nothing received for Config.IdleTimeout
-	CodeUnsupportedVersion ErrorCode = "unsupported_version" // fatal: ?v= missing or not ProtocolVersion
-	CodeWrongState         ErrorCode = "wrong_state"         // e.g. offer before paired, join while in a room
-	CodeBadRoomCode        ErrorCode = "bad_room_code"       // malformed room code
-	CodeRoomNotFound       ErrorCode = "room_not_found"      // no room with that code
-	CodeRoomFull           ErrorCode = "room_full"           // the room already has two players
-	CodeTooManyRooms       ErrorCode = "too_many_rooms"      // Config.MaxRooms reached
-	CodeServerFull         ErrorCode = "server_full"         // fatal: Config.MaxConns reached
-	CodeShuttingDown       ErrorCode = "shutting_down"       // fatal: server is shutting down
-	CodeSlowConsumer       ErrorCode = "slow_consumer"       // fatal (close reason only): client does not read
-	CodeBadToken           ErrorCode = "bad_token"           // relay: unknown, revoked or malformed token
-	CodeTokenUsed          ErrorCode = "token_used"          // relay: token already attached
-	CodePeerTimeout        ErrorCode = "peer_timeout"        // relay: the other player did not attach in time
-	CodeTooManyRelays      ErrorCode = "too_many_relays"     // relay: Config.MaxRelays reached
+	ErrBadJSON            ErrorCode = "bad_json"            // not a JSON object of the right shape
+	ErrBadMessage         ErrorCode = "bad_message"         // missing/oversized field, binary frame, server-only type
+	ErrUnknownType        ErrorCode = "unknown_type"        // "type" not in this protocol version
+	ErrMessageTooBig      ErrorCode = "message_too_big"     // fatal: over Config.MaxMessageBytes
+	ErrRateLimited        ErrorCode = "rate_limited"        // message dropped; fatal if the client keeps flooding
+	ErrIdleTimeout        ErrorCode = "idle_timeout"        // fatal: nothing received for Config.IdleTimeout
+	ErrUnsupportedVersion ErrorCode = "unsupported_version" // fatal: ?v= missing or not ProtocolVersion
+	ErrWrongState         ErrorCode = "wrong_state"         // e.g. offer before paired, join while in a room
+	ErrBadRoomCode        ErrorCode = "bad_room_code"       // malformed room code
+	ErrRoomNotFound       ErrorCode = "room_not_found"      // no room with that code
+	ErrRoomFull           ErrorCode = "room_full"           // the room already has two players
+	ErrTooManyRooms       ErrorCode = "too_many_rooms"      // Config.MaxRooms reached
+	ErrServerFull         ErrorCode = "server_full"         // fatal: Config.MaxConns reached
+	ErrShuttingDown       ErrorCode = "shutting_down"       // fatal: server is shutting down
+	ErrSlowConsumer       ErrorCode = "slow_consumer"       // fatal (close reason only): client does not read
+	ErrBadToken           ErrorCode = "bad_token"           // relay: unknown, revoked or malformed token
+	ErrTokenUsed          ErrorCode = "token_used"          // relay: token already attached
+	ErrPeerTimeout        ErrorCode = "peer_timeout"        // relay: the other player did not attach in time
+	ErrTooManyRelays      ErrorCode = "too_many_relays"     // relay: Config.MaxRelays reached
 )
 
 // Error is a protocol error: one the server sent in an error message, or a
-// relay refusal. Compare with errors.Is against the ErrX sentinels, which
-// match on Code alone.
+// relay refusal. errors.Is matches it against its ErrorCode (ErrRoomFull,
+// ...), or against another *Error with the same Code.
 type Error struct {
 	Code    ErrorCode
 	Message string  // human-readable detail, carries the offending input
@@ -385,37 +390,17 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Is reports whether target is an *Error with the same Code.
+// Is reports whether target is e's ErrorCode, or an *Error with the same
+// Code.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
+	switch t := target.(type) {
+	case ErrorCode:
+		return t == e.Code
+	case *Error:
+		return t.Code == e.Code
 	}
-	return t.Code == e.Code
+	return false
 }
-
-// Sentinel errors, one per code, for errors.Is.
-var (
-	ErrBadJSON            = &Error{Code: CodeBadJSON}
-	ErrBadMessage         = &Error{Code: CodeBadMessage}
-	ErrUnknownType        = &Error{Code: CodeUnknownType}
-	ErrMessageTooBig      = &Error{Code: CodeMessageTooBig}
-	ErrRateLimited        = &Error{Code: CodeRateLimited}
-	ErrIdleTimeout        = &Error{Code: CodeIdleTimeout}
-	ErrUnsupportedVersion = &Error{Code: CodeUnsupportedVersion}
-	ErrWrongState         = &Error{Code: CodeWrongState}
-	ErrBadRoomCode        = &Error{Code: CodeBadRoomCode}
-	ErrRoomNotFound       = &Error{Code: CodeRoomNotFound}
-	ErrRoomFull           = &Error{Code: CodeRoomFull}
-	ErrTooManyRooms       = &Error{Code: CodeTooManyRooms}
-	ErrServerFull         = &Error{Code: CodeServerFull}
-	ErrShuttingDown       = &Error{Code: CodeShuttingDown}
-	ErrSlowConsumer       = &Error{Code: CodeSlowConsumer}
-	ErrBadToken           = &Error{Code: CodeBadToken}
-	ErrTokenUsed          = &Error{Code: CodeTokenUsed}
-	ErrPeerTimeout        = &Error{Code: CodePeerTimeout}
-	ErrTooManyRelays      = &Error{Code: CodeTooManyRelays}
-)
 
 func (e *Error) message() *Message {
 	return &Message{Type: TypeError, Code: e.Code, Text: e.Message, Ref: e.Ref}

@@ -89,17 +89,17 @@ func (s *Server) refuseRelay(w http.ResponseWriter, status int, e *Error) {
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet || !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", relayUpgrade) {
 		w.Header().Set("Upgrade", relayUpgrade)
-		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: CodeBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade})
+		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: ErrBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade})
 		return
 	}
 	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
-		s.refuseRelay(w, http.StatusBadRequest, &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)})
+		s.refuseRelay(w, http.StatusBadRequest, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)})
 		return
 	}
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || len(tok) != relayTokenLen {
-		s.refuseRelay(w, http.StatusForbidden, &Error{Code: CodeBadToken, Message: "missing or malformed relay token (Authorization: Bearer <token from paired>)"})
+		s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: "missing or malformed relay token (Authorization: Bearer <token from paired>)"})
 		return
 	}
 	token := RelayToken(tok)
@@ -107,25 +107,25 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: CodeShuttingDown, Message: "server is shutting down"})
+		s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down"})
 		return
 	}
 	t, ok := s.tokens[token]
 	if !ok {
 		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusForbidden, &Error{Code: CodeBadToken, Message: fmt.Sprintf("relay token %s is unknown or its pairing has ended", token)})
+		s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: fmt.Sprintf("relay token %s is unknown or its pairing has ended", token)})
 		return
 	}
 	p, side := t.p, t.side
 	if p.state[side] != sideIdle {
 		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusConflict, &Error{Code: CodeTokenUsed, Message: fmt.Sprintf("relay token %s of room %s is already in use", token, p.room)})
+		s.refuseRelay(w, http.StatusConflict, &Error{Code: ErrTokenUsed, Message: fmt.Sprintf("relay token %s of room %s is already in use", token, p.room)})
 		return
 	}
 	if p.state[1-side] == sideWaiting {
 		if len(s.relays) >= s.cfg.MaxRelays {
 			s.mu.Unlock()
-			s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: CodeTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)})
+			s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)})
 			return
 		}
 		p.state = [2]uint8{sideAttached, sideAttached}
@@ -147,11 +147,11 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-p.matchCh:
 	case <-p.revokeCh:
-		refuse, status = &Error{Code: CodeBadToken, Message: fmt.Sprintf("the pairing in room %s ended while waiting for the peer", p.room)}, http.StatusForbidden
+		refuse, status = &Error{Code: ErrBadToken, Message: fmt.Sprintf("the pairing in room %s ended while waiting for the peer", p.room)}, http.StatusForbidden
 	case <-timer.C:
-		refuse, status = &Error{Code: CodePeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", p.room, s.cfg.RelayWaitTimeout)}, http.StatusGatewayTimeout
+		refuse, status = &Error{Code: ErrPeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", p.room, s.cfg.RelayWaitTimeout)}, http.StatusGatewayTimeout
 	case <-s.shutdownCh:
-		refuse, status = &Error{Code: CodeShuttingDown, Message: "server is shutting down"}, http.StatusServiceUnavailable
+		refuse, status = &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, http.StatusServiceUnavailable
 	case <-r.Context().Done():
 	}
 	if refuse != nil || r.Context().Err() != nil {

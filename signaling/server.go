@@ -188,7 +188,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/relay", s.handleRelay)
 	s.mux.HandleFunc("/healthz", s.handleHealth)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeHTTPError(w, http.StatusNotFound, &Error{Code: CodeBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay or /healthz)"})
+		writeHTTPError(w, http.StatusNotFound, &Error{Code: ErrBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay or /healthz)"})
 	})
 	return s, nil
 }
@@ -248,7 +248,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.log.Info("signaling server shutting down", "clients", len(clients))
 
 	for _, c := range clients {
-		c.fatal(&Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
+		c.fatal(&Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
 	}
 	var firstErr error
 	for _, hs := range hss {
@@ -313,7 +313,7 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeHTTPError(w, http.StatusMethodNotAllowed, &Error{Code: CodeBadMessage, Message: "use GET"})
+		writeHTTPError(w, http.StatusMethodNotAllowed, &Error{Code: ErrBadMessage, Message: "use GET"})
 		return
 	}
 	st := s.Stats()
@@ -339,16 +339,16 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing {
 		s.mu.Unlock()
 		s.rejected.Add(1)
-		writeHTTPError(w, http.StatusServiceUnavailable, &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"})
+		writeHTTPError(w, http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"})
 		return
 	}
 	var refuse *Error
 	status := websocket.StatusTryAgainLater
 	switch {
 	case len(s.clients)+s.reserved >= s.cfg.MaxConns:
-		refuse = &Error{Code: CodeServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
+		refuse = &Error{Code: ErrServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
 	case r.URL.Query().Get("v") != fmt.Sprint(ProtocolVersion):
-		refuse = &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(r.URL.Query().Get("v"), 16), ProtocolVersion)}
+		refuse = &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(r.URL.Query().Get("v"), 16), ProtocolVersion)}
 		status = websocket.StatusProtocolError
 	}
 	if refuse == nil {
@@ -380,7 +380,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	s.reserved--
 	if s.closing {
 		s.mu.Unlock()
-		s.rejectConn(conn, &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
+		s.rejectConn(conn, &Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
 		return
 	}
 	s.clients[c] = struct{}{}
@@ -441,7 +441,7 @@ func (s *Server) busy(c *client, ref MsgType) bool {
 	if c.room == nil && !c.queued {
 		return false
 	}
-	c.sendError(&Error{Code: CodeWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
+	c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
 	return true
 }
 
@@ -450,7 +450,7 @@ func (s *Server) busy(c *client, ref MsgType) bool {
 // is empty. Called with s.mu held; code must not be in use.
 func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
 	if len(s.rooms) >= s.cfg.MaxRooms {
-		c.sendError(&Error{Code: CodeTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
+		c.sendError(&Error{Code: ErrTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
 		return nil
 	}
 	for code == "" || s.rooms[code] != nil {
@@ -491,10 +491,10 @@ func (s *Server) handleJoin(c *client, code RoomCode, create bool) {
 		s.createRoom(c, TypeJoin, code)
 		return
 	case r == nil:
-		c.sendError(&Error{Code: CodeRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
+		c.sendError(&Error{Code: ErrRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
 		return
 	case r.players[1] != nil:
-		c.sendError(&Error{Code: CodeRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
+		c.sendError(&Error{Code: ErrRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
 		return
 	}
 	r.players[1] = c
@@ -553,7 +553,7 @@ func (s *Server) handleLeave(c *client) {
 		s.leaveRoom(c, "left")
 		c.send(&Message{Type: TypeLeft, Room: code})
 	default:
-		c.sendError(&Error{Code: CodeWrongState, Message: "you are not in a room or the queue", Ref: TypeLeave})
+		c.sendError(&Error{Code: ErrWrongState, Message: "you are not in a room or the queue", Ref: TypeLeave})
 	}
 }
 
@@ -595,7 +595,7 @@ func (s *Server) leaveRoom(c *client, reason string) {
 func (s *Server) handleSignal(c *client, m *Message) {
 	r := c.room
 	if r == nil || r.players[1] == nil {
-		c.sendError(&Error{Code: CodeWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
+		c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
 		return
 	}
 	idx := 0
@@ -604,10 +604,10 @@ func (s *Server) handleSignal(c *client, m *Message) {
 	}
 	switch {
 	case m.Type == TypeOffer && idx != 0:
-		c.sendError(&Error{Code: CodeWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
+		c.sendError(&Error{Code: ErrWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
 		return
 	case m.Type == TypeAnswer && idx != 1:
-		c.sendError(&Error{Code: CodeWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
+		c.sendError(&Error{Code: ErrWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
 		return
 	}
 	// Re-encode only the fields of this type, so nothing else is forwarded.

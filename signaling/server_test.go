@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
 )
 
@@ -63,7 +64,7 @@ func exchange(t *testing.T, off, ans *Client) {
 }
 
 func TestPairByRoomCode(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, url := startServer(t, Config{})
 	a := dial(t, url, ClientConfig{})
 	b := dial(t, url, ClientConfig{})
@@ -72,7 +73,7 @@ func TestPairByRoomCode(t *testing.T) {
 	}
 
 	pa, pb := pairByCode(t, a, b)
-	if pa.Room != pb.Room || !pa.Room.IsValid() {
+	if pa.Room != pb.Room || !validCode(pa.Room) {
 		t.Fatalf("rooms %q %q", pa.Room, pb.Room)
 	}
 	if pa.Role != RoleOfferer || pb.Role != RoleAnswerer {
@@ -80,9 +81,6 @@ func TestPairByRoomCode(t *testing.T) {
 	}
 	if pa.Token == "" || pb.Token == "" || pa.Token == pb.Token || len(pa.Token) != relayTokenLen {
 		t.Fatalf("tokens %q %q", pa.Token, pb.Token)
-	}
-	if p, ok := a.Pairing(); !ok || p != pa {
-		t.Fatalf("Pairing() = %+v %v", p, ok)
 	}
 	exchange(t, a, b)
 
@@ -92,9 +90,6 @@ func TestPairByRoomCode(t *testing.T) {
 	}
 	if ev := next(t, a, EventPeerLeft); ev.Room != pa.Room || ev.Reason != "left" {
 		t.Fatalf("peer_left = %+v", ev)
-	}
-	if _, ok := a.Pairing(); ok {
-		t.Fatal("still paired after peer_left")
 	}
 	c := dial(t, url, ClientConfig{})
 	if err := c.JoinRoom(ctxT(t), string(pa.Room)); err != nil {
@@ -125,7 +120,7 @@ func TestPairByRoomCode(t *testing.T) {
 }
 
 func TestQuickMatch(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, url := startServer(t, Config{})
 	var cs [5]*Client
 	for i := range cs {
@@ -189,7 +184,7 @@ func readDeadline(t testing.TB, c net.Conn) {
 }
 
 func TestRelayStream(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, url := startServer(t, Config{})
 	a := dial(t, url, ClientConfig{})
 	b := dial(t, url, ClientConfig{})
@@ -200,8 +195,8 @@ func TestRelayStream(t *testing.T) {
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token) }()
-	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token) }()
+	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token, ClientConfig{}) }()
+	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token, ClientConfig{}) }()
 	wg.Wait()
 	if ea != nil || eb != nil {
 		t.Fatal(ea, eb)
@@ -210,15 +205,15 @@ func TestRelayStream(t *testing.T) {
 	defer cb.Close()
 
 	// A token is single use, also for its owner.
-	if _, err := DialRelay(ctxT(t), url, pa.Token); !errors.Is(err, ErrTokenUsed) {
+	if _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); !errors.Is(err, ErrTokenUsed) {
 		t.Fatalf("reused token: %v", err)
 	}
 	// A wrong token is refused.
 	bad := RelayToken(strings.Repeat("A", relayTokenLen))
-	if _, err := DialRelay(ctxT(t), url, bad); !errors.Is(err, ErrBadToken) {
+	if _, err := DialRelay(ctxT(t), url, bad, ClientConfig{}); !errors.Is(err, ErrBadToken) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := DialRelay(ctxT(t), url, "short"); !errors.Is(err, ErrBadToken) {
+	if _, err := DialRelay(ctxT(t), url, "short", ClientConfig{}); !errors.Is(err, ErrBadToken) {
 		t.Fatalf("malformed token: %v", err)
 	}
 
@@ -269,7 +264,7 @@ func TestRelayStream(t *testing.T) {
 }
 
 func TestRelayRefusals(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, url := startServer(t, Config{})
 	{
 		// The peer never comes: peer_timeout.
@@ -277,11 +272,11 @@ func TestRelayRefusals(t *testing.T) {
 		a := dial(t, url, ClientConfig{})
 		b := dial(t, url, ClientConfig{})
 		pa, _ := pairByCode(t, a, b)
-		if _, err := DialRelay(ctxT(t), url, pa.Token); !errors.Is(err, ErrPeerTimeout) {
+		if _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); !errors.Is(err, ErrPeerTimeout) {
 			t.Fatalf("lone relay: %v", err)
 		}
 		// The token may be used again after a timeout.
-		if _, err := DialRelay(ctxT(t), url, pa.Token); !errors.Is(err, ErrPeerTimeout) {
+		if _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); !errors.Is(err, ErrPeerTimeout) {
 			t.Fatalf("lone relay again: %v", err)
 		}
 	}
@@ -297,7 +292,7 @@ func TestRelayRefusals(t *testing.T) {
 
 	// Giving up (ctx) frees the token.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	_, err := DialRelay(ctx, url, pa.Token)
+	_, err := DialRelay(ctx, url, pa.Token, ClientConfig{})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("canceled relay: %v", err)
@@ -306,7 +301,7 @@ func TestRelayRefusals(t *testing.T) {
 	waitFor(t, func() bool { return tokenState(pa.Token) == sideIdle })
 	// The pairing ends while A waits: refused, and the tokens are revoked.
 	errc := make(chan error, 1)
-	go func() { _, err := DialRelay(ctxT(t), url, pa.Token); errc <- err }()
+	go func() { _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); errc <- err }()
 	waitFor(t, func() bool { return tokenState(pa.Token) == sideWaiting })
 	if err := b.Leave(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -314,7 +309,7 @@ func TestRelayRefusals(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrBadToken) {
 		t.Fatalf("revoked while waiting: %v", err)
 	}
-	if _, err := DialRelay(ctxT(t), url, pb.Token); !errors.Is(err, ErrBadToken) {
+	if _, err := DialRelay(ctxT(t), url, pb.Token, ClientConfig{}); !errors.Is(err, ErrBadToken) {
 		t.Fatalf("revoked token: %v", err)
 	}
 
@@ -332,7 +327,7 @@ func TestRelayRefusals(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, url := startServer(t, Config{MaxMessageBytes: 1024})
 	// A healthy pair, checked after each abuse.
 	a := dial(t, url, ClientConfig{})
@@ -366,23 +361,23 @@ func TestBadInput(t *testing.T) {
 		send string
 		code ErrorCode
 	}{
-		{`{"type":"join","room":"abc"}`, CodeBadRoomCode},
-		{`{"type":"join","room":"ABCDE!"}`, CodeBadRoomCode},
-		{`{"type":"join"}`, CodeBadRoomCode},
-		{`not json`, CodeBadJSON},
-		{`{"type":"create"`, CodeBadJSON},
-		{`[1,2,3]`, CodeBadJSON},
-		{`{"type":42}`, CodeBadJSON},
-		{"{\"type\":\"create\",\"x\":\"\xff\"}", CodeBadJSON},
-		{`{}`, CodeBadMessage},
-		{`{"type":"launch_missiles"}`, CodeUnknownType},
-		{`{"type":"paired","room":"ABCDEF","role":"offerer","token":"x"}`, CodeBadMessage},
-		{`{"type":"offer","sdp":"v=0"}`, CodeWrongState},
-		{`{"type":"answer","sdp":"v=0"}`, CodeWrongState},
-		{`{"type":"candidate","candidate":{"candidate":"c"}}`, CodeWrongState},
-		{`{"type":"offer"}`, CodeBadMessage},
-		{`{"type":"candidate"}`, CodeBadMessage},
-		{`{"type":"leave"}`, CodeWrongState},
+		{`{"type":"join","room":"abc"}`, ErrBadRoomCode},
+		{`{"type":"join","room":"ABCDE!"}`, ErrBadRoomCode},
+		{`{"type":"join"}`, ErrBadRoomCode},
+		{`not json`, ErrBadJSON},
+		{`{"type":"create"`, ErrBadJSON},
+		{`[1,2,3]`, ErrBadJSON},
+		{`{"type":42}`, ErrBadJSON},
+		{"{\"type\":\"create\",\"x\":\"\xff\"}", ErrBadJSON},
+		{`{}`, ErrBadMessage},
+		{`{"type":"launch_missiles"}`, ErrUnknownType},
+		{`{"type":"paired","room":"ABCDEF","role":"offerer","token":"x"}`, ErrBadMessage},
+		{`{"type":"offer","sdp":"v=0"}`, ErrWrongState},
+		{`{"type":"answer","sdp":"v=0"}`, ErrWrongState},
+		{`{"type":"candidate","candidate":{"candidate":"c"}}`, ErrWrongState},
+		{`{"type":"offer"}`, ErrBadMessage},
+		{`{"type":"candidate"}`, ErrBadMessage},
+		{`{"type":"leave"}`, ErrWrongState},
 	} {
 		r.send(tc.send)
 		r.expectError(tc.code)
@@ -390,16 +385,16 @@ func TestBadInput(t *testing.T) {
 	if err := r.conn.Write(ctxT(t), websocket.MessageBinary, []byte(`{"type":"create"}`)); err != nil {
 		t.Fatal(err)
 	}
-	r.expectError(CodeBadMessage)
+	r.expectError(ErrBadMessage)
 	// Messages in the wrong state once in a room.
 	r.send(`{"type":"create"}`)
 	joined := r.expect(TypeJoined)
 	r.send(`{"type":"offer","sdp":"v=0"}`) // not paired yet
-	r.expectError(CodeWrongState)
+	r.expectError(ErrWrongState)
 	r.send(`{"type":"join","room":"` + string(pa.Room) + `"}`)
-	r.expectError(CodeWrongState)
+	r.expectError(ErrWrongState)
 	r.send(`{"type":"quick"}`)
-	r.expectError(CodeWrongState)
+	r.expectError(ErrWrongState)
 	// Roles: the answerer may not offer, the offerer may not answer.
 	r2 := dialRawOK(t, url)
 	r2.send(`{"type":"join","room":"` + string(joined.Room) + `"}`)
@@ -407,9 +402,9 @@ func TestBadInput(t *testing.T) {
 	r2.expect(TypePaired)
 	r.expect(TypePaired)
 	r2.send(`{"type":"offer","sdp":"v=0"}`)
-	r2.expectError(CodeWrongState)
+	r2.expectError(ErrWrongState)
 	r.send(`{"type":"answer","sdp":"v=0"}`)
-	r.expectError(CodeWrongState)
+	r.expectError(ErrWrongState)
 	// Extra fields are not forwarded.
 	r.send(`{"type":"offer","sdp":"v=0","token":"steal","room":"ABCDEF","evil":1}`)
 	if m := r2.expect(TypeOffer); m.Token != "" || m.Room != "" || m.SDP != "v=0" {
@@ -419,7 +414,7 @@ func TestBadInput(t *testing.T) {
 
 	// Oversized: error, then the connection is closed with 1009.
 	r.send(`{"type":"offer","sdp":"` + strings.Repeat("x", 2000) + `"}`)
-	r.expectError(CodeMessageTooBig)
+	r.expectError(ErrMessageTooBig)
 	r.expectClosed(websocket.StatusMessageTooBig)
 	// r's peer learns r is gone.
 	if m := r2.expect(TypePeerLeft); m.Reason != "disconnected" {
@@ -429,7 +424,7 @@ func TestBadInput(t *testing.T) {
 	// A huge (1 MiB) message is cut off too, without the server reading it all into memory.
 	r3 := dialRawOK(t, url)
 	r3.conn.Write(ctxT(t), websocket.MessageText, bytes.Repeat([]byte("x"), 1<<20))
-	r3.expectError(CodeMessageTooBig)
+	r3.expectError(ErrMessageTooBig)
 	r3.expectClosed(websocket.StatusMessageTooBig)
 	healthy()
 
@@ -440,17 +435,17 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestUnsupportedVersion(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	_, url := startServer(t, Config{})
 	for _, q := range []string{"", "v=2", "v=x"} {
 		r := dialRaw(t, url, q)
-		r.expectError(CodeUnsupportedVersion)
+		r.expectError(ErrUnsupportedVersion)
 		r.expectClosed(websocket.StatusProtocolError)
 	}
 }
 
 func TestRateLimit(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -465,7 +460,7 @@ func TestRateLimit(t *testing.T) {
 		r.send(`{"type":"ping"}`)
 	}
 	r.send(`{"type":"create"}`) // dropped
-	r.expectError(CodeRateLimited)
+	r.expectError(ErrRateLimited)
 	r.send(`{"type":"create"}`) // dropped silently
 	waitFor(t, func() bool { return s.Stats().RateLimited == 2 })
 	advance(time.Second) // refills the bucket
@@ -479,8 +474,8 @@ func TestRateLimit(t *testing.T) {
 			break
 		}
 	}
-	r.expectError(CodeRateLimited)
-	r.expectError(CodeRateLimited)
+	r.expectError(ErrRateLimited)
+	r.expectError(ErrRateLimited)
 	r.expectClosed(websocket.StatusPolicyViolation)
 	advance(time.Second)
 	exchange(t, a, b)
@@ -522,7 +517,7 @@ func TestTokenBucket(t *testing.T) {
 // in-memory listener): whether a keepalive client survives the idle
 // timeout must not depend on how fast a loaded machine runs its pings.
 func TestIdleTimeout(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	synctest.Test(t, testIdleTimeout)
 }
 
@@ -531,7 +526,7 @@ func testIdleTimeout(t *testing.T) {
 	// A silent connection is closed with idle_timeout.
 	r := dialRawVia(t, mn.hc, url, "v=1")
 	r.expect(TypeWelcome)
-	r.expectError(CodeIdleTimeout)
+	r.expectError(ErrIdleTimeout)
 	r.expectClosed(websocket.StatusPolicyViolation)
 	// A client that keeps alive survives several idle timeouts, waiting in a room.
 	a := dial(t, url, mn.client(ClientConfig{KeepAlive: 30 * time.Millisecond}))
@@ -559,7 +554,7 @@ func testIdleTimeout(t *testing.T) {
 }
 
 func TestRoomAndConnLimits(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, url := startServer(t, Config{MaxRooms: 2, MaxConns: 5})
 	var cs [5]*Client
 	for i := range cs {
@@ -615,7 +610,7 @@ func TestRoomAndConnLimits(t *testing.T) {
 }
 
 func TestHealthz(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	_, url := startServer(t, Config{})
 	a := dial(t, url, ClientConfig{})
 	b := dial(t, url, ClientConfig{})
@@ -645,7 +640,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, err := NewServer(Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -667,8 +662,8 @@ func TestShutdown(t *testing.T) {
 	pa, pb := pairByCode(t, a, b)
 	var ra, rb net.Conn
 	done := make(chan struct{})
-	go func() { ra, _ = DialRelay(ctxT(t), url, pa.Token); close(done) }()
-	rb, err = DialRelay(ctxT(t), url, pb.Token)
+	go func() { ra, _ = DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); close(done) }()
+	rb, err = DialRelay(ctxT(t), url, pb.Token, ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,7 +728,7 @@ func TestShutdown(t *testing.T) {
 	rec := &recorder{header: http.Header{}}
 	req, _ := http.NewRequest("GET", "/ws?v=1", nil)
 	s.ServeHTTP(rec, req)
-	if m, err := DecodeMessage(rec.body.Bytes()); rec.status != 503 || err != nil || m.Code != CodeShuttingDown {
+	if m, err := DecodeMessage(rec.body.Bytes()); rec.status != 503 || err != nil || m.Code != ErrShuttingDown {
 		t.Fatalf("%d %q", rec.status, rec.body.String())
 	}
 	// Shutdown with nothing open returns at once.
@@ -745,7 +740,7 @@ func TestShutdown(t *testing.T) {
 // A server used as a plain http.Handler (here under httptest-like serving
 // by net/http) also shuts down its WebSockets.
 func TestHandlerShutdown(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	s, err := NewServer(Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -794,15 +789,16 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-// dialRelayPair attaches both players of a pairing to the relay, through d.
-func dialRelayPair(t *testing.T, d *RelayDialer, url string, pa, pb Pairing) (net.Conn, net.Conn, error) {
+// dialRelayPair attaches both players of a pairing to the relay, reaching
+// the server as cc does.
+func dialRelayPair(t *testing.T, cc ClientConfig, url string, pa, pb Pairing) (net.Conn, net.Conn, error) {
 	t.Helper()
 	var ca, cb net.Conn
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); ca, ea = d.DialRelay(ctxT(t), url, pa.Token) }()
-	go func() { defer wg.Done(); cb, eb = d.DialRelay(ctxT(t), url, pb.Token) }()
+	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token, cc) }()
+	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token, cc) }()
 	wg.Wait()
 	if ca != nil {
 		t.Cleanup(func() { ca.Close() })
@@ -817,7 +813,7 @@ func dialRelayPair(t *testing.T, d *RelayDialer, url string, pa, pb Pairing) (ne
 // in-memory listener): one-way traffic every 150 ms keeps a relay with a
 // 500 ms idle timeout alive however slowly a loaded machine runs it.
 func TestRelayIdleAndLimit(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	synctest.Test(t, testRelayIdleAndLimit)
 }
 
@@ -828,12 +824,12 @@ func testRelayIdleAndLimit(t *testing.T) {
 	c, d := dial(t, url, cc), dial(t, url, cc)
 	pa, pb := pairByCode(t, a, b)
 	pc, pd := pairByCode(t, c, d)
-	ra, rb, err := dialRelayPair(t, mn.relayDialer(), url, pa, pb)
+	ra, rb, err := dialRelayPair(t, cc, url, pa, pb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The second stream is over MaxRelays: too_many_relays.
-	if _, _, err := dialRelayPair(t, mn.relayDialer(), url, pc, pd); !errors.Is(err, ErrTooManyRelays) {
+	if _, _, err := dialRelayPair(t, cc, url, pc, pd); !errors.Is(err, ErrTooManyRelays) {
 		t.Fatalf("second relay: %v", err)
 	}
 	// Traffic in one direction only keeps the stream alive past the idle timeout.
