@@ -14,10 +14,6 @@ import (
 	"github.com/ragsync/ragsync/internal/testwait"
 )
 
-// checkLeaks fails the test if goroutines it started are still running
-// after it (they may take until near the test binary's deadline to exit).
-func checkLeaks(t *testing.T) { leaktest.Check(t) }
-
 // fakeClock is a manual Clock: time moves only in Advance.
 type fakeClock struct {
 	mu     sync.Mutex
@@ -104,7 +100,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // and seed delivers, never before the arrival time and within the step
 // after it.
 func TestPipeFollowsModel(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	cfg := Config{Latency: 50 * ms, Jitter: 20 * ms, Loss: 0.1, Duplicate: 0.1, Reorder: 0.05}
 	const n, every = 100, 10 * ms
 
@@ -160,7 +156,7 @@ func TestPipeFollowsModel(t *testing.T) {
 }
 
 func TestPipeCloseDiscardsAndStops(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	clock := newFakeClock()
 	delivered := 0
 	p, err := NewPipe(Config{Latency: time.Hour}, 1, clock, func([]byte) { delivered++ })
@@ -191,7 +187,7 @@ func TestPipeCloseDiscardsAndStops(t *testing.T) {
 // TestPipeSystemClock runs a Pipe on the real clock with a short delay. It
 // asserts what was delivered, never how long it took.
 func TestPipeSystemClock(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	cfg := Config{Latency: 2 * ms, Jitter: ms, Loss: 0.3}
 	ref := newLink(t, cfg, 77)
 	var want []uint64
@@ -234,7 +230,7 @@ func TestPipeSystemClock(t *testing.T) {
 }
 
 func TestPacketConnLoopback(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
