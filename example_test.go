@@ -9,6 +9,7 @@ import (
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/physics"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // A whole peer: pair through a signaling server, build the world both peers
@@ -35,7 +36,7 @@ func ExampleMatch() {
 
 	// The offerer is peer 1 and plays the left fighter.
 	local, remote, mine := ownership.PeerID(1), ownership.PeerID(2), left
-	if sess.Role() == p2p.RoleAnswerer {
+	if sess.Role() == signaling.RoleAnswerer {
 		local, remote, mine = 2, 1, right
 	}
 	m, err := ragsync.NewMatch(world, sess, ragsync.MatchConfig{Local: local, Remote: remote})

@@ -14,6 +14,7 @@ import (
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/p2p/netsim"
 	"github.com/ragsync/ragsync/physics"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Status is where a player is in pairing and connection.
@@ -275,7 +276,7 @@ func (p *Player) pollPairing() {
 // attach builds the match on a new session.
 func (p *Player) attach(s *p2p.Session) error {
 	me := ownership.PeerID(1)
-	if s.Role() == p2p.RoleAnswerer {
+	if s.Role() == signaling.RoleAnswerer {
 		me = 2
 	}
 	a, err := newArena()

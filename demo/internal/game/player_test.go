@@ -13,11 +13,6 @@ import (
 	"github.com/ragsync/ragsync/physics"
 )
 
-// checkGoroutines fails the test if goroutines started during it are
-// still running after it ends (they may take until near the test binary's
-// deadline to exit: a slow machine is not a leak).
-func checkGoroutines(t *testing.T) { leaktest.Check(t) }
-
 func testServer(t *testing.T) *embeddedServer {
 	t.Helper()
 	srv, err := startServer("127.0.0.1:0", slog.New(slog.DiscardHandler))
@@ -65,7 +60,7 @@ func playing(p *Player) bool { return p.Match() != nil && p.Synced() && p.Status
 // A player whose rival leaves shows it, goes back to waiting on Confirm,
 // and pairs with the next player in a fresh match.
 func TestRivalLostAndNewRival(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := testServer(t)
 	url := srv.LocalURL()
 	a, b := testPlayer("a", url, ""), testPlayer("b", url, "")
@@ -122,7 +117,7 @@ func TestRivalLostAndNewRival(t *testing.T) {
 // rival joins with the code; a third player with the same code is refused
 // with a clear error, and Confirm retries.
 func TestPrivateRoom(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := testServer(t)
 	url := srv.LocalURL()
 	a := testPlayer("a", url, "new")
@@ -154,7 +149,7 @@ func TestPrivateRoom(t *testing.T) {
 }
 
 func TestEmbeddedServerURLs(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := testServer(t)
 	if u := srv.LocalURL(); !strings.HasPrefix(u, "http://127.0.0.1:") || !isLoopbackURL(u) {
 		t.Errorf("local URL %q", u)
