@@ -40,8 +40,8 @@ type Config struct {
 	ICE         []string
 	LAN         bool
 	// Prefer is the transport policy (-prefer): TransportUnknown, the
-	// default ("ping"), for the seed's rule (the lower 3-probe ping wins,
-	// near-ties go to WebRTC); p2p.TransportWebRTC ("webrtc": TCP only as a
+	// default ("ping": the lower 3-probe ping wins, near-ties go to
+	// WebRTC); p2p.TransportWebRTC ("webrtc": TCP only as a
 	// fallback); or p2p.TransportTCP ("tcp").
 	Prefer      p2p.TransportKind
 	RoundLength time.Duration
