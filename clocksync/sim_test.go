@@ -214,7 +214,7 @@ func TestConvergence(t *testing.T) {
 
 // TestAccuracyJitteryLink: on a symmetric link with 100 ms RTT ± 20 ms and
 // 5 % loss, after 10 s of calibration, the game clock error over 60 s of
-// the match has p95 ≤ 1 ms (the seed reached 10 ms).
+// the match has p95 ≤ 1 ms (the post-mortem's calibration reached 10 ms).
 func TestAccuracyJitteryLink(t *testing.T) {
 	for _, ppm := range []float64{0, 100} {
 		var p95s, maxs []time.Duration

@@ -903,7 +903,7 @@ func (s *Session) tickProbe(now time.Duration) {
 	s.becomeRunning(now)
 }
 
-// initialChoice applies the seed's rule to the probe results: a transport
+// initialChoice applies the 3-probe rule to the probe results: a transport
 // that answered at least one probe is usable; with Config.Prefer set and
 // usable, it wins; otherwise the lower 3-probe maximum wins, ties to WebRTC.
 func (s *Session) initialChoice() (TransportKind, string) {
