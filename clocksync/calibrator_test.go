@@ -2,6 +2,7 @@ package clocksync
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -333,28 +334,30 @@ func TestCalibratorRejectsAbsurdGameTime(t *testing.T) {
 	}
 	d.follower.StartMatch()
 	for _, game := range []GameTime{1 << 61 / 1000, -(1 << 61 / 1000), math.MaxInt64, math.MinInt64, maxGameTime + 1} {
-		ping := d.follower.AppendPing(nil)
-		d.truth.Advance(5 * time.Millisecond)
-		pong, err := d.leader.Handle(ping, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := clockwire.ParsePong(pong)
-		p.Game = int64(game)
-		d.truth.Advance(5 * time.Millisecond)
-		before, _ := d.follower.GameTime()
-		rejected := d.follower.Stats().Rejected
-		_, err = d.follower.HandlePong(clockwire.AppendPong(nil, p))
-		var te *TimestampError
-		if !errors.Is(err, ErrBadTimestamps) || !errors.As(err, &te) || !strings.Contains(te.Reason, "game time") {
-			t.Errorf("game time %d: %v, want a *TimestampError", int64(game), err)
-		}
-		if after, _ := d.follower.GameTime(); after != before {
-			t.Errorf("game time %d moved the game clock from %v to %v", int64(game), before, after)
-		}
-		if d.follower.Stats().Rejected != rejected+1 {
-			t.Errorf("game time %d not counted as rejected", int64(game))
-		}
+		t.Run(fmt.Sprint(int64(game)), func(t *testing.T) {
+			ping := d.follower.AppendPing(nil)
+			d.truth.Advance(5 * time.Millisecond)
+			pong, err := d.leader.Handle(ping, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := clockwire.ParsePong(pong)
+			p.Game = int64(game)
+			d.truth.Advance(5 * time.Millisecond)
+			before, _ := d.follower.GameTime()
+			rejected := d.follower.Stats().Rejected
+			_, err = d.follower.HandlePong(clockwire.AppendPong(nil, p))
+			var te *TimestampError
+			if !errors.Is(err, ErrBadTimestamps) || !errors.As(err, &te) || !strings.Contains(te.Reason, "game time") {
+				t.Errorf("game time %d: %v, want a *TimestampError", int64(game), err)
+			}
+			if after, _ := d.follower.GameTime(); after != before {
+				t.Errorf("game time %d moved the game clock from %v to %v", int64(game), before, after)
+			}
+			if d.follower.Stats().Rejected != rejected+1 {
+				t.Errorf("game time %d not counted as rejected", int64(game))
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package clocksync
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -140,9 +141,11 @@ func TestGameClockRandomSteering(t *testing.T) {
 
 func TestGameClockConfig(t *testing.T) {
 	for _, c := range []GameClockConfig{{MaxSlew: -0.1}, {MaxSlew: 0.6}, {MaxSlew: math.NaN()}, {SlewTime: -time.Second}} {
-		if _, err := newGameClock(c); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: %v", c, err)
-		}
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			if _, err := newGameClock(c); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: %v", c, err)
+			}
+		})
 	}
 }
 

@@ -155,17 +155,19 @@ func TestSessionRoomExchange(t *testing.T) {
 		got  int
 		st   Stats
 	}{{"offerer", gotA, sa}, {"answerer", gotB, sb}} {
-		if c.got < n*95/100 {
-			t.Errorf("%s received %d of %d", c.name, c.got, n)
-		}
-		if c.st.Received != uint64(c.got) {
-			t.Errorf("%s: Stats.Received %d, drained %d", c.name, c.st.Received, c.got)
-		}
-		if c.st.Sent != n {
-			t.Errorf("%s: Stats.Sent %d, want %d", c.name, c.st.Sent, n)
-		}
-		if c.st.Duplicates != 0 || c.st.Malformed != 0 {
-			t.Errorf("%s: %d duplicates, %d malformed", c.name, c.st.Duplicates, c.st.Malformed)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if c.got < n*95/100 {
+				t.Errorf("%s received %d of %d", c.name, c.got, n)
+			}
+			if c.st.Received != uint64(c.got) {
+				t.Errorf("%s: Stats.Received %d, drained %d", c.name, c.st.Received, c.got)
+			}
+			if c.st.Sent != n {
+				t.Errorf("%s: Stats.Sent %d, want %d", c.name, c.st.Sent, n)
+			}
+			if c.st.Duplicates != 0 || c.st.Malformed != 0 {
+				t.Errorf("%s: %d duplicates, %d malformed", c.name, c.st.Duplicates, c.st.Malformed)
+			}
+		})
 	}
 }

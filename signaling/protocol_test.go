@@ -3,6 +3,7 @@ package signaling
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,16 +11,20 @@ import (
 
 func TestParseRoomCode(t *testing.T) {
 	for _, ok := range []string{"ABCDEF", "abcdef", "23456Z", "zzzzzz"} {
-		c, err := ParseRoomCode(ok)
-		if err != nil || !validCode(c) || string(c) != strings.ToUpper(ok) {
-			t.Errorf("ParseRoomCode(%q) = %q, %v", ok, c, err)
-		}
+		t.Run(ok, func(t *testing.T) {
+			c, err := ParseRoomCode(ok)
+			if err != nil || !validCode(c) || string(c) != strings.ToUpper(ok) {
+				t.Errorf("ParseRoomCode(%q) = %q, %v", ok, c, err)
+			}
+		})
 	}
 	for _, bad := range []string{"", "ABCDE", "ABCDEFG", "ABCDE0", "ABCDE1", "ABCDEI", "ABCDEO", "ABC DE", "ÄBCDEF", "ABCDE\x00"} {
-		c, err := ParseRoomCode(bad)
-		if !errors.Is(err, ErrBadRoomCode) {
-			t.Errorf("ParseRoomCode(%q) = %q, %v; want ErrBadRoomCode", bad, c, err)
-		}
+		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) {
+			c, err := ParseRoomCode(bad)
+			if !errors.Is(err, ErrBadRoomCode) {
+				t.Errorf("ParseRoomCode(%q) = %q, %v; want ErrBadRoomCode", bad, c, err)
+			}
+		})
 	}
 	if validCode("abcdef") || validCode("") {
 		t.Error("un-normalised or empty code is valid")
@@ -106,17 +111,19 @@ func TestDecodeMessage(t *testing.T) {
 		{`{"type":"welcome"}`, ErrBadMessage},
 		{`{"type":"create","reason":"` + strings.Repeat("a", maxTextLen+1) + `"}`, ErrBadMessage},
 	} {
-		m, err := DecodeMessage([]byte(tc.in))
-		if tc.code == "" {
-			if err != nil {
-				t.Errorf("DecodeMessage(%.60q) = %v", tc.in, err)
+		t.Run(fmt.Sprintf("%.40q", tc.in), func(t *testing.T) {
+			m, err := DecodeMessage([]byte(tc.in))
+			if tc.code == "" {
+				if err != nil {
+					t.Errorf("DecodeMessage(%.60q) = %v", tc.in, err)
+				}
+				return
 			}
-			continue
-		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != tc.code || e.Message == "" {
-			t.Errorf("DecodeMessage(%.60q) = %+v, %v; want code %s", tc.in, m, err, tc.code)
-		}
+			var e *Error
+			if !errors.As(err, &e) || e.Code != tc.code || e.Message == "" {
+				t.Errorf("DecodeMessage(%.60q) = %+v, %v; want code %s", tc.in, m, err, tc.code)
+			}
+		})
 	}
 	m, _ := DecodeMessage([]byte(`{"type":"join","room":"abcdef"}`))
 	if m.Room != "ABCDEF" {
@@ -131,6 +138,13 @@ func TestErrorIs(t *testing.T) {
 	}
 	if got := err.Error(); got != "signaling: room_full: room X full" {
 		t.Fatal(got)
+	}
+	// An ErrorCode is an error of its own, and matches an *Error of its
+	// code both ways round, wrapped or not.
+	var code error = ErrRoomFull
+	if code.Error() != "signaling: room_full" || !errors.Is(fmt.Errorf("joining: %w", err), ErrRoomFull) ||
+		!errors.Is(err, &Error{Code: ErrRoomFull}) || errors.Is(err, errors.New("signaling: room_full")) {
+		t.Fatal("ErrorCode as an error")
 	}
 }
 

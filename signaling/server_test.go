@@ -379,8 +379,10 @@ func TestBadInput(t *testing.T) {
 		{`{"type":"candidate"}`, ErrBadMessage},
 		{`{"type":"leave"}`, ErrWrongState},
 	} {
-		r.send(tc.send)
-		r.expectError(tc.code)
+		t.Run(tc.send, func(t *testing.T) {
+			r.send(tc.send)
+			r.expectError(tc.code)
+		})
 	}
 	if err := r.conn.Write(ctxT(t), websocket.MessageBinary, []byte(`{"type":"create"}`)); err != nil {
 		t.Fatal(err)
@@ -438,9 +440,11 @@ func TestUnsupportedVersion(t *testing.T) {
 	leaktest.Check(t)
 	_, url := startServer(t, Config{})
 	for _, q := range []string{"", "v=2", "v=x"} {
-		r := dialRaw(t, url, q)
-		r.expectError(ErrUnsupportedVersion)
-		r.expectClosed(websocket.StatusProtocolError)
+		t.Run(fmt.Sprintf("%q", q), func(t *testing.T) {
+			r := dialRaw(t, url, q)
+			r.expectError(ErrUnsupportedVersion)
+			r.expectClosed(websocket.StatusProtocolError)
+		})
 	}
 }
 
@@ -774,9 +778,11 @@ func TestHandlerShutdown(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for _, cfg := range []Config{{MaxRooms: -1}, {IdleTimeout: -time.Second}, {MaxMessageBytes: 10}} {
-		if _, err := NewServer(cfg); err == nil {
-			t.Errorf("NewServer(%+v) succeeded", cfg)
-		}
+		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
+			if _, err := NewServer(cfg); err == nil {
+				t.Errorf("NewServer(%+v) succeeded", cfg)
+			}
+		})
 	}
 	s, err := NewServer(Config{})
 	if err != nil {

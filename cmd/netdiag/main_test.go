@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -181,10 +182,12 @@ func TestFlagErrors(t *testing.T) {
 		{"-interfaces", "wifi"},
 		{"extra"},
 	} {
-		err := run(context.Background(), args, io.Discard, io.Discard, nil)
-		if err == nil || errors.Is(err, flag.ErrHelp) {
-			t.Errorf("%q: %v", args, err)
-		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			err := run(context.Background(), args, io.Discard, io.Discard, nil)
+			if err == nil || errors.Is(err, flag.ErrHelp) {
+				t.Errorf("%q: %v", args, err)
+			}
+		})
 	}
 	if err := run(context.Background(), []string{"-h"}, io.Discard, io.Discard, nil); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
@@ -241,8 +244,10 @@ func TestVerdict(t *testing.T) {
 		{nil, 0, false, "poor"},
 		{&transportReport{Name: "tcp"}, 0, false, "poor"},
 	} {
-		if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
-			t.Errorf("%+v loss %v interrupted %v: %s (%s), want %s", c.tr, c.loss, c.interrupted, got, why, c.want)
-		}
+		t.Run(fmt.Sprint(c.want, " ", c.loss, " ", c.interrupted), func(t *testing.T) {
+			if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
+				t.Errorf("%+v loss %v interrupted %v: %s (%s), want %s", c.tr, c.loss, c.interrupted, got, why, c.want)
+			}
+		})
 	}
 }

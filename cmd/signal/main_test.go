@@ -94,9 +94,11 @@ func TestRunBadFlags(t *testing.T) {
 		{"extra"},
 		{"-addr", "127.0.0.1:99999"},
 	} {
-		var out syncBuf
-		if err := run(context.Background(), args, &out, nil, nil); err == nil {
-			t.Errorf("run(%q) succeeded", args)
-		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out syncBuf
+			if err := run(context.Background(), args, &out, nil, nil); err == nil {
+				t.Errorf("run(%q) succeeded", args)
+			}
+		})
 	}
 }

@@ -168,9 +168,11 @@ func TestWireAllocs(t *testing.T) {
 		"ParsePong":  func() { ParsePong(qb) },
 		"PeekKind":   func() { PeekKind(qb) },
 	} {
-		if a := testing.AllocsPerRun(100, f); a != 0 {
-			t.Errorf("%s: %v allocs", name, a)
-		}
+		t.Run(name, func(t *testing.T) {
+			if a := testing.AllocsPerRun(100, f); a != 0 {
+				t.Errorf("%s: %v allocs", name, a)
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,9 +57,11 @@ func TestParseFlags(t *testing.T) {
 		{"-bot", "-room", "new"}, {"-room", "O0I1"}, {"-loss", "1"}, {"-loss", "NaN"}, {"-lag", "-1s"},
 		{"-round", "1s"}, {"-duration", "0"}, {"-ice", "8.8.8.8"}, {"-prefer", "udp"}, {"stray"},
 	} {
-		if _, err := ParseFlags(args, io.Discard); err == nil {
-			t.Errorf("%q accepted", args)
-		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if _, err := ParseFlags(args, io.Discard); err == nil {
+				t.Errorf("%q accepted", args)
+			}
+		})
 	}
 }
 

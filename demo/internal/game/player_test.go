@@ -168,8 +168,10 @@ func TestEmbeddedServerURLs(t *testing.T) {
 	}
 	for u, want := range map[string]bool{"http://127.0.0.1:8080": true, "ws://localhost/x": true, "http://[::1]:1": true,
 		"http://192.168.1.2:8080": false, "::bad": false} {
-		if isLoopbackURL(u) != want {
-			t.Errorf("isLoopbackURL(%q) != %v", u, want)
-		}
+		t.Run(u, func(t *testing.T) {
+			if isLoopbackURL(u) != want {
+				t.Errorf("isLoopbackURL(%q) != %v", u, want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 )
@@ -59,10 +60,12 @@ func TestReaderErrors(t *testing.T) {
 
 	// Truncated header and payload.
 	for _, cut := range []int{1, 2, 5} {
-		fr = NewReader(bytes.NewReader(f1[:cut]), 0)
-		if _, err := fr.ReadFrame(make([]byte, 100)); err != io.ErrUnexpectedEOF {
-			t.Fatalf("cut at %d: %v", cut, err)
-		}
+		t.Run(fmt.Sprint("cut at ", cut), func(t *testing.T) {
+			fr = NewReader(bytes.NewReader(f1[:cut]), 0)
+			if _, err := fr.ReadFrame(make([]byte, 100)); err != io.ErrUnexpectedEOF {
+				t.Fatalf("cut at %d: %v", cut, err)
+			}
+		})
 	}
 	// Truncated inside a skipped frame.
 	fr = NewReader(bytes.NewReader(f1[:6]), 0)

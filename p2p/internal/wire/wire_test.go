@@ -3,19 +3,22 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
 func TestHeaderRoundTrip(t *testing.T) {
 	for _, h := range []Header{{MsgData, 0}, {MsgPing, 1}, {MsgPong, 0xdeadbeef}, {MsgControl, 0xffffffff}} {
-		b := AppendHeader([]byte("xx"), h)
-		if len(b) != 2+HeaderLen {
-			t.Fatalf("len %d", len(b))
-		}
-		got, p, err := ParseHeader(append(b[2:], "payload"...))
-		if err != nil || got != h || string(p) != "payload" {
-			t.Errorf("%+v: got %+v %q %v", h, got, p, err)
-		}
+		t.Run(fmt.Sprint(h.Type), func(t *testing.T) {
+			b := AppendHeader([]byte("xx"), h)
+			if len(b) != 2+HeaderLen {
+				t.Fatalf("len %d", len(b))
+			}
+			got, p, err := ParseHeader(append(b[2:], "payload"...))
+			if err != nil || got != h || string(p) != "payload" {
+				t.Errorf("%+v: got %+v %q %v", h, got, p, err)
+			}
+		})
 	}
 }
 
@@ -30,14 +33,16 @@ func TestHeaderErrors(t *testing.T) {
 		{[]byte{0x10, 0, 0, 0, 0}, ErrBadType},
 		{[]byte{0x15, 0, 0, 0, 0}, ErrBadType},
 	} {
-		_, _, err := ParseHeader(c.in)
-		if !errors.Is(err, c.want) {
-			t.Errorf("% x: %v, want %v", c.in, err, c.want)
-		}
-		var we *Error
-		if !errors.As(err, &we) || we.Len != len(c.in) || !bytes.Equal(we.Input, c.in) {
-			t.Errorf("% x: error does not carry the input: %#v", c.in, err)
-		}
+		t.Run(fmt.Sprintf("% x", c.in), func(t *testing.T) {
+			_, _, err := ParseHeader(c.in)
+			if !errors.Is(err, c.want) {
+				t.Errorf("% x: %v, want %v", c.in, err, c.want)
+			}
+			var we *Error
+			if !errors.As(err, &we) || we.Len != len(c.in) || !bytes.Equal(we.Input, c.in) {
+				t.Errorf("% x: error does not carry the input: %#v", c.in, err)
+			}
+		})
 	}
 }
 
@@ -49,18 +54,22 @@ func TestControlRoundTrip(t *testing.T) {
 		{Kind: CtrlHello, Enabled: 3},
 		{Kind: CtrlHello, Enabled: 2},
 	} {
-		got, err := ParseControl(AppendControl(nil, c))
-		if err != nil || got != c {
-			t.Errorf("%+v: got %+v, %v", c, got, err)
-		}
+		t.Run(c.Kind.String(), func(t *testing.T) {
+			got, err := ParseControl(AppendControl(nil, c))
+			if err != nil || got != c {
+				t.Errorf("%+v: got %+v, %v", c, got, err)
+			}
+		})
 	}
 	for _, bad := range [][]byte{
 		nil, {9}, {1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 3}, {1, 0, 0, 0, 1, 1, 0}, {3}, {3, 1, 1},
 		{4}, {4, 0}, {4, 4}, {4, 1, 1},
 	} {
-		if _, err := ParseControl(bad); !errors.Is(err, ErrBadControl) {
-			t.Errorf("% x: %v", bad, err)
-		}
+		t.Run(fmt.Sprintf("% x", bad), func(t *testing.T) {
+			if _, err := ParseControl(bad); !errors.Is(err, ErrBadControl) {
+				t.Errorf("% x: %v", bad, err)
+			}
+		})
 	}
 }
 
