@@ -155,9 +155,9 @@ const (
 
 // Calibrator drives the clock calibration of one peer: it says when to
 // ping, builds pings, answers the peer's pings, turns pongs into samples
-// for its Estimator, and (on the follower) steers the game clock. It knows
-// nothing about transports: the caller carries the bytes, unreliably, in
-// both directions, and calls Handle as soon as a message arrives (the
+// for its offset estimate and RTT statistics, and (on the follower) steers
+// the game clock. It knows nothing about transports: the caller carries
+// the bytes, unreliably, in both directions, and calls Handle as soon as a message arrives (the
 // receive time is read from the Clock then, so delays in calling Handle
 // count as network delay).
 //
@@ -169,7 +169,7 @@ const (
 //	t + θ̂(t) − epoch
 //
 // with θ̂ the estimated offset of the leader's clock. The follower's
-// GameClock steps to it before the match and slews to it during it.
+// game clock steps to it before the match and slews to it during it.
 //
 // A Calibrator is not safe for concurrent use; its hot paths (Poll,
 // Handle) do not allocate.

@@ -51,7 +51,7 @@ func (c GameClockConfig) resolve() (GameClockConfig, error) {
 
 // gameClock is a follower's game clock: a piecewise-linear function of the
 // local clock that is steered toward a target (the leader's game time as
-// the Estimator sees it). It is a plain value: the local time is passed in.
+// the estimator sees it). It is a plain value: the local time is passed in.
 //
 // Before the match (Running false) Steer sets the clock to the target: it
 // may jump either way. Once Start is called it only slews: between steers
