@@ -20,7 +20,7 @@
 //
 // The report has, for each transport, its 3-probe ping (the session's
 // choice rule: three round trips, the maximum counts) and the round-trip
-// distribution (min/p50/p95/max over the last 256 pings of the run),
+// distribution (min/p50/p95/max over the pings of the run's last 10 s),
 // jitter in each direction (RFC 3550, from the ping timestamps) and ping
 // loss; the transport chosen and why; loss, duplicates and reordering of
 // the test messages; throughput both ways; the WebRTC candidate types

@@ -223,7 +223,7 @@ func TestJoinBadRoom(t *testing.T) {
 
 func TestVerdict(t *testing.T) {
 	mk := func(p95, jitter float64) *transportReport {
-		return &transportReport{Name: "webrtc", RTTMs: rttReport{Samples: 10, P95: p95}, JitterInMs: jitter}
+		return &transportReport{Name: "webrtc", RTTMs: rttReport{Samples: 10, Recent: 10, P95: p95}, JitterInMs: jitter}
 	}
 	for _, c := range []struct {
 		tr          *transportReport
@@ -243,6 +243,7 @@ func TestVerdict(t *testing.T) {
 		{mk(30, 2), 0, true, "poor"},
 		{nil, 0, false, "poor"},
 		{&transportReport{Name: "tcp"}, 0, false, "poor"},
+		{&transportReport{Name: "tcp", RTTMs: rttReport{Samples: 10}}, 0, false, "poor"}, // none in the last 10 s
 	} {
 		t.Run(fmt.Sprint(c.want, " ", c.loss, " ", c.interrupted), func(t *testing.T) {
 			if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
