@@ -51,7 +51,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -59,12 +59,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "netdiag:", err)
 		os.Exit(1)
 	}
-}
-
-// hooks lets tests observe a run.
-type hooks struct {
-	// room is called with the code of a room this process created.
-	room func(code string)
 }
 
 var _ io.Writer = os.Stdout
