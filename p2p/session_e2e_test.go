@@ -549,3 +549,25 @@ func TestPairByAgreedCode(t *testing.T) {
 		t.Errorf("received %q", got)
 	}
 }
+
+// TestSessionTCPRelayInjected: the TCP relay is dialled the way the
+// signaling client is (Config.Signaling.HTTPClient's transport), so a
+// session over an in-memory signaling server runs both its transports in
+// virtual time; here TCP only, through the server's relay.
+func TestSessionTCPRelayInjected(t *testing.T) {
+	leaktest.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		url, viaMem := startMemSignaling(t)
+		tcpOnly := func(c *Config) { viaMem(c); c.DisableWebRTC = true }
+		a, b := pairByRoom(t, url, cfgWith(tcpOnly), cfgWith(tcpOnly))
+		if sa := a.Stats(); sa.Transport != TransportTCP || sa.TCP.State != LinkUp {
+			t.Fatalf("offerer on %v (tcp %v: %s)", sa.Transport, sa.TCP.State, sa.TCP.Err)
+		}
+		if err := a.Send([]byte("over the relay")); err != nil {
+			t.Fatal(err)
+		}
+		if got := recvOne(t, b); string(got) != "over the relay" {
+			t.Errorf("received %q", got)
+		}
+	})
+}
