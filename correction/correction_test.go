@@ -39,7 +39,15 @@ func (r *rig) step() {
 	r.now += tickUS
 }
 
-func (r *rig) state() physics.BodyState { return physics.ReadBody(r.body) }
+func (r *rig) state() physics.BodyState {
+	b := r.body
+	return physics.BodyState{
+		Pos:    physics.V(b.M_xf.P.X, b.M_xf.P.Y),
+		Angle:  b.M_sweep.A,
+		Vel:    physics.V(b.M_linearVelocity.X, b.M_linearVelocity.Y),
+		AngVel: b.M_angularVelocity,
+	}
+}
 
 func at(x, y float64) []physics.BodyState { return []physics.BodyState{{Pos: physics.V(x, y)}} }
 

@@ -144,7 +144,6 @@ type claim struct {
 // allocate nothing of their own.
 type Replicator struct {
 	world *physics.World
-	codec *physics.Codec
 	reg   *Registry
 	cfg   Config
 
@@ -186,7 +185,6 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 	}
 	return &Replicator{
 		world:  world,
-		codec:  world.Codec(),
 		reg:    reg,
 		cfg:    cfg,
 		filter: clocksync.Filter{MaxDelay: cfg.MaxDelay},
@@ -301,7 +299,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 		}
 		r.out.Add(o.obj)
 	}
-	dst, err := r.codec.AppendSnapshot(dst, &r.out)
+	dst, err := r.world.AppendSnapshot(dst, &r.out)
 	if err != nil {
 		return dst[:start], err
 	}
@@ -331,7 +329,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		r.stats.Malformed++
 		return err
 	}
-	if err := r.codec.DecodeSnapshot(body, &r.in); err != nil {
+	if err := r.world.DecodeSnapshot(body, &r.in); err != nil {
 		r.stats.Malformed++
 		var off int
 		var ce *physics.CodecError

@@ -20,7 +20,7 @@ func TestIdleFighterStaysStanding(t *testing.T) {
 		if math.Abs(a) > 20*math.Pi/180 {
 			t.Fatalf("step %d: torso at %.1f°, want within ±20°", i, deg(a))
 		}
-		head, hip := f.Object().ReadBody(PartHead.Index()).Pos, hipPoint(f)
+		head, hip := f.Object().readBody(PartHead.Index()).Pos, hipPoint(f)
 		if head.Y < hip.Y+0.4 {
 			t.Fatalf("step %d: head at y=%.3f not above hips at y=%.3f", i, head.Y, hip.Y)
 		}
@@ -32,7 +32,7 @@ func TestIdleFighterStaysStanding(t *testing.T) {
 		}
 	}
 	// It stands where it was put and stays on its feet.
-	if x := f.Object().ReadBody(0).Pos.X; math.Abs(x+2) > 0.3 {
+	if x := f.Object().readBody(0).Pos.X; math.Abs(x+2) > 0.3 {
 		t.Errorf("idle fighter drifted to x=%.3f from -2", x)
 	}
 	if y := hipPoint(f).Y; y < 0.75 {
@@ -45,7 +45,7 @@ func TestWalk(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 30)
-	x0 := f.Object().ReadBody(0).Pos.X
+	x0 := f.Object().readBody(0).Pos.X
 	f.SetInput(InputRight)
 	for i := 0; i < 120; i++ {
 		w.Step()
@@ -56,7 +56,7 @@ func TestWalk(t *testing.T) {
 			t.Fatalf("walking right, step %d: action %v", i, f.Action())
 		}
 	}
-	x1 := f.Object().ReadBody(0).Pos.X
+	x1 := f.Object().readBody(0).Pos.X
 	if x1-x0 < 2 {
 		t.Errorf("2 s walking right moved %.2f m, want at least 2 m", x1-x0)
 	}
@@ -70,7 +70,7 @@ func TestWalk(t *testing.T) {
 			t.Fatalf("walking left, step %d: torso at %.1f°", i, deg(a))
 		}
 	}
-	x2 := f.Object().ReadBody(0).Pos.X
+	x2 := f.Object().readBody(0).Pos.X
 	if x1-x2 < 2 {
 		t.Errorf("2 s walking left moved %.2f m left, want at least 2 m", x1-x2)
 	}
@@ -80,7 +80,7 @@ func TestWalk(t *testing.T) {
 	// Letting go stops it.
 	f.SetInput(0)
 	steps(w, 60)
-	if v := f.Object().ReadBody(0).Vel.X; math.Abs(v) > 0.3 {
+	if v := f.Object().readBody(0).Vel.X; math.Abs(v) > 0.3 {
 		t.Errorf("1 s after letting go, still moving at %.2f m/s", v)
 	}
 	if f.Action() != ActionIdle {
@@ -162,7 +162,7 @@ func TestPunchAndKickHitOnlyInReach(t *testing.T) {
 					a.SetInput(0)
 					if a.AttackPhase() == PhaseActive {
 						sawActive = true
-						if p := a.StrikingPart(); p != tc.limb[0] && (len(tc.limb) < 2 || p != tc.limb[1]) {
+						if p := a.strikingPart(); p != tc.limb[0] && (len(tc.limb) < 2 || p != tc.limb[1]) {
 							t.Fatalf("striking part %v", p)
 						}
 					}
@@ -182,7 +182,7 @@ func TestPunchAndKickHitOnlyInReach(t *testing.T) {
 				}
 				h := hits[0]
 				if h.Attacker != 1 || h.Victim != 2 || h.Attack != tc.attack || h.Part == PartUnknown ||
-					!(h.Impulse >= a.Tuning().MinHitImpulse) || h.Tick == 0 || h.Tick > w.Tick() || h.Blocked {
+					!(h.Impulse >= a.tuningOf().MinHitImpulse) || h.Tick == 0 || h.Tick > w.Tick() || h.Blocked {
 					t.Errorf("bad hit event %+v", h)
 				}
 				if dmg := b.Damage(h); dmg < 1 {
@@ -198,7 +198,7 @@ func TestAttackPhasesAndCooldown(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 10)
-	tu := f.Tuning()
+	tu := f.tuningOf()
 	f.SetInput(InputPunch)
 	var phases []AttackPhase
 	for i := 0; i < tu.PunchWindup+tu.PunchActive+tu.PunchRecovery+2; i++ {
@@ -217,7 +217,7 @@ func TestAttackPhasesAndCooldown(t *testing.T) {
 			t.Fatalf("phases %v, want %v", phases, want)
 		}
 	}
-	if f.Cooldown() == 0 {
+	if f.cooldownLeft() == 0 {
 		t.Error("no cooldown after a punch")
 	}
 	// A press during the cooldown is buffered and fires when it ends.
@@ -248,7 +248,7 @@ func TestKnockdownAndGetUp(t *testing.T) {
 		t.Fatalf("kick produced %d hits", len(hits))
 	}
 	h := hits[0]
-	h.Impulse = math.Max(h.Impulse, b.Tuning().KnockdownImpulse)
+	h.Impulse = math.Max(h.Impulse, b.tuningOf().KnockdownImpulse)
 	dmg := b.ApplyHit(h)
 	if dmg < 1 || b.HP() != b.MaxHP()-dmg {
 		t.Fatalf("damage %d, HP %d", dmg, b.HP())
@@ -306,7 +306,7 @@ func TestKnockedOutFighterStaysDown(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 10)
-	f.SetHP(0)
+	f.setHP(0)
 	if f.Action() != ActionKO {
 		t.Fatalf("HP 0: action %v", f.Action())
 	}
@@ -354,7 +354,7 @@ func TestBlockReducesDamage(t *testing.T) {
 func TestDamageRules(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 2, 0)
-	tu := f.Tuning()
+	tu := f.tuningOf()
 	base := HitEvent{Attacker: 1, Victim: 2, Part: PartTorso, Impulse: 20, Attack: ActionPunch}
 	torso := f.Damage(base)
 	if want := int(math.Round(20 * tu.DamagePerImpulse * tu.TorsoMultiplier)); torso != want {
@@ -486,13 +486,13 @@ func TestRemoteFighter(t *testing.T) {
 	b := addFighter(t, w, 2, 1)
 	steps(w, 10)
 	b.SetControlled(false)
-	if b.Controlled() {
+	if b.isControlled() {
 		t.Fatal("still controlled")
 	}
 	// Uncontrolled, it is a limp ragdoll: no balance, it slumps.
 	b.SetInput(InputRight)
 	steps(w, 120)
-	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head > 0.8 {
+	if head := b.Object().readBody(PartHead.Index()).Pos.Y; head > 0.8 {
 		t.Errorf("an uncontrolled fighter kept standing (head at %.2f m)", head)
 	}
 	// Its HP, action and facing come from the owner's snapshots.
@@ -582,8 +582,8 @@ func TestFighterConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tu := f.Tuning()
-	if tu.WalkSpeed != 3 || tu.UprightKp != DefaultTuning().UprightKp || f.MaxHP() != 250 || f.Facing() != FacingLeft {
+	tu := f.tuningOf()
+	if tu.WalkSpeed != 3 || tu.UprightKp != defaultTuning().UprightKp || f.MaxHP() != 250 || f.Facing() != FacingLeft {
 		t.Errorf("tuning %+v", tu)
 	}
 }
@@ -623,7 +623,7 @@ func TestEnumStrings(t *testing.T) {
 	if ObjectID(0).String() != "obj#invalid" || ObjectID(7).String() != "obj#7" {
 		t.Error("object ids")
 	}
-	for _, s := range []string{KindFighter.String(), FacingLeft.String(), PhaseActive.String(), ShapeBox.String()} {
+	for _, s := range []string{kindFighter.String(), FacingLeft.String(), PhaseActive.String(), ShapeBox.String()} {
 		if s == "" {
 			t.Error("empty name")
 		}
@@ -640,7 +640,7 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 	b := addFighter(t, w, 2, 0.5)
 	w.AddBall(3, PropConfig{Pos: V(0, 4)})
 	w.AddCrate(4, PropConfig{Pos: V(2, 1)})
-	c := w.Codec()
+	c := w.codec
 	rng := rand.New(rand.NewSource(9))
 	var s, d Snapshot
 	var buf []byte
@@ -667,10 +667,10 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}
-		if buf, err = c.AppendSnapshot(buf[:0], &s); err != nil {
+		if buf, err = c.appendSnapshot(buf[:0], &s); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		if err = c.DecodeSnapshot(buf, &d); err != nil {
+		if err = c.decodeSnapshot(buf, &d); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		for k, f := range []*Fighter{a, b} {

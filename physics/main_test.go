@@ -39,6 +39,23 @@ func newWorld(t testing.TB) *World {
 	return w
 }
 
+// newWorldLimits returns a default world that validates states against lim
+// (zero fields: the arena's limits) instead of its arena's limits.
+func newWorldLimits(t testing.TB, lim bodyLimits) *World {
+	t.Helper()
+	w := newWorld(t)
+	if lim.Bounds == (Rect{}) {
+		lim.Bounds = w.limits.Bounds
+	}
+	w.limits = lim.withDefaults()
+	c, err := newCodec(w.limits, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.codec = c
+	return w
+}
+
 func addFighter(t testing.TB, w *World, id ObjectID, x float64) *Fighter {
 	t.Helper()
 	f, err := w.AddFighter(id, FighterConfig{X: x})
@@ -57,11 +74,11 @@ func steps(w *World, n int) {
 func deg(rad float64) float64 { return rad * 180 / math.Pi }
 
 // torsoAngle returns the fighter's torso angle wrapped to [-π, π).
-func torsoAngle(f *Fighter) float64 { return WrapAngle(f.Object().ReadBody(0).Angle) }
+func torsoAngle(f *Fighter) float64 { return wrapAngle(f.Object().readBody(0).Angle) }
 
 // hipPoint returns the world position of the fighter's hip joint.
 func hipPoint(f *Fighter) Vec2 {
-	s := f.Object().ReadBody(0)
+	s := f.Object().readBody(0)
 	return s.Pos.Add(Vec2{0, hipY}.Rotate(s.Angle))
 }
 
@@ -69,7 +86,7 @@ func hipPoint(f *Fighter) Vec2 {
 func lowestFoot(f *Fighter) float64 {
 	low := math.Inf(1)
 	for _, i := range []int{PartLowerLegL.Index(), PartLowerLegR.Index()} {
-		s := f.Object().ReadBody(i)
+		s := f.Object().readBody(i)
 		for _, c := range []Vec2{{-footHX, footY - footHY}, {footHX, footY - footHY}} {
 			low = math.Min(low, s.Pos.Add(c.Rotate(s.Angle)).Y)
 		}

@@ -30,7 +30,7 @@ func TestCustomBodySpinsForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec := w.Codec()
+	codec := w.codec
 	var snap Snapshot
 	var buf []byte
 	for i := range 60 * 20 { // 20 s at 90 rad/s: ~290 turns, 1800 rad
@@ -40,7 +40,7 @@ func TestCustomBodySpinsForever(t *testing.T) {
 		if i%60 == 0 {
 			snap.Reset(int64(i), uint32(i))
 			snap.Add(obj)
-			if buf, err = codec.AppendSnapshot(buf[:0], &snap); err != nil {
+			if buf, err = codec.appendSnapshot(buf[:0], &snap); err != nil {
 				t.Fatalf("step %d, angle %v: %v", i, wheel.M_sweep.A, err)
 			}
 		}

@@ -56,7 +56,7 @@ func TestWriteStateValidates(t *testing.T) {
 			}
 		}
 		// The standalone check agrees.
-		if err2 := w.Limits().ValidateState(4, bad, FighterBodies); err2 == nil || err2.Error() != err.Error() {
+		if err2 := (&w.limits).validateState(4, bad, FighterBodies); err2 == nil || err2.Error() != err.Error() {
 			t.Errorf("%s: ValidateState says %v", tc.name, err2)
 		}
 	}
@@ -90,12 +90,12 @@ func TestWriteStateRoundTrip(t *testing.T) {
 	if err := ball.WriteState([]BodyState{{Pos: V(2, 3), Angle: 0.4}}); err != nil {
 		t.Fatal(err)
 	}
-	if a := ball.ReadBody(0).Angle; math.Abs(a-(4*math.Pi+0.4)) > 1e-12 {
+	if a := ball.readBody(0).Angle; math.Abs(a-(4*math.Pi+0.4)) > 1e-12 {
 		t.Errorf("root angle written as %v, want the representative near the current one", a)
 	}
 	st = f.Object().ReadState(nil)
 	for i := range st {
-		st[i].Angle = WrapAngle(st[i].Angle + 2*math.Pi*float64(i%3-1))
+		st[i].Angle = wrapAngle(st[i].Angle + 2*math.Pi*float64(i%3-1))
 	}
 	if err := f.Object().WriteState(st); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestReadStateAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { buf = f.Object().ReadState(buf[:0]) }); n != 0 {
 		t.Errorf("ReadState: %v allocs", n)
 	}
-	if n := testing.AllocsPerRun(200, func() { _ = f.Object().ReadBody(3) }); n != 0 {
+	if n := testing.AllocsPerRun(200, func() { _ = f.Object().readBody(3) }); n != 0 {
 		t.Errorf("ReadBody: %v allocs", n)
 	}
 }
@@ -168,23 +168,23 @@ func TestWriteStateAddsNoAllocations(t *testing.T) {
 func TestWriteBody(t *testing.T) {
 	w := newWorld(t)
 	ball, _ := w.AddBall(1, PropConfig{Pos: V(0, 2)})
-	if err := ball.WriteBody(0, BodyState{Pos: V(1, 3), Angle: 0.2, Vel: V(1, 0), AngVel: 2}); err != nil {
+	if err := ball.writeBody(0, BodyState{Pos: V(1, 3), Angle: 0.2, Vel: V(1, 0), AngVel: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if s := ball.ReadBody(0); s.Pos != V(1, 3) || s.Vel != V(1, 0) || s.AngVel != 2 || math.Abs(s.Angle-0.2) > 1e-12 {
+	if s := ball.readBody(0); s.Pos != V(1, 3) || s.Vel != V(1, 0) || s.AngVel != 2 || math.Abs(s.Angle-0.2) > 1e-12 {
 		t.Errorf("wrote, read %+v", s)
 	}
 	var se *StateError
-	if err := ball.WriteBody(0, BodyState{Pos: V(math.NaN(), 3)}); !errors.Is(err, ErrNotFinite) || !errors.As(err, &se) || se.Field != "pos.x" {
+	if err := ball.writeBody(0, BodyState{Pos: V(math.NaN(), 3)}); !errors.Is(err, ErrNotFinite) || !errors.As(err, &se) || se.Field != "pos.x" {
 		t.Errorf("NaN: %v", err)
 	}
-	if err := ball.WriteBody(1, BodyState{}); !errors.Is(err, ErrBodyCount) {
+	if err := ball.writeBody(1, BodyState{}); !errors.Is(err, ErrBodyCount) {
 		t.Errorf("bad index: %v", err)
 	}
 	if err := w.RemoveObject(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := ball.WriteBody(0, BodyState{Pos: V(1, 1)}); !errors.Is(err, ErrUnknownObject) {
+	if err := ball.writeBody(0, BodyState{Pos: V(1, 1)}); !errors.Is(err, ErrUnknownObject) {
 		t.Errorf("removed object: %v", err)
 	}
 	if err := ball.WriteState([]BodyState{{Pos: V(1, 1)}}); !errors.Is(err, ErrUnknownObject) {
