@@ -67,8 +67,9 @@
 //
 // # Units and time
 //
-// Positions in metres, angles in radians, game time in microseconds of the
-// shared game clock (clocksync), the same unit as physics.Snapshot.Time.
+// Positions in metres, angles in radians. Time is game time
+// (clocksync.GameTime): the clock both peers share, the one that stamps
+// physics.Snapshot.Time.
 package correction
 
 import (
@@ -76,9 +77,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/ByteArena/box2d"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -179,9 +182,9 @@ type Config struct {
 	// states, or within one local simulation step. Zero: 6 m/s.
 	ImpactDeltaV float64
 
-	// ImpactHold is how long, in game-time microseconds, the hard path stays
-	// on after a violent event. Zero: 100 ms.
-	ImpactHold int64
+	// ImpactHold is how long, in game time, the hard path stays on after a
+	// violent event. Zero: 100 ms.
+	ImpactHold time.Duration
 
 	// MaxCorrectionSpeed caps the speed, in m/s, at which the ragsync
 	// spring pulls a body toward its target (the k·e·h part of the velocity
@@ -198,15 +201,16 @@ type Config struct {
 	Bounds physics.Rect
 
 	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
-	// game-time microseconds: a state older than this is extrapolated only
+	// game time: a state older than this is extrapolated only
 	// this far: extrapolating a limb's swing further than this overshoots
 	// more than it helps (measured with cmd/ragsim). Zero: 60 ms. Negative:
 	// no extrapolation.
-	MaxExtrapolation int64
+	MaxExtrapolation time.Duration
 }
 
-// tickMicros is one physics tick in µs.
-const tickMicros = 1_000_000 / physics.TickRate
+// tickTime is one physics tick of game time (16.666 ms, rounded down to the
+// microsecond).
+const tickTime = clocksync.GameTime(1_000_000 / physics.TickRate)
 
 // Defaults; see Config.
 const (
@@ -217,8 +221,8 @@ const (
 	DefaultMaxSoftAngle       = 1.0
 	DefaultHardBlend          = 0.25
 	DefaultImpactDeltaV       = 6.0
-	DefaultImpactHold         = 100_000
-	DefaultMaxExtrapolation   = 60_000
+	DefaultImpactHold         = 100 * time.Millisecond
+	DefaultMaxExtrapolation   = 60 * time.Millisecond
 	DefaultMaxCorrectionSpeed = 4.0
 )
 
@@ -289,13 +293,13 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ImpactHold < 0 {
-		return fmt.Errorf("%w: ImpactHold = %d, want >= 0", ErrInvalidConfig, c.ImpactHold)
+		return fmt.Errorf("%w: ImpactHold = %v, want >= 0", ErrInvalidConfig, c.ImpactHold)
 	}
 	if math.IsNaN(c.MaxCorrectionSpeed) || c.MaxCorrectionSpeed > 1000 {
 		return fmt.Errorf("%w: MaxCorrectionSpeed = %g, want <= 1000 (negative: no cap)", ErrInvalidConfig, c.MaxCorrectionSpeed)
 	}
-	if c.MaxExtrapolation > 2_000_000 {
-		return fmt.Errorf("%w: MaxExtrapolation = %d µs, want <= 2 s", ErrInvalidConfig, c.MaxExtrapolation)
+	if c.MaxExtrapolation > 2*time.Second {
+		return fmt.Errorf("%w: MaxExtrapolation = %v, want <= 2s", ErrInvalidConfig, c.MaxExtrapolation)
 	}
 	if b := c.Bounds; !b.Min.IsFinite() || !b.Max.IsFinite() {
 		return fmt.Errorf("%w: Bounds %v not finite", ErrInvalidConfig, b)
@@ -351,7 +355,7 @@ type Corrector struct {
 
 	// The latest received state and the game time its owner sent it at.
 	target     [physics.MaxBodiesPerObject]physics.BodyState
-	targetTime int64
+	targetTime clocksync.GameTime
 	hasTarget  bool
 	pending    bool // a new target has not been applied yet (per-packet methods)
 
@@ -360,8 +364,8 @@ type Corrector struct {
 	lastVel    [physics.MaxBodiesPerObject]physics.Vec2
 	hasLastVel bool
 
-	impactUntil int64 // game time until which the hard path is forced
-	impactArmed bool  // an impact was detected and its hold not yet started
+	impactUntil clocksync.GameTime // game time until which the hard path is forced
+	impactArmed bool               // an impact was detected and its hold not yet started
 
 	stats Stats
 }
@@ -395,7 +399,9 @@ func (c *Corrector) HasTarget() bool { return c.hasTarget }
 
 // Target returns the last received state of body i and the game time it was
 // sent at.
-func (c *Corrector) Target(i int) (physics.BodyState, int64) { return c.target[i], c.targetTime }
+func (c *Corrector) Target(i int) (physics.BodyState, clocksync.GameTime) {
+	return c.target[i], c.targetTime
+}
 
 // Reset forgets the received state and the impact detector (for example
 // after the object changed owner). Counters are kept.
@@ -438,7 +444,7 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 }
 
 // SetTarget records a state received from the object's owner, sent at game
-// time sentAt (µs). The caller has already filtered it (newer than the last
+// time sentAt. The caller has already filtered it (newer than the last
 // one, not too old) and validated it against the world's limits (in
 // bounds, plausible speeds); SetTarget checks the body count, and that
 // every value is finite (a *TargetError wrapping physics.ErrNotFinite
@@ -448,7 +454,7 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 //
 // A large change of velocity against the previous target marks a violent
 // event (see Config.ImpactDeltaV).
-func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
+func (c *Corrector) SetTarget(states []physics.BodyState, sentAt clocksync.GameTime) error {
 	if len(states) != c.n {
 		return fmt.Errorf("%w: got %d, want %d", ErrBodyCount, len(states), c.n)
 	}
@@ -476,12 +482,12 @@ func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
 }
 
 // Apply corrects bodies (the object's bodies, in body index order, len == n)
-// at game time now (µs). Call it once per tick, before the world steps, and
+// at game time now. Call it once per tick, before the world steps, and
 // never during a step. Per-packet methods (snap, midpoint, seed) act only
 // when a new target arrived since the last Apply; ragsync acts every tick.
 // Apply reports whether it corrected (and so measured the errors in Stats).
 // It allocates nothing.
-func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
+func (c *Corrector) Apply(bodies []*box2d.B2Body, now clocksync.GameTime) (acted bool) {
 	if len(bodies) != c.n {
 		panic(fmt.Sprintf("correction: Apply with %d bodies, corrector has %d", len(bodies), c.n))
 	}
@@ -498,7 +504,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	}
 	if c.impactArmed {
 		c.impactArmed = false
-		c.impactUntil = now + c.cfg.ImpactHold
+		c.impactUntil = now.Add(c.cfg.ImpactHold)
 		c.stats.Impacts++
 	}
 	impact := now < c.impactUntil
@@ -594,17 +600,17 @@ func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
 }
 
 // applyRagsync is ragsync's method; see the package documentation.
-func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool) {
+func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now clocksync.GameTime, impact bool) {
 	c.beginApply()
 	// The body's state now is the result of the step that began one tick
 	// ago; the step about to run carries it to now + 1 tick. The target is
 	// the owner's state at the same moment as the body's: one tick before
 	// now.
-	age := now - c.targetTime - tickMicros
-	if age < 0 || c.cfg.MaxExtrapolation < 0 {
+	age := now - c.targetTime - tickTime
+	if maxAge := clocksync.GameTimeOf(c.cfg.MaxExtrapolation); age < 0 || maxAge < 0 {
 		age = 0
-	} else if age > c.cfg.MaxExtrapolation {
-		age = c.cfg.MaxExtrapolation
+	} else if age > maxAge {
+		age = maxAge
 	}
 	dt := float64(age) * 1e-6
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness

@@ -4,13 +4,15 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ByteArena/box2d"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/physics"
 )
 
-const tickUS = int64(1_000_000) / physics.TickRate
+const tickUS = clocksync.GameTime(1_000_000 / physics.TickRate)
 
 // rig is a world without gravity holding one free 1 kg box, so every motion
 // comes from the corrector.
@@ -18,7 +20,7 @@ type rig struct {
 	w    *box2d.B2World
 	body *box2d.B2Body
 	bs   []*box2d.B2Body
-	now  int64
+	now  clocksync.GameTime
 }
 
 func newRig(t testing.TB, x, y float64) *rig {
@@ -287,7 +289,7 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 		// came out of the tick that began at r.now - tickUS.
 		return speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
 	}
-	if lag := run(Config{MaxExtrapolation: 200_000}); math.Abs(lag) > 0.01 {
+	if lag := run(Config{MaxExtrapolation: 200 * time.Millisecond}); math.Abs(lag) > 0.01 {
 		t.Errorf("with compensation the copy is %v m behind, want < 1 cm", lag)
 	}
 	// The body's state is one tick younger than the tick's game time, so
@@ -306,7 +308,7 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 // velocity, up to MaxExtrapolation.
 func TestRagsyncExtrapolationIsCapped(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{MaxExtrapolation: 50_000}, 1)
+	c := mustNew(t, Config{MaxExtrapolation: 50 * time.Millisecond}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0, 0), Vel: physics.V(1, 0)}}, 0)
 	r.now = 1_000_000 // a second later, no new packet
 	c.Apply(r.bs, r.now)
@@ -520,7 +522,7 @@ func TestMonitorValidate(t *testing.T) {
 // A fast state next to a wall is not extrapolated through it.
 func TestRagsyncTargetClampedToBounds(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200_000}, 1)
+	c := mustNew(t, Config{Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200 * time.Millisecond}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.9, 0), Vel: physics.V(40, 0)}}, 0)
 	r.now = 200_000
 	c.Apply(r.bs, r.now)
@@ -528,7 +530,7 @@ func TestRagsyncTargetClampedToBounds(t *testing.T) {
 	if e := c.Stats().Error[0]; math.Abs(e-1) > 1e-9 {
 		t.Errorf("error %v, want 1 (the target clamped to x = 1)", e)
 	}
-	for _, bad := range []Config{{MaxCorrectionSpeed: math.NaN()}, {MaxExtrapolation: 10_000_000}, {Bounds: physics.Rect{Max: physics.V(math.Inf(1), 0)}}} {
+	for _, bad := range []Config{{MaxCorrectionSpeed: math.NaN()}, {MaxExtrapolation: 10 * time.Second}, {Bounds: physics.Rect{Max: physics.V(math.Inf(1), 0)}}} {
 		if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: %v", bad, err)
 		}

@@ -278,7 +278,7 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
 // most physics.MaxPacketSize plus the claims).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
 	start := len(dst)
-	r.out.Reset(int64(now), r.seq)
+	r.out.Reset(now, r.seq)
 	r.seq++
 	dst = append(dst, KindState)
 	n := 0
@@ -338,7 +338,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		}
 		return &PacketError{Offset: len(p) - len(body) + off, Field: "snapshot", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
-	r.lastDrop = r.filter.Check(clocksync.GameTime(r.in.Time), now)
+	r.lastDrop = r.filter.Check(r.in.Time, now)
 	r.stats.Filter = r.filter.Counts()
 	if r.lastDrop != clocksync.Accepted {
 		return nil // normal on an unreliable link: counted, not an error
@@ -400,7 +400,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 			return err
 		}
 	}
-	if err := o.corr.SetTarget(os.Bodies, int64(r.in.Time)); err != nil {
+	if err := o.corr.SetTarget(os.Bodies, r.in.Time); err != nil {
 		r.stats.Invalid++
 		return err
 	}
@@ -460,7 +460,7 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 		if o.mode != ModeRemote {
 			continue
 		}
-		if o.corr.Apply(o.obj.Bodies(), int64(now)) {
+		if o.corr.Apply(o.obj.Bodies(), now) {
 			e := o.corr.Stats().MaxError
 			r.stats.Correction.MaxError = math.Max(r.stats.Correction.MaxError, e)
 			if o.mon.Observe(e) {

@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // Wire format constants. See the package documentation for the layout.
@@ -137,9 +139,9 @@ func (e *CodecError) Unwrap() error { return e.Err }
 // time. Decoding into a Snapshot reuses its slices, so a Snapshot kept and
 // decoded into again allocates nothing once it has grown.
 type Snapshot struct {
-	// Time is the sender's game time in microseconds (the sync layer
-	// defines the clock).
-	Time int64
+	// Time is the sender's game time: the clock both peers share (package
+	// clocksync keeps it; physics only carries it).
+	Time clocksync.GameTime
 	// Seq is the sender's sequence number.
 	Seq uint32
 	// Objects in strictly increasing ID order.
@@ -162,7 +164,7 @@ type ObjectState struct {
 }
 
 // Reset empties s for reuse, keeping its capacity.
-func (s *Snapshot) Reset(time int64, seq uint32) {
+func (s *Snapshot) Reset(time clocksync.GameTime, seq uint32) {
 	s.Time, s.Seq = time, seq
 	s.Objects = s.Objects[:0]
 }
@@ -286,7 +288,7 @@ func (c *snapshotCodec) appendSnapshot(dst []byte, s *Snapshot) ([]byte, error) 
 		return fail(0, -1, "objects", float64(len(s.Objects)), errTooLarge)
 	}
 	dst = append(dst, snapshotVersion, c.tag)
-	dst = binary.AppendVarint(dst, s.Time)
+	dst = binary.AppendVarint(dst, int64(s.Time))
 	dst = binary.AppendUvarint(dst, uint64(s.Seq))
 	w := bitWriter{buf: dst}
 	w.writeUE(uint64(len(s.Objects)), egCount)
@@ -729,7 +731,7 @@ func (c *snapshotCodec) decodeSnapshot(src []byte, s *Snapshot) error {
 		return fail(off, 0, -1, "seq", float64(seq), ErrOutOfRange)
 	}
 	off += n
-	s.Time, s.Seq = t, uint32(seq)
+	s.Time, s.Seq = clocksync.GameTime(t), uint32(seq)
 	r := bitReader{buf: src[off:]}
 	at := func() int { return off + r.bytePos() }
 	count := r.readUE(egCount)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 const floatSlack = 1e-9
@@ -95,7 +97,7 @@ func TestCodecRoundTripRandom(t *testing.T) {
 	for iter := 0; iter < 3000; iter++ {
 		speed := []float64{0, 0.5, 3, 15}[iter%4]
 		noise := []float64{0, 0.02, 0.3, 2}[iter/4%4]
-		s.Reset(rng.Int63()-rng.Int63(), rng.Uint32())
+		s.Reset(clocksync.GameTime(rng.Int63()-rng.Int63()), rng.Uint32())
 		os := s.next()
 		os.ID = 3
 		os.Fighter = FighterState{HP: rng.Intn(MaxWireHP + 1), Action: Action(1 + rng.Intn(int(numActions)-1)),
@@ -209,7 +211,7 @@ func fightStates(t testing.TB, n int, fn func(w *World, s *Snapshot)) {
 			w.Fighter(h.Victim).ApplyHit(h)
 		}
 		for _, f := range []*Fighter{a, b} {
-			s.Reset(int64(i)*16667+3_600_000_000, uint32(i)+100_000) // an hour into a match
+			s.Reset(clocksync.GameTime(i)*16667+3_600_000_000, uint32(i)+100_000) // an hour into a match
 			s.Add(f.Object())
 			fn(w, &s)
 		}

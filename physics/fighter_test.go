@@ -2,11 +2,13 @@ package physics
 
 import (
 	"errors"
+	"math"
 	"math/rand"
+	"testing"
 
 	"github.com/ByteArena/box2d"
-	"math"
-	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 func TestIdleFighterStaysStanding(t *testing.T) {
@@ -660,7 +662,7 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 			hits++
 			w.Fighter(h.Victim).ApplyHit(h)
 		}
-		s.Reset(int64(i), uint32(i))
+		s.Reset(clocksync.GameTime(i), uint32(i))
 		for _, o := range w.Objects() {
 			s.Add(o)
 			if err := o.Validate(s.Objects[len(s.Objects)-1].Bodies); err != nil {

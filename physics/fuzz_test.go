@@ -2,6 +2,8 @@ package physics
 
 import (
 	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // fuzzWorld is a world with a fighter, a crate and a ball whose layouts the
@@ -46,7 +48,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	for i := 0; i < 4; i++ {
 		w.Fighters()[0].SetInput([]Input{InputKick, InputPunch, InputRight, InputJump}[i])
 		steps(w, 15)
-		s.Reset(int64(i)*1_000_003-5, uint32(i*77))
+		s.Reset(clocksync.GameTime(i)*1_000_003-5, uint32(i*77))
 		for _, o := range w.Objects()[i%2:] {
 			s.Add(o)
 		}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // A game's own body (AddBodies) that spins for a long time keeps valid,
@@ -38,7 +40,7 @@ func TestCustomBodySpinsForever(t *testing.T) {
 		wheel.SetLinearVelocity(box2d.MakeB2Vec2(0, 0))
 		w.Step()
 		if i%60 == 0 {
-			snap.Reset(int64(i), uint32(i))
+			snap.Reset(clocksync.GameTime(i), uint32(i))
 			snap.Add(obj)
 			if buf, err = codec.appendSnapshot(buf[:0], &snap); err != nil {
 				t.Fatalf("step %d, angle %v: %v", i, wheel.M_sweep.A, err)

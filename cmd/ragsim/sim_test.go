@@ -181,7 +181,7 @@ func TestCLIHelpQuotesDefaults(t *testing.T) {
 	for flag, want := range map[string]string{
 		"damping":              fmt.Sprintf("(0: %v", correction.DefaultDampingRatio),
 		"hard-blend":           fmt.Sprintf("(0: %v", correction.DefaultHardBlend),
-		"max-extrapolation":    fmt.Sprintf("(0: %v", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond),
+		"max-extrapolation":    fmt.Sprintf("(0: %v", correction.DefaultMaxExtrapolation),
 		"max-soft-error":       fmt.Sprintf("(0: %v", correction.DefaultMaxSoftError),
 		"max-correction-speed": fmt.Sprintf("(0: %v", correction.DefaultMaxCorrectionSpeed),
 		"impact-dv":            fmt.Sprintf("(0: %v", correction.DefaultImpactDeltaV),
