@@ -19,19 +19,20 @@
 //     (position, angle and velocities). Exact but jerky: every late or
 //     reordered packet is a visible jump.
 //   - MethodMidpoint moves each body halfway from where it is to the
-//     received position and angle when a state arrives (the seed's first
-//     smoothing): a low-pass filter, still a teleport.
-//   - MethodSeed is exactly the algorithm of the article this design comes
-//     from, applied once per received state: target = midpoint of the
-//     current and received position; error = target − current; if |error| <
-//     MaxSoftError, push the body with a force k·error (a spring; the article
-//     found that normalising the error worked badly); otherwise set the
-//     position to the midpoint (hard snap). During violent events (a large
-//     change of velocity between two states, or in the local simulation) the
-//     hard path is used for a while. Angles are handled the same way with a
-//     torque and MaxSoftAngle.
-//   - MethodRagsync (the default) goes beyond it and acts every tick, not
-//     only when a state arrives:
+//     received position and angle when a state arrives: a low-pass filter,
+//     still a teleport.
+//   - MethodMidpointSpring pulls each body toward the midpoint of where it
+//     is and the received position, once per received state: error =
+//     midpoint − current; if |error| < MaxSoftError, it pushes the body with
+//     a force k·error along the error itself (a spring; normalising the
+//     error's direction works badly); otherwise it sets the position to the
+//     midpoint (hard snap). During violent events (a large change of
+//     velocity between two states, or in the local simulation) the hard path
+//     is used for a while. Angles are handled the same way with a torque and
+//     MaxSoftAngle. The force acts only in the step that follows a state: a
+//     spring without damping, so a body rings around a target that stops.
+//   - MethodRagsync (the default) acts every tick, not only when a state
+//     arrives:
 //     1. Latency compensation: the target is the received state extrapolated
 //     by its age (the synced game time now minus the time the owner sent
 //     it), using the received velocities, capped at MaxExtrapolation. Between
@@ -51,8 +52,8 @@
 //     forearm, and the body stays physical: it still collides, and joints
 //     still hold, between corrections.
 //     3. A hard path for large errors and impacts that moves each body a
-//     fraction HardBlend (¼ by default; the seed's midpoint is ½) of the
-//     way to the target per tick and takes the target's velocity, so even
+//     fraction HardBlend (¼ by default; a midpoint is ½) of the way to the
+//     target per tick and takes the target's velocity, so even
 //     a hard snap is spread over a few ticks instead of one visible jump.
 //
 // The defaults were chosen with cmd/ragsim over whole simulated matches; see
@@ -63,7 +64,7 @@
 // A Monitor watches the size of the error. Single large gaps happen (a hit
 // landed on one screen a tick earlier); only a run of consecutive critical
 // gaps longer than a set count means the two worlds have really diverged (a
-// "position disconnect", as the article calls it).
+// "position disconnect").
 //
 // # Units and time
 //
@@ -88,18 +89,18 @@ import (
 // Method selects how a Corrector moves a body toward its owner's state.
 type Method uint8
 
-// Methods. The zero value, MethodUnknown, makes Config use the default,
-// MethodRagsync.
+// Methods, described in the package documentation. The zero value,
+// MethodUnknown, makes Config use the default, MethodRagsync.
 const (
-	MethodUnknown Method = iota
-	MethodSnap
-	MethodMidpoint
-	MethodSeed
-	MethodRagsync
+	MethodUnknown        Method = iota
+	MethodSnap                  // "snap": set each body to the received state
+	MethodMidpoint              // "midpoint": move each body halfway to the received state
+	MethodMidpointSpring        // "midpoint-spring": spring toward the midpoint, snap if far
+	MethodRagsync               // "ragsync": latency-compensated damped spring, every tick
 )
 
 // Methods lists every selectable method, in a stable order.
-var Methods = []Method{MethodSnap, MethodMidpoint, MethodSeed, MethodRagsync}
+var Methods = []Method{MethodSnap, MethodMidpoint, MethodMidpointSpring, MethodRagsync}
 
 func (m Method) String() string {
 	switch m {
@@ -107,8 +108,8 @@ func (m Method) String() string {
 		return "snap"
 	case MethodMidpoint:
 		return "midpoint"
-	case MethodSeed:
-		return "seed"
+	case MethodMidpointSpring:
+		return "midpoint-spring"
 	case MethodRagsync:
 		return "ragsync"
 	}
@@ -118,15 +119,19 @@ func (m Method) String() string {
 // ErrUnknownMethod is returned by ParseMethod for a name it does not know.
 var ErrUnknownMethod = errors.New("correction: unknown method")
 
-// ParseMethod returns the method named s ("snap", "midpoint", "seed",
-// "ragsync"; case-insensitive).
+// ParseMethod returns the method named s ("snap", "midpoint",
+// "midpoint-spring", "ragsync"; case-insensitive). "seed", the former name
+// of MethodMidpointSpring, is accepted too.
 func ParseMethod(s string) (Method, error) {
 	for _, m := range Methods {
 		if strings.EqualFold(s, m.String()) {
 			return m, nil
 		}
 	}
-	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, seed or ragsync)", ErrUnknownMethod, s)
+	if strings.EqualFold(s, "seed") {
+		return MethodMidpointSpring, nil
+	}
+	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, midpoint-spring or ragsync)", ErrUnknownMethod, s)
 }
 
 // perPacket reports whether the method acts only when a new state arrives.
@@ -139,12 +144,10 @@ type Config struct {
 	Method Method
 
 	// Stiffness is the spring constant k, in 1/s²: the correcting force on a
-	// body of mass m with position error e is m·k·e. For MethodSeed, e is
-	// the error to the midpoint, as in the article. Zero: 3000 for
-	// MethodSeed (the article gives no value; 3000 is the seed's best on
-	// cmd/ragsim's broadband and mobile links: softer lags, stiffer
-	// oscillates),
-	// 1600 for MethodRagsync (with the default damping the position error
+	// body of mass m with position error e is m·k·e. For
+	// MethodMidpointSpring, e is the error to the midpoint. Zero: 3000 for
+	// MethodMidpointSpring (its best on cmd/ragsim's broadband and mobile
+	// links: softer lags, stiffer oscillates), 1600 for MethodRagsync (with the default damping the position error
 	// then closes with a time constant of 1/(k·h) ≈ 37 ms, h = 1/60 s).
 	Stiffness float64
 
@@ -164,7 +167,7 @@ type Config struct {
 	DampingRatio float64
 
 	// MaxSoftError is the position error in metres above which the hard path
-	// is used (the article's MAX_SOFT_CORRECTION_ERROR). Zero: 0.5 m.
+	// is used. Zero: 0.5 m.
 	MaxSoftError float64
 
 	// MaxSoftAngle is the angle error in radians above which the hard path is
@@ -172,9 +175,9 @@ type Config struct {
 	MaxSoftAngle float64
 
 	// HardBlend is the fraction of the error the ragsync hard path removes
-	// per tick. Zero: 0.25, which spreads a snap over a few ticks (the
-	// seed's midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops
-	// for a slightly larger error). 1 snaps in one tick.
+	// per tick. Zero: 0.25, which spreads a snap over a few ticks (a
+	// midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops for a
+	// slightly larger error). 1 snaps in one tick.
 	HardBlend float64
 
 	// ImpactDeltaV is the change of a body's velocity, in m/s, that marks a
@@ -212,18 +215,18 @@ type Config struct {
 // microsecond).
 const tickTime = clocksync.GameTime(1_000_000 / physics.TickRate)
 
-// Defaults; see Config.
+// Defaults; see Config (Config.WithDefaults fills them in).
 const (
-	DefaultSeedStiffness      = 3000.0
-	DefaultRagsyncStiffness   = 1600.0
-	DefaultDampingRatio       = 0.75
-	DefaultMaxSoftError       = 0.5
-	DefaultMaxSoftAngle       = 1.0
-	DefaultHardBlend          = 0.25
-	DefaultImpactDeltaV       = 6.0
-	DefaultImpactHold         = 100 * time.Millisecond
-	DefaultMaxExtrapolation   = 60 * time.Millisecond
-	DefaultMaxCorrectionSpeed = 4.0
+	defaultMidpointSpringStiffness = 3000.0
+	defaultRagsyncStiffness        = 1600.0
+	defaultDampingRatio            = 0.75
+	defaultMaxSoftError            = 0.5
+	defaultMaxSoftAngle            = 1.0
+	defaultHardBlend               = 0.25
+	defaultImpactDeltaV            = 6.0
+	defaultImpactHold              = 100 * time.Millisecond
+	defaultMaxExtrapolation        = 60 * time.Millisecond
+	defaultMaxCorrectionSpeed      = 4.0
 )
 
 // ErrInvalidConfig is wrapped by the errors Config.Validate returns.
@@ -235,37 +238,37 @@ func (c Config) WithDefaults() Config {
 		c.Method = MethodRagsync
 	}
 	if c.Stiffness == 0 {
-		c.Stiffness = DefaultRagsyncStiffness
-		if c.Method == MethodSeed {
-			c.Stiffness = DefaultSeedStiffness
+		c.Stiffness = defaultRagsyncStiffness
+		if c.Method == MethodMidpointSpring {
+			c.Stiffness = defaultMidpointSpringStiffness
 		}
 	}
 	if c.AngularStiffness == 0 {
 		c.AngularStiffness = c.Stiffness
 	}
 	if c.DampingRatio == 0 {
-		c.DampingRatio = DefaultDampingRatio
+		c.DampingRatio = defaultDampingRatio
 	}
 	if c.MaxSoftError == 0 {
-		c.MaxSoftError = DefaultMaxSoftError
+		c.MaxSoftError = defaultMaxSoftError
 	}
 	if c.MaxSoftAngle == 0 {
-		c.MaxSoftAngle = DefaultMaxSoftAngle
+		c.MaxSoftAngle = defaultMaxSoftAngle
 	}
 	if c.HardBlend == 0 {
-		c.HardBlend = DefaultHardBlend
+		c.HardBlend = defaultHardBlend
 	}
 	if c.ImpactDeltaV == 0 {
-		c.ImpactDeltaV = DefaultImpactDeltaV
+		c.ImpactDeltaV = defaultImpactDeltaV
 	}
 	if c.ImpactHold == 0 {
-		c.ImpactHold = DefaultImpactHold
+		c.ImpactHold = defaultImpactHold
 	}
 	if c.MaxCorrectionSpeed == 0 {
-		c.MaxCorrectionSpeed = DefaultMaxCorrectionSpeed
+		c.MaxCorrectionSpeed = defaultMaxCorrectionSpeed
 	}
 	if c.MaxExtrapolation == 0 {
-		c.MaxExtrapolation = DefaultMaxExtrapolation
+		c.MaxExtrapolation = defaultMaxExtrapolation
 	}
 	return c
 }
@@ -387,9 +390,6 @@ func New(cfg Config, n int) (*Corrector, error) {
 // Config returns the corrector's configuration with defaults filled in.
 func (c *Corrector) Config() Config { return c.cfg }
 
-// Method returns the correction method in use.
-func (c *Corrector) Method() Method { return c.cfg.Method }
-
 // Stats returns what the corrector did so far and the errors of the last
 // Apply.
 func (c *Corrector) Stats() Stats { return c.stats }
@@ -409,10 +409,6 @@ func (c *Corrector) Reset() {
 	c.hasTarget, c.pending, c.hasLastVel, c.impactArmed = false, false, false, false
 	c.impactUntil = 0
 }
-
-// ErrBodyCount is returned by SetTarget for a state with the wrong number of
-// bodies.
-var ErrBodyCount = errors.New("correction: wrong number of bodies")
 
 // TargetError is returned by SetTarget for a state with a NaN or infinite
 // value: which body, which field and the value. It wraps
@@ -456,7 +452,7 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 // event (see Config.ImpactDeltaV).
 func (c *Corrector) SetTarget(states []physics.BodyState, sentAt clocksync.GameTime) error {
 	if len(states) != c.n {
-		return fmt.Errorf("%w: got %d, want %d", ErrBodyCount, len(states), c.n)
+		return fmt.Errorf("correction: target: %w: got %d, want %d", physics.ErrBodyCount, len(states), c.n)
 	}
 	for i := range states {
 		if field, v, bad := nonFinite(&states[i]); bad {
@@ -483,7 +479,7 @@ func (c *Corrector) SetTarget(states []physics.BodyState, sentAt clocksync.GameT
 
 // Apply corrects bodies (the object's bodies, in body index order, len == n)
 // at game time now. Call it once per tick, before the world steps, and
-// never during a step. Per-packet methods (snap, midpoint, seed) act only
+// never during a step. Per-packet methods (snap, midpoint, midpoint-spring) act only
 // when a new target arrived since the last Apply; ragsync acts every tick.
 // Apply reports whether it corrected (and so measured the errors in Stats).
 // It allocates nothing.
@@ -518,8 +514,8 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now clocksync.GameTime) (acted
 			c.applySnap(bodies)
 		case MethodMidpoint:
 			c.applyMidpoint(bodies)
-		case MethodSeed:
-			c.applySeed(bodies, impact)
+		case MethodMidpointSpring:
+			c.applyMidpointSpring(bodies, impact)
 		default:
 			c.applyRagsync(bodies, now, impact)
 		}
@@ -573,8 +569,11 @@ func (c *Corrector) applyMidpoint(bodies []*box2d.B2Body) {
 	}
 }
 
-// applySeed is the article's applyState, once per received state.
-func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
+// applyMidpointSpring is MethodMidpointSpring, once per received state. It
+// is the applyState of «Сетевой слой движка физики» ("The network layer of a
+// physics engine", habr.com), the post-mortem of the box2d ragdoll fighting
+// game this library's design comes from.
+func (c *Corrector) applyMidpointSpring(bodies []*box2d.B2Body, impact bool) {
 	c.beginApply()
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness
 	for i, b := range bodies {

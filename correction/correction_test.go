@@ -2,6 +2,7 @@ package correction
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -64,13 +65,30 @@ func mustNew(t testing.TB, cfg Config, n int) *Corrector {
 
 func TestParseMethod(t *testing.T) {
 	for _, m := range Methods {
-		got, err := ParseMethod(m.String())
-		if err != nil || got != m {
-			t.Errorf("ParseMethod(%q) = %v, %v", m, got, err)
-		}
+		t.Run(m.String(), func(t *testing.T) {
+			got, err := ParseMethod(m.String())
+			if err != nil || got != m {
+				t.Errorf("ParseMethod(%q) = %v, %v", m, got, err)
+			}
+		})
 	}
-	if _, err := ParseMethod("lerp"); !errors.Is(err, ErrUnknownMethod) {
-		t.Errorf("ParseMethod(lerp) error = %v, want ErrUnknownMethod", err)
+	for _, c := range []struct {
+		name string
+		want Method
+		err  error
+	}{
+		{"seed", MethodMidpointSpring, nil}, // its former name
+		{"Midpoint-Spring", MethodMidpointSpring, nil},
+		{"RAGSYNC", MethodRagsync, nil},
+		{"lerp", MethodUnknown, ErrUnknownMethod},
+		{"", MethodUnknown, ErrUnknownMethod},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseMethod(c.name)
+			if got != c.want || !errors.Is(err, c.err) {
+				t.Errorf("ParseMethod(%q) = %v, %v; want %v, %v", c.name, got, err, c.want, c.err)
+			}
+		})
 	}
 	if (Config{}).WithDefaults().Method != MethodRagsync {
 		t.Error("zero Config does not default to ragsync")
@@ -87,12 +105,14 @@ func TestConfigValidate(t *testing.T) {
 		{ImpactHold: -1},
 	}
 	for _, c := range bad {
-		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
-		}
-		if _, err := New(c, 1); err == nil {
-			t.Errorf("%+v: New accepted it", c)
-		}
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Validate = %v, want ErrInvalidConfig", err)
+			}
+			if _, err := New(c, 1); err == nil {
+				t.Error("New accepted it")
+			}
+		})
 	}
 	if _, err := New(Config{}, 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("New with 0 bodies: %v", err)
@@ -101,7 +121,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("New with too many bodies: %v", err)
 	}
 	c := mustNew(t, Config{}, 2)
-	if err := c.SetTarget(at(0, 0), 0); !errors.Is(err, ErrBodyCount) {
+	if err := c.SetTarget(at(0, 0), 0); !errors.Is(err, physics.ErrBodyCount) {
 		t.Errorf("SetTarget with 1 of 2 bodies: %v", err)
 	}
 }
@@ -142,9 +162,9 @@ func TestMidpointMovesHalfway(t *testing.T) {
 	}
 }
 
-func TestSeedSoftPathPushesWithSpringForce(t *testing.T) {
+func TestMidpointSpringSoftPathPushesWithSpringForce(t *testing.T) {
 	r := newRig(t, 0, 0)
-	cfg := Config{Method: MethodSeed, Stiffness: 60}
+	cfg := Config{Method: MethodMidpointSpring, Stiffness: 60}
 	c := mustNew(t, cfg, 1)
 	c.SetTarget(at(0.4, 0), 0) // midpoint error 0.2 < MaxSoftError
 	c.Apply(r.bs, r.now)
@@ -167,9 +187,9 @@ func TestSeedSoftPathPushesWithSpringForce(t *testing.T) {
 	}
 }
 
-func TestSeedHardPathSnapsToMidpoint(t *testing.T) {
+func TestMidpointSpringHardPathSnapsToMidpoint(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Method: MethodSeed}, 1)
+	c := mustNew(t, Config{Method: MethodMidpointSpring}, 1)
 	c.SetTarget(at(3, 0), 0) // midpoint error 1.5 > 0.5
 	c.Apply(r.bs, r.now)
 	if p := r.state().Pos; math.Abs(p.X-1.5) > 1e-12 {
@@ -180,9 +200,9 @@ func TestSeedHardPathSnapsToMidpoint(t *testing.T) {
 	}
 }
 
-func TestSeedImpactUsesHardPath(t *testing.T) {
+func TestMidpointSpringImpactUsesHardPath(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Method: MethodSeed}, 1)
+	c := mustNew(t, Config{Method: MethodMidpointSpring}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.1, 0)}}, 0)
 	c.Apply(r.bs, r.now)
 	r.step()
@@ -362,9 +382,9 @@ func TestAnglesCorrected(t *testing.T) {
 			}
 		}
 		want := 0.01
-		if m == MethodSeed {
-			// The seed's spring has no damping: it rings around the
-			// target at about the initial error (the article's
+		if m == MethodMidpointSpring {
+			// The midpoint spring has no damping: it rings around
+			// the target at about the initial error (its
 			// "springiness") but must not drift away from it or go
 			// the long way round (which would be 2π - 0.2 off).
 			want = 0.25
@@ -395,7 +415,7 @@ func TestApplyAllocatesNothing(t *testing.T) {
 	for _, m := range Methods {
 		r := newRig(t, 0, 0)
 		c := mustNew(t, Config{Method: m}, 1)
-		target := at(0.1, 0) // small: the soft path for seed and ragsync
+		target := at(0.1, 0) // small: the soft path for midpoint-spring and ragsync
 		allocs := testing.AllocsPerRun(200, func() {
 			target[0].Pos.X = -target[0].Pos.X
 			c.SetTarget(target, r.now)
@@ -435,10 +455,10 @@ func TestMonitorCountsRuns(t *testing.T) {
 		t.Errorf("trips=%d disconnected=%v, want 1 and true", trips, m.Disconnected())
 	}
 	m.Observe(0)
-	if m.Disconnected() || m.Run() != 0 {
+	if m.Disconnected() || m.run != 0 {
 		t.Error("a good gap did not end the run")
 	}
-	if m.Observe(math.NaN()); m.Run() != 1 {
+	if m.Observe(math.NaN()); m.run != 1 {
 		t.Error("NaN gap not counted as critical")
 	}
 	s := m.Stats()
