@@ -128,9 +128,7 @@ func NewMatch(world *physics.World, link Link, cfg MatchConfig) (*Match, error) 
 	if link == nil {
 		return nil, errors.New("ragsync: nil link")
 	}
-	rc := cfg.Replicator
-	rc.Local, rc.Remote = cfg.Local, cfg.Remote
-	rep, err := ownership.New(world, rc)
+	rep, err := ownership.New(world, cfg.Local, cfg.Remote, cfg.Replicator)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func TestCodecRoundTripRandom(t *testing.T) {
 		}
 		// Every decoded state can be written into the world.
 		for k := range d.Objects {
-			if err := w.Object(d.Objects[k].ID).Validate(d.Objects[k].Bodies); err != nil {
+			if err := w.Object(d.Objects[k].ID).validateBodies(d.Objects[k].Bodies); err != nil {
 				t.Fatalf("iter %d: decoded state does not validate: %v", iter, err)
 			}
 		}
@@ -520,7 +520,7 @@ func TestCodecFlippedBitsNeverPanic(t *testing.T) {
 			continue
 		}
 		for _, o := range d.Objects {
-			if err := w.Object(o.ID).Validate(o.Bodies); err != nil {
+			if err := w.Object(o.ID).validateBodies(o.Bodies); err != nil {
 				t.Fatalf("decoded a state that does not validate: %v", err)
 			}
 		}

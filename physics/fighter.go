@@ -183,6 +183,14 @@ func (f *Fighter) State() FighterState {
 	return s
 }
 
+// validate checks s as a state of f (see SetRemoteState).
+func (f *Fighter) validate(s *FighterState) error {
+	if field, v := s.validate(f.maxHP); field != "" {
+		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	}
+	return nil
+}
+
 // SetRemoteState applies s (from the owner's snapshot) to a fighter whose
 // controller is off: HP, action, facing (turning the joint limits around) and
 // the attack in progress, so that its striking limb produces hit events here
@@ -190,8 +198,8 @@ func (f *Fighter) State() FighterState {
 // returns an error wrapping ErrOutOfRange, and changes nothing, for an
 // invalid or inconsistent s.
 func (f *Fighter) SetRemoteState(s FighterState) error {
-	if field, v := s.validate(f.maxHP); field != "" {
-		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	if err := f.validate(&s); err != nil {
+		return err
 	}
 	f.hp, f.action = s.HP, s.Action
 	f.setFacing(s.Facing)

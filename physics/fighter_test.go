@@ -665,7 +665,7 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 		s.Reset(clocksync.GameTime(i), uint32(i))
 		for _, o := range w.Objects() {
 			s.Add(o)
-			if err := o.Validate(s.Objects[len(s.Objects)-1].Bodies); err != nil {
+			if err := o.Validate(&s.Objects[len(s.Objects)-1]); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}

@@ -79,7 +79,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			return
 		}
 		for _, o := range d1.Objects {
-			if err := w.Object(o.ID).Validate(o.Bodies); err != nil {
+			if err := w.Object(o.ID).validateBodies(o.Bodies); err != nil {
 				t.Fatalf("decoded state does not validate: %v", err)
 			}
 		}

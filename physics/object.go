@@ -83,10 +83,35 @@ func (o *Object) ReadState(dst []BodyState) []BodyState {
 	return dst
 }
 
-// Validate checks src as a state for this object (body count, NaN/Inf, bounds,
-// speeds) against the world's limits without writing anything. Errors are
-// *StateError.
-func (o *Object) Validate(src []BodyState) error {
+// Validate checks s as a state of this object, a peer's state of it from a
+// decoded Snapshot, without changing anything: its id, its bodies (count,
+// NaN/Inf, bounds, speeds, against the world's limits, as WriteState checks
+// them) and, for a fighter, its FighterState (HP within the fighter's MaxHP,
+// a defined action, facing and attack phase, a striking limb consistent with
+// them, as Fighter.SetRemoteState checks it; other objects carry a zero
+// FighterState). A state that passes can be written with WriteState and
+// SetRemoteState without error. Errors are *StateError.
+func (o *Object) Validate(s *ObjectState) error {
+	if o.world == nil {
+		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
+	}
+	if s.ID != o.id {
+		return &StateError{Object: o.id, Body: -1, Field: "id", Value: float64(s.ID), Err: ErrInvalidID}
+	}
+	if err := o.validateBodies(s.Bodies); err != nil {
+		return err
+	}
+	if o.fighter != nil {
+		return o.fighter.validate(&s.Fighter)
+	}
+	if s.Fighter != (FighterState{}) {
+		return &StateError{Object: o.id, Body: -1, Field: "fighter", Value: float64(s.Fighter.Action), Err: ErrOutOfRange}
+	}
+	return nil
+}
+
+// validateBodies checks src as the bodies' state (see Validate).
+func (o *Object) validateBodies(src []BodyState) error {
 	if o.world == nil {
 		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
 	}
@@ -121,7 +146,7 @@ func (o *Object) writeBody(i int, s BodyState) error {
 }
 
 // WriteState sets every body of the object to src (teleport plus velocities)
-// and wakes the bodies. It validates all of src first (see Validate) and
+// and wakes the bodies. It validates all of src first (as Validate does) and
 // returns the error without touching any body if anything is wrong, so
 // nothing invalid reaches box2d. It must not be called during World.Step
 // (from a box2d callback): that returns ErrWorldLocked.
@@ -133,7 +158,7 @@ func (o *Object) writeBody(i int, s BodyState) error {
 // WriteState allocates nothing itself; box2d's SetTransform may grow its
 // broad-phase move buffer.
 func (o *Object) WriteState(src []BodyState) error {
-	if err := o.Validate(src); err != nil {
+	if err := o.validateBodies(src); err != nil {
 		return err
 	}
 	if o.world.b2.IsLocked() {
