@@ -1,6 +1,10 @@
 package p2p
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ragsync/ragsync/signaling"
+)
 
 // TransportKind names one of the session's two transports. The zero value
 // means "none / unknown".
@@ -43,27 +47,18 @@ func (k TransportKind) idx() int { return int(k) - 1 }
 // Role is this peer's role in the session, assigned by the signaling server
 // and agreed by both peers. The offerer creates the WebRTC offer, decides
 // the active transport and is the clock leader; the answerer follows.
-type Role uint8
+//
+// TEMPORARY (api-core branch only): an alias of signaling.Role so that
+// *Session satisfies ragsync.Link before api-net (which removes p2p.Role
+// and makes Session.Role return signaling.Role) is merged. Take api-net's
+// version of this file on merge.
+type Role = signaling.Role
 
 const (
-	RoleUnknown  Role = 0
-	RoleOfferer  Role = 1
-	RoleAnswerer Role = 2
+	RoleUnknown  = signaling.RoleUnknown
+	RoleOfferer  = signaling.RoleOfferer
+	RoleAnswerer = signaling.RoleAnswerer
 )
-
-// String returns "offerer", "answerer" or "unknown".
-func (r Role) String() string {
-	switch r {
-	case RoleOfferer:
-		return "offerer"
-	case RoleAnswerer:
-		return "answerer"
-	case RoleUnknown:
-		return "unknown"
-	default:
-		return fmt.Sprintf("Role(%d)", uint8(r))
-	}
-}
 
 // ConnState is the session's connection state as the game should show it.
 type ConnState uint8
