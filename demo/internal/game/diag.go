@@ -138,7 +138,7 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 	if d.quiet > 0 {
 		d.quiet--
 	}
-	if c := m.Corrector(d.rival); c != nil && c.HasTarget() {
+	if c := m.Replicator().Corrector(d.rival); c != nil && c.HasTarget() {
 		cs := c.Stats()
 		var sq, mx float64
 		for i := range cs.Bodies {

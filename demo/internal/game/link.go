@@ -7,6 +7,7 @@ import (
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // TCP latest-only classes (p2p.Session.SendClass): state packets replace
@@ -61,6 +62,8 @@ func (l *link) Send(p []byte) error {
 func (l *link) Poll(fn func(p []byte)) int { return l.s.Poll(fn) }
 
 func (l *link) GameTime() (clocksync.GameTime, bool) { return l.s.GameTime() }
+func (l *link) Role() signaling.Role                 { return l.s.Role() }
+func (l *link) StartMatch()                          { l.s.StartMatch() }
 
 // close stops the pipe (the session is closed by its owner).
 func (l *link) close() {
