@@ -387,9 +387,6 @@ func New(cfg Config, n int) (*Corrector, error) {
 	return c, nil
 }
 
-// Config returns the corrector's configuration with defaults filled in.
-func (c *Corrector) Config() Config { return c.cfg }
-
 // Stats returns what the corrector did so far and the errors of the last
 // Apply.
 func (c *Corrector) Stats() Stats { return c.stats }

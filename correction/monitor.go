@@ -95,10 +95,6 @@ type MonitorStats struct {
 	Disconnects uint64
 }
 
-func (s MonitorStats) String() string {
-	return fmt.Sprintf("critical=%d longest_run=%d disconnects=%d", s.Critical, s.LongestRun, s.Disconnects)
-}
-
 // Stats returns the monitor's counters.
 func (m *Monitor) Stats() MonitorStats {
 	return MonitorStats{Critical: m.critical, LongestRun: m.longest, Disconnects: m.disconnects}

@@ -299,7 +299,7 @@ func (c *snapshotCodec) appendSnapshot(dst []byte, s *Snapshot) ([]byte, error) 
 	total := 0
 	for oi := range s.Objects {
 		o := &s.Objects[oi]
-		if !o.ID.IsValid() {
+		if o.ID == 0 {
 			return fail(o.ID, -1, "id", 0, ErrInvalidID)
 		}
 		if o.ID <= prev {

@@ -11,9 +11,6 @@ import (
 // invalid.
 type ObjectID uint16
 
-// IsValid reports whether id is non-zero.
-func (id ObjectID) IsValid() bool { return id != 0 }
-
 func (id ObjectID) String() string {
 	if id == 0 {
 		return "obj#invalid"

@@ -140,7 +140,7 @@ type layoutTable struct {
 
 // set registers (or replaces) the layout of id. The layout is copied.
 func (t *layoutTable) set(id ObjectID, l *Layout) error {
-	if !id.IsValid() {
+	if id == 0 {
 		return ErrInvalidID
 	}
 	if err := l.validate(); err != nil {

@@ -289,7 +289,7 @@ func (w *World) search(id ObjectID) int {
 }
 
 func (w *World) checkNewID(id ObjectID) error {
-	if !id.IsValid() {
+	if id == 0 {
 		return ErrInvalidID
 	}
 	if w.Object(id) != nil {
