@@ -362,36 +362,38 @@ func TestRagsyncHardPathBlendsOverTicks(t *testing.T) {
 
 func TestAnglesCorrected(t *testing.T) {
 	for _, m := range Methods {
-		r := newRig(t, 0, 0)
-		c := mustNew(t, Config{Method: m}, 1)
-		// Target angle just across the ±π seam: the short way round is 0.2 rad.
-		r.body.SetTransform(box2d.MakeB2Vec2(0, 0), math.Pi-0.1)
-		target := []physics.BodyState{{Angle: -math.Pi + 0.1}}
-		worstLate := 0.0
-		for i := range 120 {
-			c.SetTarget(target, r.now)
-			c.Apply(r.bs, r.now)
-			r.step()
-			if i == 0 && m != MethodSnap {
-				if d := math.Abs(c.Stats().AngleError[0] - 0.2); d > 1e-9 {
-					t.Errorf("%v: angle error %v, want 0.2 (short way round)", m, c.Stats().AngleError[0])
+		t.Run(m.String(), func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: m}, 1)
+			// Target angle just across the ±π seam: the short way round is 0.2 rad.
+			r.body.SetTransform(box2d.MakeB2Vec2(0, 0), math.Pi-0.1)
+			target := []physics.BodyState{{Angle: -math.Pi + 0.1}}
+			worstLate := 0.0
+			for i := range 120 {
+				c.SetTarget(target, r.now)
+				c.Apply(r.bs, r.now)
+				r.step()
+				if i == 0 && m != MethodSnap {
+					if d := math.Abs(c.Stats().AngleError[0] - 0.2); d > 1e-9 {
+						t.Errorf("%v: angle error %v, want 0.2 (short way round)", m, c.Stats().AngleError[0])
+					}
+				}
+				if i >= 60 {
+					worstLate = math.Max(worstLate, math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)))
 				}
 			}
-			if i >= 60 {
-				worstLate = math.Max(worstLate, math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)))
+			want := 0.01
+			if m == MethodMidpointSpring {
+				// The midpoint spring has no damping: it rings around
+				// the target at about the initial error (its
+				// "springiness") but must not drift away from it or go
+				// the long way round (which would be 2π - 0.2 off).
+				want = 0.25
 			}
-		}
-		want := 0.01
-		if m == MethodMidpointSpring {
-			// The midpoint spring has no damping: it rings around
-			// the target at about the initial error (its
-			// "springiness") but must not drift away from it or go
-			// the long way round (which would be 2π - 0.2 off).
-			want = 0.25
-		}
-		if worstLate > want {
-			t.Errorf("%v: angle up to %v rad off in the second second, want <= %v", m, worstLate, want)
-		}
+			if worstLate > want {
+				t.Errorf("%v: angle up to %v rad off in the second second, want <= %v", m, worstLate, want)
+			}
+		})
 	}
 }
 
@@ -413,23 +415,25 @@ func TestApplyAllocatesNothing(t *testing.T) {
 		drain(r)
 	})
 	for _, m := range Methods {
-		r := newRig(t, 0, 0)
-		c := mustNew(t, Config{Method: m}, 1)
-		target := at(0.1, 0) // small: the soft path for midpoint-spring and ragsync
-		allocs := testing.AllocsPerRun(200, func() {
-			target[0].Pos.X = -target[0].Pos.X
-			c.SetTarget(target, r.now)
-			c.Apply(r.bs, r.now)
-			r.now += tickUS
-			drain(r)
+		t.Run(m.String(), func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: m}, 1)
+			target := at(0.1, 0) // small: the soft path for midpoint-spring and ragsync
+			allocs := testing.AllocsPerRun(200, func() {
+				target[0].Pos.X = -target[0].Pos.X
+				c.SetTarget(target, r.now)
+				c.Apply(r.bs, r.now)
+				r.now += tickUS
+				drain(r)
+			})
+			want := 0.0
+			if m == MethodSnap || m == MethodMidpoint {
+				want = box2dOwn // one SetTransform per tick
+			}
+			if allocs > want {
+				t.Errorf("%v: SetTarget+Apply allocates %v times, box2d's own share is %v", m, allocs, want)
+			}
 		})
-		want := 0.0
-		if m == MethodSnap || m == MethodMidpoint {
-			want = box2dOwn // one SetTransform per tick
-		}
-		if allocs > want {
-			t.Errorf("%v: SetTarget+Apply allocates %v times, box2d's own share is %v", m, allocs, want)
-		}
 	}
 }
 
@@ -489,38 +493,40 @@ func TestSetTargetRefusesNonFinite(t *testing.T) {
 		{"angvel", func(s *physics.BodyState) { s.AngVel = math.Inf(1) }},
 	}
 	for _, m := range Methods {
-		for _, b := range bad {
-			r := newRig(t, 0, 0)
-			c := mustNew(t, Config{Method: m}, 2)
-			r.bs = append(r.bs, r.body)
-			good := []physics.BodyState{{Pos: physics.V(0.1, 0)}, {Pos: physics.V(0.1, 0)}}
-			if err := c.SetTarget(good, 0); err != nil {
-				t.Fatal(err)
-			}
-			st := append([]physics.BodyState(nil), good...)
-			b.set(&st[1])
-			err := c.SetTarget(st, r.now)
-			var te *TargetError
-			if !errors.Is(err, physics.ErrNotFinite) || !errors.As(err, &te) || te.Body != 1 || te.Field != b.field {
-				t.Errorf("%v: SetTarget with %s non-finite: %v, want a *TargetError for body 1, %s, wrapping physics.ErrNotFinite", m, b.field, err, b.field)
-			}
-			if got, _ := c.Target(1); got != good[1] {
-				t.Errorf("%v: the refused state replaced the target: %+v", m, got)
-			}
-			if c.Stats().Targets != 1 {
-				t.Errorf("%v: refused state counted as a target", m)
-			}
-			for range 3 {
-				c.Apply(r.bs, r.now)
-				r.step()
-			}
-			s := r.state()
-			for _, v := range []float64{s.Pos.X, s.Pos.Y, s.Angle, s.Vel.X, s.Vel.Y, s.AngVel} {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					t.Fatalf("%v: %s reached box2d: body state %+v", m, b.field, s)
+		t.Run(m.String(), func(t *testing.T) {
+			for _, b := range bad {
+				r := newRig(t, 0, 0)
+				c := mustNew(t, Config{Method: m}, 2)
+				r.bs = append(r.bs, r.body)
+				good := []physics.BodyState{{Pos: physics.V(0.1, 0)}, {Pos: physics.V(0.1, 0)}}
+				if err := c.SetTarget(good, 0); err != nil {
+					t.Fatal(err)
+				}
+				st := append([]physics.BodyState(nil), good...)
+				b.set(&st[1])
+				err := c.SetTarget(st, r.now)
+				var te *TargetError
+				if !errors.Is(err, physics.ErrNotFinite) || !errors.As(err, &te) || te.Body != 1 || te.Field != b.field {
+					t.Errorf("%v: SetTarget with %s non-finite: %v, want a *TargetError for body 1, %s, wrapping physics.ErrNotFinite", m, b.field, err, b.field)
+				}
+				if got, _ := c.Target(1); got != good[1] {
+					t.Errorf("%v: the refused state replaced the target: %+v", m, got)
+				}
+				if c.Stats().Targets != 1 {
+					t.Errorf("%v: refused state counted as a target", m)
+				}
+				for range 3 {
+					c.Apply(r.bs, r.now)
+					r.step()
+				}
+				s := r.state()
+				for _, v := range []float64{s.Pos.X, s.Pos.Y, s.Angle, s.Vel.X, s.Vel.Y, s.AngVel} {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Fatalf("%v: %s reached box2d: body state %+v", m, b.field, s)
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -528,14 +534,18 @@ func TestSetTargetRefusesNonFinite(t *testing.T) {
 // reported by Validate; its zero value and sane limits are fine.
 func TestMonitorValidate(t *testing.T) {
 	for _, m := range []Monitor{{}, {CriticalGap: 0.5, MaxRun: 1}, {CriticalGap: 100, MaxRun: 600}} {
-		if err := m.Validate(); err != nil {
-			t.Errorf("%+v: %v", m, err)
-		}
+		t.Run(fmt.Sprintf("%+v", m), func(t *testing.T) {
+			if err := m.Validate(); err != nil {
+				t.Errorf("%+v: %v", m, err)
+			}
+		})
 	}
 	for _, m := range []Monitor{{CriticalGap: -1}, {CriticalGap: math.NaN()}, {CriticalGap: math.Inf(1)}, {MaxRun: -3}} {
-		if err := m.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", m, err)
-		}
+		t.Run(fmt.Sprintf("%+v", m), func(t *testing.T) {
+			if err := m.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", m, err)
+			}
+		})
 	}
 }
 
@@ -551,8 +561,10 @@ func TestRagsyncTargetClampedToBounds(t *testing.T) {
 		t.Errorf("error %v, want 1 (the target clamped to x = 1)", e)
 	}
 	for _, bad := range []Config{{MaxCorrectionSpeed: math.NaN()}, {MaxExtrapolation: 10 * time.Second}, {Bounds: physics.Rect{Max: physics.V(math.Inf(1), 0)}}} {
-		if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: %v", bad, err)
-		}
+		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
+			if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: %v", bad, err)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/ragsync/ragsync/physics"
@@ -81,9 +82,11 @@ func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 
 func TestRegistryValidation(t *testing.T) {
 	for _, c := range [][2]PeerID{{0, 1}, {1, 0}, {1, 1}} {
-		if _, err := NewRegistry(c[0], c[1], 0); !errors.Is(err, ErrInvalidPeer) {
-			t.Errorf("NewRegistry(%v, %v): %v", c[0], c[1], err)
-		}
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			if _, err := NewRegistry(c[0], c[1], 0); !errors.Is(err, ErrInvalidPeer) {
+				t.Errorf("NewRegistry(%v, %v): %v", c[0], c[1], err)
+			}
+		})
 	}
 	if _, err := NewRegistry(1, 2, -1); err == nil {
 		t.Error("negative cooldown accepted")
@@ -284,14 +287,16 @@ func TestRegistryRefusesClaimsThatSkipEpochs(t *testing.T) {
 	a := newReg(t, peerA, peerB)
 	must(t, a.Add(5, peerA, true))
 	for _, epoch := range []uint32{2, 1000, 1<<32 - 1} {
-		d, err := a.Authorize(peerB, 5, epoch)
-		var ae *AuthorityError
-		if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || d != (Decision{}) {
-			t.Errorf("claim at epoch %d over epoch 0: %v, %+v; want an *AuthorityError wrapping ErrBadClaim", epoch, err, d)
-		}
-		if o, e := a.Owner(5); o != peerA || e != 0 || a.transfers != 0 {
-			t.Fatalf("claim at epoch %d moved the crate: owner %v epoch %d", epoch, o, e)
-		}
+		t.Run(fmt.Sprint("epoch ", epoch), func(t *testing.T) {
+			d, err := a.Authorize(peerB, 5, epoch)
+			var ae *AuthorityError
+			if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || d != (Decision{}) {
+				t.Errorf("claim at epoch %d over epoch 0: %v, %+v; want an *AuthorityError wrapping ErrBadClaim", epoch, err, d)
+			}
+			if o, e := a.Owner(5); o != peerA || e != 0 || a.transfers != 0 {
+				t.Fatalf("claim at epoch %d moved the crate: owner %v epoch %d", epoch, o, e)
+			}
+		})
 	}
 	// The next epoch is a real claim.
 	if moved, err := receive(a, peerB, 5, 1, 2); err != nil || !moved {

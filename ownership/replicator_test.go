@@ -305,20 +305,22 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"trailing bytes":  append(append([]byte(nil), good...), 1, 2, 3),
 	}
 	for name, p := range cases {
-		before := a.r.Stats()
-		err := a.r.HandlePacket(p, 0)
-		if !errors.Is(err, ErrMalformed) {
-			t.Errorf("%s: %v, want ErrMalformed", name, err)
-			continue
-		}
-		var pe *PacketError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: %T is not a *PacketError", name, err)
-		}
-		s := a.r.Stats()
-		if s.Malformed != before.Malformed+1 || s.Applied != before.Applied {
-			t.Errorf("%s: malformed %d→%d applied %d→%d", name, before.Malformed, s.Malformed, before.Applied, s.Applied)
-		}
+		t.Run(name, func(t *testing.T) {
+			before := a.r.Stats()
+			err := a.r.HandlePacket(p, 0)
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s: %v, want ErrMalformed", name, err)
+				return
+			}
+			var pe *PacketError
+			if !errors.As(err, &pe) {
+				t.Errorf("%s: %T is not a *PacketError", name, err)
+			}
+			s := a.r.Stats()
+			if s.Malformed != before.Malformed+1 || s.Applied != before.Applied {
+				t.Errorf("%s: malformed %d→%d applied %d→%d", name, before.Malformed, s.Malformed, before.Applied, s.Applied)
+			}
+		})
 	}
 	// The good packet still works afterwards, once; the duplicate is dropped.
 	if err := a.r.HandlePacket(good, 0); err != nil {

@@ -1,7 +1,9 @@
 package physics
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -163,25 +165,27 @@ func TestCodecEdgeOfLimits(t *testing.T) {
 		{Pos: V(b.Max.X-1e-7, b.Min.Y+1e-7), Vel: V(0, -s), Angle: math.Pi},
 		{Pos: V(0, 0), Angle: -math.Pi, Vel: V(s*0.6, s*0.8)},
 	} {
-		var snap, out Snapshot
-		snap.Reset(0, 0)
-		os := snap.next()
-		os.ID = 1
-		os.Bodies = append(os.Bodies, st)
-		buf, err := c.appendSnapshot(nil, &snap)
-		if err != nil {
-			t.Fatalf("%+v: %v", st, err)
-		}
-		if err := c.decodeSnapshot(buf, &out); err != nil {
-			t.Fatalf("%+v: %v", st, err)
-		}
-		g := out.Objects[0].Bodies[0]
-		if err := lim.validateBody(1, 0, &g); err != nil {
-			t.Errorf("decoded edge state does not validate: %v", err)
-		}
-		if g.Pos.Sub(st.Pos).Len() > 2*posQuantum || g.Vel.Sub(st.Vel).Len() > 4*velQuantum || math.Abs(AngleDiff(g.Angle, st.Angle)) > 2*rootAngleStep {
-			t.Errorf("edge state %+v decoded as %+v", st, g)
-		}
+		t.Run(fmt.Sprintf("%+v", st), func(t *testing.T) {
+			var snap, out Snapshot
+			snap.Reset(0, 0)
+			os := snap.next()
+			os.ID = 1
+			os.Bodies = append(os.Bodies, st)
+			buf, err := c.appendSnapshot(nil, &snap)
+			if err != nil {
+				t.Fatalf("%+v: %v", st, err)
+			}
+			if err := c.decodeSnapshot(buf, &out); err != nil {
+				t.Fatalf("%+v: %v", st, err)
+			}
+			g := out.Objects[0].Bodies[0]
+			if err := lim.validateBody(1, 0, &g); err != nil {
+				t.Errorf("decoded edge state does not validate: %v", err)
+			}
+			if g.Pos.Sub(st.Pos).Len() > 2*posQuantum || g.Vel.Sub(st.Vel).Len() > 4*velQuantum || math.Abs(AngleDiff(g.Angle, st.Angle)) > 2*rootAngleStep {
+				t.Errorf("edge state %+v decoded as %+v", st, g)
+			}
+		})
 	}
 }
 
@@ -322,16 +326,18 @@ func TestCodecEncodeErrors(t *testing.T) {
 			}
 		}, errTooLarge, "objects"},
 	} {
-		s := good()
-		tc.edit(s)
-		out, err := c.appendSnapshot(prefix, s)
-		var ce *CodecError
-		if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "encode" {
-			t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
-		}
-		if string(out) != "keep" {
-			t.Errorf("%s: dst changed to %q", tc.name, out)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			s := good()
+			tc.edit(s)
+			out, err := c.appendSnapshot(prefix, s)
+			var ce *CodecError
+			if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "encode" {
+				t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
+			}
+			if string(out) != "keep" {
+				t.Errorf("%s: dst changed to %q", tc.name, out)
+			}
+		})
 	}
 	if _, err := c.appendSnapshot(nil, good()); err != nil {
 		t.Fatal(err)
@@ -348,8 +354,8 @@ type packet struct {
 
 func (p packet) bytes() []byte {
 	buf := []byte{p.version, p.tag}
-	buf = appendVarint(buf, p.time)
-	buf = appendUvarint(buf, p.seq)
+	buf = binary.AppendVarint(buf, p.time)
+	buf = binary.AppendUvarint(buf, p.seq)
 	w := bitWriter{buf: buf}
 	p.body(&w)
 	return w.flush()
@@ -473,15 +479,17 @@ func TestCodecDecodeErrors(t *testing.T) {
 			w.writeSE(0, 0)
 		}}.bytes(), ErrOutOfRange, "pos.x"},
 	} {
-		err := c.decodeSnapshot(tc.pkt, &d)
-		var ce *CodecError
-		if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "decode" {
-			t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
-			continue
-		}
-		if ce.Error() == "" || ce.Offset < 0 || ce.Offset > len(tc.pkt) {
-			t.Errorf("%s: bad error %+v", tc.name, ce)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.decodeSnapshot(tc.pkt, &d)
+			var ce *CodecError
+			if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "decode" {
+				t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
+				return
+			}
+			if ce.Error() == "" || ce.Offset < 0 || ce.Offset > len(tc.pkt) {
+				t.Errorf("%s: bad error %+v", tc.name, ce)
+			}
+		})
 	}
 
 	// Every strict prefix of a valid packet is truncated.
@@ -537,9 +545,11 @@ func TestLayoutValidation(t *testing.T) {
 		{Bodies: []LayoutBody{{Parent: -1, LocalCenter: V(math.NaN(), 0)}}},
 		{Bodies: make([]LayoutBody, MaxBodiesPerObject+1)},
 	} {
-		if err := tab.set(1, &l); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("Set(%+v) = %v", l, err)
-		}
+		t.Run(fmt.Sprintf("%+v", l), func(t *testing.T) {
+			if err := tab.set(1, &l); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Set(%+v) = %v", l, err)
+			}
+		})
 	}
 	good := Layout{Bodies: []LayoutBody{{Parent: -1}, {Parent: 0, AnchorParent: V(0, 1)}}}
 	if err := tab.set(0, &good); !errors.Is(err, ErrInvalidID) {

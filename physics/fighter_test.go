@@ -2,6 +2,7 @@ package physics
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -277,30 +278,32 @@ func TestKnockdownAndGetUp(t *testing.T) {
 
 func TestLyingFighterGetsUp(t *testing.T) {
 	for _, faceUp := range []bool{true, false} {
-		w := newWorld(t)
-		f := addFighter(t, w, 1, 0)
-		steps(w, 10)
-		layDown(t, f, 0, faceUp)
-		sawDown, up := false, -1
-		for i := 0; i < 180; i++ {
-			w.Step()
-			sawDown = sawDown || f.Action() == ActionDown
-			if sawDown && f.Action() == ActionIdle {
-				up = i
-				break
+		t.Run(fmt.Sprintf("faceUp=%v", faceUp), func(t *testing.T) {
+			w := newWorld(t)
+			f := addFighter(t, w, 1, 0)
+			steps(w, 10)
+			layDown(t, f, 0, faceUp)
+			sawDown, up := false, -1
+			for i := 0; i < 180; i++ {
+				w.Step()
+				sawDown = sawDown || f.Action() == ActionDown
+				if sawDown && f.Action() == ActionIdle {
+					up = i
+					break
+				}
 			}
-		}
-		if !sawDown || up < 0 {
-			t.Fatalf("faceUp=%v: down=%v, got up at step %d; action %v", faceUp, sawDown, up, f.Action())
-		}
-		// And it stays up.
-		for i := 0; i < 120; i++ {
-			w.Step()
-			if math.Abs(torsoAngle(f)) > 25*math.Pi/180 {
-				t.Fatalf("faceUp=%v: fell again %d steps after getting up (torso %.1f°)", faceUp, i, deg(torsoAngle(f)))
+			if !sawDown || up < 0 {
+				t.Fatalf("faceUp=%v: down=%v, got up at step %d; action %v", faceUp, sawDown, up, f.Action())
 			}
-		}
-		t.Logf("faceUp=%v: standing after %d steps", faceUp, up+1)
+			// And it stays up.
+			for i := 0; i < 120; i++ {
+				w.Step()
+				if math.Abs(torsoAngle(f)) > 25*math.Pi/180 {
+					t.Fatalf("faceUp=%v: fell again %d steps after getting up (torso %.1f°)", faceUp, i, deg(torsoAngle(f)))
+				}
+			}
+			t.Logf("faceUp=%v: standing after %d steps", faceUp, up+1)
+		})
 	}
 }
 
@@ -383,11 +386,13 @@ func TestDamageRules(t *testing.T) {
 		t.Errorf("huge hit does %d, want the cap %d", d, tu.MaxHitDamage)
 	}
 	for _, imp := range []float64{0, -1, math.NaN(), math.Inf(1)} {
-		bad := base
-		bad.Impulse = imp
-		if d := f.Damage(bad); d != 0 {
-			t.Errorf("impulse %v does %d damage", imp, d)
-		}
+		t.Run(fmt.Sprint(imp), func(t *testing.T) {
+			bad := base
+			bad.Impulse = imp
+			if d := f.Damage(bad); d != 0 {
+				t.Errorf("impulse %v does %d damage", imp, d)
+			}
+		})
 	}
 	for f.HP() > 0 {
 		f.ApplyHit(huge)
@@ -514,9 +519,11 @@ func TestRemoteFighter(t *testing.T) {
 		{HP: 5, Action: ActionPunch, Facing: FacingLeft, Phase: PhaseActive, Strike: PartHead},
 		{HP: 5, Action: ActionPunch, Facing: FacingLeft, AttackSeq: 9},
 	} {
-		if err := b.SetRemoteState(bad); !errors.Is(err, ErrOutOfRange) {
-			t.Errorf("SetRemoteState(%+v) = %v", bad, err)
-		}
+		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
+			if err := b.SetRemoteState(bad); !errors.Is(err, ErrOutOfRange) {
+				t.Errorf("SetRemoteState(%+v) = %v", bad, err)
+			}
+		})
 	}
 	if b.HP() != 40 {
 		t.Error("a rejected remote state changed HP")
@@ -566,7 +573,7 @@ func TestRemoteFighter(t *testing.T) {
 
 func TestFighterConfigValidation(t *testing.T) {
 	w := newWorld(t)
-	for _, cfg := range []FighterConfig{
+	for i, cfg := range []FighterConfig{
 		{MaxHP: -1},
 		{MaxHP: MaxWireHP + 1},
 		{Facing: 3},
@@ -575,9 +582,11 @@ func TestFighterConfigValidation(t *testing.T) {
 		{Tuning: &Tuning{WalkSpeed: math.Inf(1)}},
 		{Tuning: &Tuning{DownTicks: -1}},
 	} {
-		if _, err := w.AddFighter(1, cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("AddFighter(%+v) = %v", cfg, err)
-		}
+		t.Run(fmt.Sprint("config ", i), func(t *testing.T) {
+			if _, err := w.AddFighter(1, cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("AddFighter(%+v) = %v", cfg, err)
+			}
+		})
 	}
 	// Zero fields of a custom tuning take the defaults.
 	f, err := w.AddFighter(1, FighterConfig{Tuning: &Tuning{WalkSpeed: 3}, MaxHP: 250, Facing: FacingLeft})

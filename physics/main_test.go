@@ -1,34 +1,9 @@
 package physics
 
 import (
-	"encoding/binary"
-	"flag"
-	"fmt"
 	"math"
-	"os"
-	"runtime"
 	"testing"
-
-	"github.com/ragsync/ragsync/internal/testwait"
 )
-
-// TestMain fails the run if a test leaves goroutines behind (this package
-// starts none, and must not start to).
-func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	// The fuzzing engine runs goroutines of its own.
-	fuzzing := flag.Lookup("test.fuzz") != nil && flag.Lookup("test.fuzz").Value.String() != ""
-	if code == 0 && !fuzzing {
-		// No fixed limit: goroutines get until near the binary's -timeout.
-		testwait.UntilBinaryDeadline(func() bool { return runtime.NumGoroutine() <= before })
-		if n := runtime.NumGoroutine(); n > before {
-			fmt.Fprintf(os.Stderr, "leaked goroutines: %d before, %d after\n", before, n)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 func newWorld(t testing.TB) *World {
 	t.Helper()
@@ -118,11 +93,3 @@ func layDown(t testing.TB, f *Fighter, x float64, faceUp bool) {
 		t.Fatal(err)
 	}
 }
-
-func appendVarint(b []byte, v int64) []byte   { return binaryAppendVarint(b, v) }
-func appendUvarint(b []byte, v uint64) []byte { return binaryAppendUvarint(b, v) }
-
-var (
-	binaryAppendVarint  = binary.AppendVarint
-	binaryAppendUvarint = binary.AppendUvarint
-)

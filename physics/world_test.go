@@ -2,6 +2,7 @@ package physics
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -26,9 +27,11 @@ func TestWorldConfigDefaultsAndValidation(t *testing.T) {
 		{Gravity: -1},
 		{VelocityIterations: -3},
 	} {
-		if _, err := NewWorld(bad); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewWorld(%+v) = %v, want ErrInvalidConfig", bad, err)
-		}
+		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
+			if _, err := NewWorld(bad); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("NewWorld(%+v) = %v, want ErrInvalidConfig", bad, err)
+			}
+		})
 	}
 }
 

@@ -72,18 +72,20 @@ func TestLANMatchIsSane(t *testing.T) {
 // with no worse pops.
 func TestRagsyncBeatsMidpointSpring(t *testing.T) {
 	for _, sc := range []string{"broadband", "mobile"} {
-		o := Options{Scenario: preset(t, sc), Duration: 30 * time.Second, Seed: 3}
-		o.Method = correction.MethodMidpointSpring
-		spring := mustRun(t, o)
-		o.Method = correction.MethodRagsync
-		ours := mustRun(t, o)
-		t.Logf("%s: rms %.3f vs midpoint-spring %.3f, max jump %.3f vs %.3f", sc, ours.RMSErrorM, spring.RMSErrorM, ours.MaxJumpM, spring.MaxJumpM)
-		if ours.RMSErrorM >= spring.RMSErrorM {
-			t.Errorf("%s: ragsync rms %.3f m, midpoint-spring %.3f m", sc, ours.RMSErrorM, spring.RMSErrorM)
-		}
-		if ours.MaxJumpM > spring.MaxJumpM {
-			t.Errorf("%s: ragsync max jump %.3f m, midpoint-spring %.3f m", sc, ours.MaxJumpM, spring.MaxJumpM)
-		}
+		t.Run(sc, func(t *testing.T) {
+			o := Options{Scenario: preset(t, sc), Duration: 30 * time.Second, Seed: 3}
+			o.Method = correction.MethodMidpointSpring
+			spring := mustRun(t, o)
+			o.Method = correction.MethodRagsync
+			ours := mustRun(t, o)
+			t.Logf("%s: rms %.3f vs midpoint-spring %.3f, max jump %.3f vs %.3f", sc, ours.RMSErrorM, spring.RMSErrorM, ours.MaxJumpM, spring.MaxJumpM)
+			if ours.RMSErrorM >= spring.RMSErrorM {
+				t.Errorf("%s: ragsync rms %.3f m, midpoint-spring %.3f m", sc, ours.RMSErrorM, spring.RMSErrorM)
+			}
+			if ours.MaxJumpM > spring.MaxJumpM {
+				t.Errorf("%s: ragsync max jump %.3f m, midpoint-spring %.3f m", sc, ours.MaxJumpM, spring.MaxJumpM)
+			}
+		})
 	}
 }
 
@@ -149,14 +151,16 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		{"-stiffness", "-3"},
 		{"extra"},
 	} {
-		var out, errOut bytes.Buffer
-		err := run(args, &out, &errOut)
-		if !errors.Is(err, errUsage) {
-			t.Errorf("%q: %v, want a usage error", args, err)
-		}
-		if out.Len() != 0 {
-			t.Errorf("%q printed results", args)
-		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(args, &out, &errOut)
+			if !errors.Is(err, errUsage) {
+				t.Errorf("%q: %v, want a usage error", args, err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("%q printed results", args)
+			}
+		})
 	}
 }
 
@@ -167,7 +171,7 @@ func TestCLIHelpQuotesDefaults(t *testing.T) {
 		t.Fatalf("-h: %v", err)
 	}
 	help := errOut.String()
-	usage := func(flag string) string {
+	usage := func(t *testing.T, flag string) string {
 		_, rest, ok := strings.Cut(help, "  -"+flag+" ")
 		if !ok {
 			t.Fatalf("no -%s in the help:\n%s", flag, help)
@@ -187,8 +191,10 @@ func TestCLIHelpQuotesDefaults(t *testing.T) {
 		"max-correction-speed": fmt.Sprintf("(0: %v", def.MaxCorrectionSpeed),
 		"impact-dv":            fmt.Sprintf("(0: %v", def.ImpactDeltaV),
 	} {
-		if u := usage(flag); !strings.Contains(u, want) {
-			t.Errorf("-%s: %q does not quote the default %q", flag, strings.TrimSpace(u), want)
-		}
+		t.Run(flag, func(t *testing.T) {
+			if u := usage(t, flag); !strings.Contains(u, want) {
+				t.Errorf("-%s: %q does not quote the default %q", flag, strings.TrimSpace(u), want)
+			}
+		})
 	}
 }
