@@ -47,8 +47,18 @@
 // allocating; Object.WriteState validates everything first against the world's
 // limits (body count, NaN/Inf, the arena's bounds plus 1 m, speeds up to 120
 // m/s and 100 rad/s) and returns a *StateError naming the body and field
-// without touching box2d if anything is wrong. Object.Validate is the same
-// check without the write, for the network layer.
+// without touching box2d if anything is wrong. Object.Validate checks a whole
+// object state from a snapshot, the bodies the same way and a fighter's
+// state too, without writing anything: for the network layer.
+//
+// # Snapshots
+//
+// A Snapshot is the state of some objects at one moment of the sender's game
+// time: Snapshot.Add takes an object's state (its bodies, and a fighter's
+// HP, action and attack), World.AppendSnapshot encodes it, and the peer's
+// World.DecodeSnapshot, on a world built the same way, decodes it into
+// states that pass that world's limits. Object.Validate then judges each
+// state against the object it is for.
 //
 // # Snapshot wire format (version 1)
 //
