@@ -67,10 +67,10 @@ func ExampleMatch() {
 func readKeyboard() physics.Input { return physics.InputRight | physics.InputPunch }
 
 // ExampleMatch's code, run: two players in this process pair through a
-// signaling server on loopback and play two seconds. Side 1 walks right for
-// the first second; both screens show it.
+// signaling server on loopback and play at least two seconds each. Side 1
+// walks right for its first second; both screens show it.
 func ExampleMatch_loopback() {
-	// The server every player reaches; quiet here.
+	// The server both players reach; quiet here.
 	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
@@ -78,17 +78,19 @@ func ExampleMatch_loopback() {
 	defer srv.Close()
 
 	var (
-		lines   [3]string      // what each side saw, by side
-		errs    [2]error       // by player
-		played  sync.WaitGroup // neither player leaves before both have played
+		lines   [3]string // what each side saw, by side
+		errs    [2]error  // by player
+		played  sync.WaitGroup
 		players sync.WaitGroup
 	)
 	played.Add(2)
+	bothPlayed := make(chan struct{})
+	go func() { played.Wait(); close(bothPlayed) }()
 	players.Add(2)
 	for i := range 2 {
 		go func() {
 			defer players.Done()
-			side, line, err := playTwoSeconds(srv.URL(), &played)
+			side, line, err := play(srv.URL(), played.Done, bothPlayed)
 			if err != nil {
 				errs[i] = err
 				return
@@ -110,12 +112,13 @@ func ExampleMatch_loopback() {
 	// side 2: fighter 1 moved right more than 1 m: true; fighter 2 stayed within 10 cm: true; states of the rival applied: true
 }
 
-// playTwoSeconds is one player of ExampleMatch_loopback: ExampleMatch's
-// code, for two seconds of synced ticks. It marks played done when it has
-// played (or failed), and then waits for the other player before it leaves.
-func playTwoSeconds(signalURL string, played *sync.WaitGroup) (side int, seen string, err error) {
-	once := sync.OnceFunc(played.Done)
-	defer once()
+// play is one player of ExampleMatch_loopback: ExampleMatch's code. It
+// calls played after two seconds of synced ticks (or when it fails), and
+// keeps playing until bothPlayed is closed, so that neither player stops
+// sending while the other is still catching up.
+func play(signalURL string, played func(), bothPlayed <-chan struct{}) (side int, seen string, err error) {
+	played = sync.OnceFunc(played)
+	defer played()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sess, err := p2p.Connect(ctx, signalURL, p2p.QuickMatch, p2p.Config{})
@@ -142,8 +145,16 @@ func playTwoSeconds(signalURL string, played *sync.WaitGroup) (side int, seen st
 
 	tick := time.NewTicker(time.Second / physics.TickRate)
 	defer tick.Stop()
-	for ticks := 0; ticks < 2*physics.TickRate; {
-		<-tick.C
+	for ticks := 0; ; {
+		select {
+		case <-bothPlayed:
+			x1, _ := world.Object(1).Transform(0)
+			x2, _ := world.Object(2).Transform(0)
+			seen = fmt.Sprintf("side %d: fighter 1 moved right more than 1 m: %v; fighter 2 stayed within 10 cm: %v; states of the rival applied: %v",
+				m.Side(), x1.X-(-2) > 1, math.Abs(x2.X-2) < 0.1, m.Stats().Replicator.Applied > 0)
+			return m.Side(), seen, nil
+		case <-tick.C:
+		}
 		var in physics.Input
 		if m.Side() == 1 && ticks < physics.TickRate {
 			in = physics.InputRight
@@ -155,13 +166,8 @@ func playTwoSeconds(signalURL string, played *sync.WaitGroup) (side int, seen st
 		case err != nil:
 			return 0, "", err
 		}
-		ticks++
+		if ticks++; ticks == 2*physics.TickRate {
+			played()
+		}
 	}
-	x1, _ := world.Object(1).Transform(0)
-	x2, _ := world.Object(2).Transform(0)
-	seen = fmt.Sprintf("side %d: fighter 1 moved right more than 1 m: %v; fighter 2 stayed within 10 cm: %v; states of the rival applied: %v",
-		m.Side(), x1.X-(-2) > 1, math.Abs(x2.X-2) < 0.1, m.Stats().Replicator.Applied > 0)
-	once()
-	played.Wait()
-	return m.Side(), seen, nil
 }
