@@ -15,6 +15,9 @@ import (
 	"github.com/ragsync/ragsync/signaling"
 )
 
+// A p2p session is the Link a Match runs over.
+var _ ragsync.Link = (*p2p.Session)(nil)
+
 // A whole peer: pair through a signaling server, build the world both peers
 // agree on, and run the match at 60 Hz. Both players run the same program;
 // the pairing decides which side each plays. README.md shows this code.

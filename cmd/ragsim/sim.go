@@ -125,7 +125,8 @@ type peer struct {
 	kos             int
 }
 
-// ragsync.Link
+var _ ragsync.Link = (*peer)(nil)
+
 func (p *peer) Send(b []byte) error {
 	if p.counting {
 		p.sentBytes += uint64(len(b))
