@@ -19,19 +19,20 @@
 //     (position, angle and velocities). Exact but jerky: every late or
 //     reordered packet is a visible jump.
 //   - MethodMidpoint moves each body halfway from where it is to the
-//     received position and angle when a state arrives (the seed's first
-//     smoothing): a low-pass filter, still a teleport.
-//   - MethodSeed is exactly the algorithm of the article this design comes
-//     from, applied once per received state: target = midpoint of the
-//     current and received position; error = target − current; if |error| <
-//     MaxSoftError, push the body with a force k·error (a spring; the article
-//     found that normalising the error worked badly); otherwise set the
-//     position to the midpoint (hard snap). During violent events (a large
-//     change of velocity between two states, or in the local simulation) the
-//     hard path is used for a while. Angles are handled the same way with a
-//     torque and MaxSoftAngle.
-//   - MethodRagsync (the default) goes beyond it and acts every tick, not
-//     only when a state arrives:
+//     received position and angle when a state arrives: a low-pass filter,
+//     still a teleport.
+//   - MethodMidpointSpring pulls each body toward the midpoint of where it
+//     is and the received position, once per received state: error =
+//     midpoint − current; if |error| < MaxSoftError, it pushes the body with
+//     a force k·error along the error itself (a spring; normalising the
+//     error's direction works badly); otherwise it sets the position to the
+//     midpoint (hard snap). During violent events (a large change of
+//     velocity between two states, or in the local simulation) the hard path
+//     is used for a while. Angles are handled the same way with a torque and
+//     MaxSoftAngle. The force acts only in the step that follows a state: a
+//     spring without damping, so a body rings around a target that stops.
+//   - MethodRagsync (the default) acts every tick, not only when a state
+//     arrives:
 //     1. Latency compensation: the target is the received state extrapolated
 //     by its age (the synced game time now minus the time the owner sent
 //     it), using the received velocities, capped at MaxExtrapolation. Between
@@ -51,8 +52,8 @@
 //     forearm, and the body stays physical: it still collides, and joints
 //     still hold, between corrections.
 //     3. A hard path for large errors and impacts that moves each body a
-//     fraction HardBlend (¼ by default; the seed's midpoint is ½) of the
-//     way to the target per tick and takes the target's velocity, so even
+//     fraction HardBlend (¼ by default; a midpoint is ½) of the way to the
+//     target per tick and takes the target's velocity, so even
 //     a hard snap is spread over a few ticks instead of one visible jump.
 //
 // The defaults were chosen with cmd/ragsim over whole simulated matches; see
@@ -63,12 +64,13 @@
 // A Monitor watches the size of the error. Single large gaps happen (a hit
 // landed on one screen a tick earlier); only a run of consecutive critical
 // gaps longer than a set count means the two worlds have really diverged (a
-// "position disconnect", as the article calls it).
+// "position disconnect").
 //
 // # Units and time
 //
-// Positions in metres, angles in radians, game time in microseconds of the
-// shared game clock (clocksync), the same unit as physics.Snapshot.Time.
+// Positions in metres, angles in radians. Time is game time
+// (clocksync.GameTime): the clock both peers share, the one that stamps
+// physics.Snapshot.Time.
 package correction
 
 import (
@@ -76,27 +78,29 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/ByteArena/box2d"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/physics"
 )
 
 // Method selects how a Corrector moves a body toward its owner's state.
 type Method uint8
 
-// Methods. The zero value, MethodUnknown, makes Config use the default,
-// MethodRagsync.
+// Methods, described in the package documentation. The zero value,
+// MethodUnknown, makes Config use the default, MethodRagsync.
 const (
-	MethodUnknown Method = iota
-	MethodSnap
-	MethodMidpoint
-	MethodSeed
-	MethodRagsync
+	MethodUnknown        Method = iota
+	MethodSnap                  // "snap": set each body to the received state
+	MethodMidpoint              // "midpoint": move each body halfway to the received state
+	MethodMidpointSpring        // "midpoint-spring": spring toward the midpoint, snap if far
+	MethodRagsync               // "ragsync": latency-compensated damped spring, every tick
 )
 
 // Methods lists every selectable method, in a stable order.
-var Methods = []Method{MethodSnap, MethodMidpoint, MethodSeed, MethodRagsync}
+var Methods = []Method{MethodSnap, MethodMidpoint, MethodMidpointSpring, MethodRagsync}
 
 func (m Method) String() string {
 	switch m {
@@ -104,8 +108,8 @@ func (m Method) String() string {
 		return "snap"
 	case MethodMidpoint:
 		return "midpoint"
-	case MethodSeed:
-		return "seed"
+	case MethodMidpointSpring:
+		return "midpoint-spring"
 	case MethodRagsync:
 		return "ragsync"
 	}
@@ -115,15 +119,19 @@ func (m Method) String() string {
 // ErrUnknownMethod is returned by ParseMethod for a name it does not know.
 var ErrUnknownMethod = errors.New("correction: unknown method")
 
-// ParseMethod returns the method named s ("snap", "midpoint", "seed",
-// "ragsync"; case-insensitive).
+// ParseMethod returns the method named s ("snap", "midpoint",
+// "midpoint-spring", "ragsync"; case-insensitive). "seed", the former name
+// of MethodMidpointSpring, is accepted too.
 func ParseMethod(s string) (Method, error) {
 	for _, m := range Methods {
 		if strings.EqualFold(s, m.String()) {
 			return m, nil
 		}
 	}
-	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, seed or ragsync)", ErrUnknownMethod, s)
+	if strings.EqualFold(s, "seed") {
+		return MethodMidpointSpring, nil
+	}
+	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, midpoint-spring or ragsync)", ErrUnknownMethod, s)
 }
 
 // perPacket reports whether the method acts only when a new state arrives.
@@ -136,12 +144,10 @@ type Config struct {
 	Method Method
 
 	// Stiffness is the spring constant k, in 1/s²: the correcting force on a
-	// body of mass m with position error e is m·k·e. For MethodSeed, e is
-	// the error to the midpoint, as in the article. Zero: 3000 for
-	// MethodSeed (the article gives no value; 3000 is the seed's best on
-	// cmd/ragsim's broadband and mobile links: softer lags, stiffer
-	// oscillates),
-	// 1600 for MethodRagsync (with the default damping the position error
+	// body of mass m with position error e is m·k·e. For
+	// MethodMidpointSpring, e is the error to the midpoint. Zero: 3000 for
+	// MethodMidpointSpring (its best on cmd/ragsim's broadband and mobile
+	// links: softer lags, stiffer oscillates), 1600 for MethodRagsync (with the default damping the position error
 	// then closes with a time constant of 1/(k·h) ≈ 37 ms, h = 1/60 s).
 	Stiffness float64
 
@@ -161,7 +167,7 @@ type Config struct {
 	DampingRatio float64
 
 	// MaxSoftError is the position error in metres above which the hard path
-	// is used (the article's MAX_SOFT_CORRECTION_ERROR). Zero: 0.5 m.
+	// is used. Zero: 0.5 m.
 	MaxSoftError float64
 
 	// MaxSoftAngle is the angle error in radians above which the hard path is
@@ -169,9 +175,9 @@ type Config struct {
 	MaxSoftAngle float64
 
 	// HardBlend is the fraction of the error the ragsync hard path removes
-	// per tick. Zero: 0.25, which spreads a snap over a few ticks (the
-	// seed's midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops
-	// for a slightly larger error). 1 snaps in one tick.
+	// per tick. Zero: 0.25, which spreads a snap over a few ticks (a
+	// midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops for a
+	// slightly larger error). 1 snaps in one tick.
 	HardBlend float64
 
 	// ImpactDeltaV is the change of a body's velocity, in m/s, that marks a
@@ -179,9 +185,9 @@ type Config struct {
 	// states, or within one local simulation step. Zero: 6 m/s.
 	ImpactDeltaV float64
 
-	// ImpactHold is how long, in game-time microseconds, the hard path stays
-	// on after a violent event. Zero: 100 ms.
-	ImpactHold int64
+	// ImpactHold is how long, in game time, the hard path stays on after a
+	// violent event. Zero: 100 ms.
+	ImpactHold time.Duration
 
 	// MaxCorrectionSpeed caps the speed, in m/s, at which the ragsync
 	// spring pulls a body toward its target (the k·e·h part of the velocity
@@ -198,28 +204,29 @@ type Config struct {
 	Bounds physics.Rect
 
 	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
-	// game-time microseconds: a state older than this is extrapolated only
+	// game time: a state older than this is extrapolated only
 	// this far: extrapolating a limb's swing further than this overshoots
 	// more than it helps (measured with cmd/ragsim). Zero: 60 ms. Negative:
 	// no extrapolation.
-	MaxExtrapolation int64
+	MaxExtrapolation time.Duration
 }
 
-// tickMicros is one physics tick in µs.
-const tickMicros = 1_000_000 / physics.TickRate
+// tickTime is one physics tick of game time (16.666 ms, rounded down to the
+// microsecond).
+const tickTime = clocksync.GameTime(1_000_000 / physics.TickRate)
 
-// Defaults; see Config.
+// Defaults; see Config (Config.WithDefaults fills them in).
 const (
-	DefaultSeedStiffness      = 3000.0
-	DefaultRagsyncStiffness   = 1600.0
-	DefaultDampingRatio       = 0.75
-	DefaultMaxSoftError       = 0.5
-	DefaultMaxSoftAngle       = 1.0
-	DefaultHardBlend          = 0.25
-	DefaultImpactDeltaV       = 6.0
-	DefaultImpactHold         = 100_000
-	DefaultMaxExtrapolation   = 60_000
-	DefaultMaxCorrectionSpeed = 4.0
+	defaultMidpointSpringStiffness = 3000.0
+	defaultRagsyncStiffness        = 1600.0
+	defaultDampingRatio            = 0.75
+	defaultMaxSoftError            = 0.5
+	defaultMaxSoftAngle            = 1.0
+	defaultHardBlend               = 0.25
+	defaultImpactDeltaV            = 6.0
+	defaultImpactHold              = 100 * time.Millisecond
+	defaultMaxExtrapolation        = 60 * time.Millisecond
+	defaultMaxCorrectionSpeed      = 4.0
 )
 
 // ErrInvalidConfig is wrapped by the errors Config.Validate returns.
@@ -231,37 +238,37 @@ func (c Config) WithDefaults() Config {
 		c.Method = MethodRagsync
 	}
 	if c.Stiffness == 0 {
-		c.Stiffness = DefaultRagsyncStiffness
-		if c.Method == MethodSeed {
-			c.Stiffness = DefaultSeedStiffness
+		c.Stiffness = defaultRagsyncStiffness
+		if c.Method == MethodMidpointSpring {
+			c.Stiffness = defaultMidpointSpringStiffness
 		}
 	}
 	if c.AngularStiffness == 0 {
 		c.AngularStiffness = c.Stiffness
 	}
 	if c.DampingRatio == 0 {
-		c.DampingRatio = DefaultDampingRatio
+		c.DampingRatio = defaultDampingRatio
 	}
 	if c.MaxSoftError == 0 {
-		c.MaxSoftError = DefaultMaxSoftError
+		c.MaxSoftError = defaultMaxSoftError
 	}
 	if c.MaxSoftAngle == 0 {
-		c.MaxSoftAngle = DefaultMaxSoftAngle
+		c.MaxSoftAngle = defaultMaxSoftAngle
 	}
 	if c.HardBlend == 0 {
-		c.HardBlend = DefaultHardBlend
+		c.HardBlend = defaultHardBlend
 	}
 	if c.ImpactDeltaV == 0 {
-		c.ImpactDeltaV = DefaultImpactDeltaV
+		c.ImpactDeltaV = defaultImpactDeltaV
 	}
 	if c.ImpactHold == 0 {
-		c.ImpactHold = DefaultImpactHold
+		c.ImpactHold = defaultImpactHold
 	}
 	if c.MaxCorrectionSpeed == 0 {
-		c.MaxCorrectionSpeed = DefaultMaxCorrectionSpeed
+		c.MaxCorrectionSpeed = defaultMaxCorrectionSpeed
 	}
 	if c.MaxExtrapolation == 0 {
-		c.MaxExtrapolation = DefaultMaxExtrapolation
+		c.MaxExtrapolation = defaultMaxExtrapolation
 	}
 	return c
 }
@@ -289,13 +296,13 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ImpactHold < 0 {
-		return fmt.Errorf("%w: ImpactHold = %d, want >= 0", ErrInvalidConfig, c.ImpactHold)
+		return fmt.Errorf("%w: ImpactHold = %v, want >= 0", ErrInvalidConfig, c.ImpactHold)
 	}
 	if math.IsNaN(c.MaxCorrectionSpeed) || c.MaxCorrectionSpeed > 1000 {
 		return fmt.Errorf("%w: MaxCorrectionSpeed = %g, want <= 1000 (negative: no cap)", ErrInvalidConfig, c.MaxCorrectionSpeed)
 	}
-	if c.MaxExtrapolation > 2_000_000 {
-		return fmt.Errorf("%w: MaxExtrapolation = %d µs, want <= 2 s", ErrInvalidConfig, c.MaxExtrapolation)
+	if c.MaxExtrapolation > 2*time.Second {
+		return fmt.Errorf("%w: MaxExtrapolation = %v, want <= 2s", ErrInvalidConfig, c.MaxExtrapolation)
 	}
 	if b := c.Bounds; !b.Min.IsFinite() || !b.Max.IsFinite() {
 		return fmt.Errorf("%w: Bounds %v not finite", ErrInvalidConfig, b)
@@ -351,7 +358,7 @@ type Corrector struct {
 
 	// The latest received state and the game time its owner sent it at.
 	target     [physics.MaxBodiesPerObject]physics.BodyState
-	targetTime int64
+	targetTime clocksync.GameTime
 	hasTarget  bool
 	pending    bool // a new target has not been applied yet (per-packet methods)
 
@@ -360,8 +367,8 @@ type Corrector struct {
 	lastVel    [physics.MaxBodiesPerObject]physics.Vec2
 	hasLastVel bool
 
-	impactUntil int64 // game time until which the hard path is forced
-	impactArmed bool  // an impact was detected and its hold not yet started
+	impactUntil clocksync.GameTime // game time until which the hard path is forced
+	impactArmed bool               // an impact was detected and its hold not yet started
 
 	stats Stats
 }
@@ -380,12 +387,6 @@ func New(cfg Config, n int) (*Corrector, error) {
 	return c, nil
 }
 
-// Config returns the corrector's configuration with defaults filled in.
-func (c *Corrector) Config() Config { return c.cfg }
-
-// Method returns the correction method in use.
-func (c *Corrector) Method() Method { return c.cfg.Method }
-
 // Stats returns what the corrector did so far and the errors of the last
 // Apply.
 func (c *Corrector) Stats() Stats { return c.stats }
@@ -395,7 +396,9 @@ func (c *Corrector) HasTarget() bool { return c.hasTarget }
 
 // Target returns the last received state of body i and the game time it was
 // sent at.
-func (c *Corrector) Target(i int) (physics.BodyState, int64) { return c.target[i], c.targetTime }
+func (c *Corrector) Target(i int) (physics.BodyState, clocksync.GameTime) {
+	return c.target[i], c.targetTime
+}
 
 // Reset forgets the received state and the impact detector (for example
 // after the object changed owner). Counters are kept.
@@ -403,10 +406,6 @@ func (c *Corrector) Reset() {
 	c.hasTarget, c.pending, c.hasLastVel, c.impactArmed = false, false, false, false
 	c.impactUntil = 0
 }
-
-// ErrBodyCount is returned by SetTarget for a state with the wrong number of
-// bodies.
-var ErrBodyCount = errors.New("correction: wrong number of bodies")
 
 // TargetError is returned by SetTarget for a state with a NaN or infinite
 // value: which body, which field and the value. It wraps
@@ -438,7 +437,7 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 }
 
 // SetTarget records a state received from the object's owner, sent at game
-// time sentAt (µs). The caller has already filtered it (newer than the last
+// time sentAt. The caller has already filtered it (newer than the last
 // one, not too old) and validated it against the world's limits (in
 // bounds, plausible speeds); SetTarget checks the body count, and that
 // every value is finite (a *TargetError wrapping physics.ErrNotFinite
@@ -448,9 +447,9 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 //
 // A large change of velocity against the previous target marks a violent
 // event (see Config.ImpactDeltaV).
-func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
+func (c *Corrector) SetTarget(states []physics.BodyState, sentAt clocksync.GameTime) error {
 	if len(states) != c.n {
-		return fmt.Errorf("%w: got %d, want %d", ErrBodyCount, len(states), c.n)
+		return fmt.Errorf("correction: target: %w: got %d, want %d", physics.ErrBodyCount, len(states), c.n)
 	}
 	for i := range states {
 		if field, v, bad := nonFinite(&states[i]); bad {
@@ -476,12 +475,12 @@ func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
 }
 
 // Apply corrects bodies (the object's bodies, in body index order, len == n)
-// at game time now (µs). Call it once per tick, before the world steps, and
-// never during a step. Per-packet methods (snap, midpoint, seed) act only
+// at game time now. Call it once per tick, before the world steps, and
+// never during a step. Per-packet methods (snap, midpoint, midpoint-spring) act only
 // when a new target arrived since the last Apply; ragsync acts every tick.
 // Apply reports whether it corrected (and so measured the errors in Stats).
 // It allocates nothing.
-func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
+func (c *Corrector) Apply(bodies []*box2d.B2Body, now clocksync.GameTime) (acted bool) {
 	if len(bodies) != c.n {
 		panic(fmt.Sprintf("correction: Apply with %d bodies, corrector has %d", len(bodies), c.n))
 	}
@@ -498,7 +497,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	}
 	if c.impactArmed {
 		c.impactArmed = false
-		c.impactUntil = now + c.cfg.ImpactHold
+		c.impactUntil = now.Add(c.cfg.ImpactHold)
 		c.stats.Impacts++
 	}
 	impact := now < c.impactUntil
@@ -512,8 +511,8 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 			c.applySnap(bodies)
 		case MethodMidpoint:
 			c.applyMidpoint(bodies)
-		case MethodSeed:
-			c.applySeed(bodies, impact)
+		case MethodMidpointSpring:
+			c.applyMidpointSpring(bodies, impact)
 		default:
 			c.applyRagsync(bodies, now, impact)
 		}
@@ -567,8 +566,11 @@ func (c *Corrector) applyMidpoint(bodies []*box2d.B2Body) {
 	}
 }
 
-// applySeed is the article's applyState, once per received state.
-func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
+// applyMidpointSpring is MethodMidpointSpring, once per received state. It
+// is the applyState of «Сетевой слой движка физики» ("The network layer of a
+// physics engine", habr.com), the post-mortem of the box2d ragdoll fighting
+// game this library's design comes from.
+func (c *Corrector) applyMidpointSpring(bodies []*box2d.B2Body, impact bool) {
 	c.beginApply()
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness
 	for i, b := range bodies {
@@ -594,17 +596,17 @@ func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
 }
 
 // applyRagsync is ragsync's method; see the package documentation.
-func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool) {
+func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now clocksync.GameTime, impact bool) {
 	c.beginApply()
 	// The body's state now is the result of the step that began one tick
 	// ago; the step about to run carries it to now + 1 tick. The target is
 	// the owner's state at the same moment as the body's: one tick before
 	// now.
-	age := now - c.targetTime - tickMicros
-	if age < 0 || c.cfg.MaxExtrapolation < 0 {
+	age := now - c.targetTime - tickTime
+	if maxAge := clocksync.GameTimeOf(c.cfg.MaxExtrapolation); age < 0 || maxAge < 0 {
 		age = 0
-	} else if age > c.cfg.MaxExtrapolation {
-		age = c.cfg.MaxExtrapolation
+	} else if age > maxAge {
+		age = maxAge
 	}
 	dt := float64(age) * 1e-6
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness

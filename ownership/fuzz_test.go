@@ -39,7 +39,7 @@ func FuzzHandlePacket(f *testing.F) {
 	f.Add(append([]byte{KindState, 2, 3, 1, 3, 2}, claimed[2:]...))             // the crate claimed twice
 	f.Add(append([]byte{KindState, 1, 1, 1}, claimed[1:]...))                   // a claim on a fighter
 	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))       // a damaged last byte
-	f.Add(binary.AppendUvarint([]byte{KindState}, MaxClaims+1))                 // too many claims
+	f.Add(binary.AppendUvarint([]byte{KindState}, maxClaims+1))                 // too many claims
 	f.Add([]byte{KindState, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
 
 	buf := make([]byte, 0, 2048)
@@ -72,8 +72,8 @@ func FuzzHandlePacket(f *testing.F) {
 		default:
 			t.Fatalf("untyped error %T: %v", err, err)
 		}
-		if err == nil && a.r.LastVerdict() != clocksync.Accepted && after.Applied != before.Applied {
-			t.Fatalf("a packet dropped by the filter (%v) was applied", a.r.LastVerdict())
+		if err == nil && a.r.lastDrop != clocksync.Accepted && after.Applied != before.Applied {
+			t.Fatalf("a packet dropped by the filter (%v) was applied", a.r.lastDrop)
 		}
 		if err != nil && pe == nil && after.Malformed != before.Malformed {
 			t.Fatalf("a parsed packet counted as malformed")

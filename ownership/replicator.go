@@ -18,8 +18,8 @@ import (
 // clocksync.Magic, so the two can share a link.
 const KindState byte = 0x53 // 'S'
 
-// MaxClaims is the largest number of ownership claims one packet may carry.
-const MaxClaims = 64
+// maxClaims is the largest number of ownership claims one packet may carry.
+const maxClaims = 64
 
 // ErrMalformed is wrapped by the *PacketError HandlePacket returns for a packet
 // it cannot parse (a bad kind byte, a truncated or oversized claim list, or a
@@ -42,12 +42,9 @@ func (e *PacketError) Error() string {
 
 func (e *PacketError) Unwrap() error { return e.Err }
 
-// Config configures a Replicator. The zero value is not usable: Local and
-// Remote must be set. Every other field documents its zero-value default.
+// Config configures a Replicator. The zero value is the default; every
+// field documents its zero-value default.
 type Config struct {
-	// Local and Remote are the ids of this peer and its rival (see PeerID).
-	Local, Remote PeerID
-
 	// Correction configures the correctors of remote objects. Zero: the
 	// ragsync method with its defaults.
 	Correction correction.Config
@@ -56,8 +53,9 @@ type Config struct {
 	// Zero: clocksync.DefaultMaxDelay. Negative: no limit.
 	MaxDelay time.Duration
 
-	// ClaimCooldown is the cooldown in ticks between ownership changes of
-	// one object. Zero: DefaultClaimCooldown.
+	// ClaimCooldown is the cooldown in world ticks after an ownership
+	// change of a shared object before this peer claims it again. Zero: 30
+	// (half a second).
 	ClaimCooldown int
 
 	// Divergence configures the position-disconnect monitor of every
@@ -96,8 +94,9 @@ type Stats struct {
 	// Applied counts object states that became correction targets.
 	Applied uint64
 	// Claims counts shared objects this peer claimed; Transfers counts
-	// every ownership change (either way); Ties counts simultaneous
-	// claims.
+	// every ownership change (either way); Ties counts simultaneous claims
+	// this peer's claim lost (each tie is counted once, by the peer that
+	// gives the object up).
 	Claims, Transfers, Ties uint64
 	// HitsTaken counts hits on this peer's fighters, whose damage this peer
 	// applied; Damage is the total damage applied.
@@ -144,7 +143,6 @@ type claim struct {
 // allocate nothing of their own.
 type Replicator struct {
 	world *physics.World
-	codec *physics.Codec
 	reg   *Registry
 	cfg   Config
 
@@ -153,21 +151,18 @@ type Replicator struct {
 	seq    uint32
 	out    physics.Snapshot
 	in     physics.Snapshot
-	claims [MaxClaims]claim
+	claims [maxClaims]claim
 	body   []physics.BodyState // scratch
-	hits   []physics.HitEvent
 	stats  Stats
 
-	lastDrop clocksync.Reason
+	lastDrop clocksync.Reason // the filter's verdict on the last parseable packet
 }
 
-// LastVerdict returns the timestamp filter's verdict on the last parseable
-// packet given to HandlePacket (clocksync.Accepted if it was applied).
-func (r *Replicator) LastVerdict() clocksync.Reason { return r.lastDrop }
-
-// New returns a replicator for world. Register objects with Own, Track and
-// LocalOnly before the match starts.
-func New(world *physics.World, cfg Config) (*Replicator, error) {
+// New returns a replicator of world for peer local, whose rival is remote
+// (both peers use the same two ids; ragsync.Match uses 1 for the offerer and
+// 2 for the answerer). Register the world's objects with Track and LocalOnly
+// before the match starts.
+func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, error) {
 	if world == nil {
 		return nil, errors.New("ownership: nil world")
 	}
@@ -180,13 +175,12 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 	if err := cfg.Divergence.Validate(); err != nil {
 		return nil, err
 	}
-	reg, err := NewRegistry(cfg.Local, cfg.Remote, cfg.ClaimCooldown)
+	reg, err := NewRegistry(local, remote, cfg.ClaimCooldown)
 	if err != nil {
 		return nil, err
 	}
 	return &Replicator{
 		world:  world,
-		codec:  world.Codec(),
 		reg:    reg,
 		cfg:    cfg,
 		filter: clocksync.Filter{MaxDelay: cfg.MaxDelay},
@@ -198,26 +192,20 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 // props by owner).
 func (r *Replicator) Registry() *Registry { return r.reg }
 
-// World returns the replicated world.
-func (r *Replicator) World() *physics.World { return r.world }
-
-// Own registers an object of the world as owned by this peer for the whole
-// match (its fighter).
-func (r *Replicator) Own(id physics.ObjectID) error { return r.Track(id, r.cfg.Local, false) }
-
 // Track registers an object of the world owned by owner (this peer or the
-// rival). A shared object (a prop) changes owner when a fighter touches it.
+// rival). A shared object (a prop) changes owner when a fighter touches it;
+// the owner of one that is not shared never changes (a fighter).
 func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error {
 	obj := r.world.Object(id)
 	if obj == nil {
-		return fmt.Errorf("ownership: %v: %w", id, ErrUnknownObject)
+		return fmt.Errorf("ownership: %v: %w", id, physics.ErrUnknownObject)
 	}
 	if err := r.reg.Add(id, owner, shared); err != nil {
 		return err
 	}
 	corr, err := correction.New(r.cfg.Correction, obj.NumBodies())
 	if err != nil {
-		r.reg.Remove(id)
+		r.reg.remove(id)
 		return err
 	}
 	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared}
@@ -232,7 +220,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 // LocalOnly registers an object of the world that is never synced.
 func (r *Replicator) LocalOnly(id physics.ObjectID) error {
 	if r.world.Object(id) == nil {
-		return fmt.Errorf("ownership: %v: %w", id, ErrUnknownObject)
+		return fmt.Errorf("ownership: %v: %w", id, physics.ErrUnknownObject)
 	}
 	return r.reg.AddLocalOnly(id)
 }
@@ -280,7 +268,7 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
 // most physics.MaxPacketSize plus the claims).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
 	start := len(dst)
-	r.out.Reset(int64(now), r.seq)
+	r.out.Reset(now, r.seq)
 	r.seq++
 	dst = append(dst, KindState)
 	n := 0
@@ -301,7 +289,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 		}
 		r.out.Add(o.obj)
 	}
-	dst, err := r.codec.AppendSnapshot(dst, &r.out)
+	dst, err := r.world.AppendSnapshot(dst, &r.out)
 	if err != nil {
 		return dst[:start], err
 	}
@@ -311,18 +299,29 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 }
 
 // HandlePacket processes one packet from the rival at game time now: parse,
-// timestamp filter, then for each object: authority (does the sender own
-// it?), validation, and finally it becomes the object's correction target
-// (and, for a fighter, its HP, action and attack). Objects that fail are
-// skipped and counted; the others are still applied, so one bad object loses
-// nothing else. It returns a *PacketError (ErrMalformed) for a packet it
+// then the timestamp filter, then for each object of the packet, in this
+// order:
+//
+//  1. authorize: does the rival own the object, or does its ownership claim
+//     win? (Registry.Authorize, a pure check: nothing changes yet)
+//  2. validate the whole object state: bodies finite, in bounds, at
+//     plausible speeds; a fighter's HP, action and attack consistent
+//     (physics.Object.Validate)
+//  3. commit: a winning claim moves the object to the rival
+//     (Registry.Commit), and the state becomes the object's correction
+//     target (and, for a fighter, its HP, action and attack).
+//
+// A state that fails a step is skipped and counted, and changes nothing;
+// one that is both unauthorized and invalid counts as unauthorized. The
+// packet's other objects are still applied, so one bad object loses nothing
+// else. HandlePacket returns a *PacketError (ErrMalformed) for a packet it
 // cannot parse, or else the first per-object error (an *AuthorityError, a
 // *physics.StateError), or nil. A packet the timestamp filter drops
 // (duplicate, out of order, too old, too far ahead) is not an error: it is
-// counted in Stats.Filter and LastVerdict says why. Neither is the state of
-// a shared object whose claim lost (the rival had not yet seen the object
-// change hands): it is skipped and counted in Stats.ClaimsLost. Nothing invalid reaches
-// box2d. Well-formed packets allocate nothing.
+// counted in Stats.Filter. Neither is the state of a shared object whose
+// claim lost (the rival had not yet seen the object change hands): it is
+// skipped and counted in Stats.ClaimsLost. Nothing invalid reaches box2d.
+// Well-formed packets allocate nothing.
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	r.stats.PacketsIn++
 	r.stats.BytesIn += uint64(len(p))
@@ -331,7 +330,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		r.stats.Malformed++
 		return err
 	}
-	if err := r.codec.DecodeSnapshot(body, &r.in); err != nil {
+	if err := r.world.DecodeSnapshot(body, &r.in); err != nil {
 		r.stats.Malformed++
 		var off int
 		var ce *physics.CodecError
@@ -340,7 +339,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		}
 		return &PacketError{Offset: len(p) - len(body) + off, Field: "snapshot", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
-	r.lastDrop = r.filter.Check(clocksync.GameTime(r.in.Time), now)
+	r.lastDrop = r.filter.Check(r.in.Time, now)
 	r.stats.Filter = r.filter.Counts()
 	if r.lastDrop != clocksync.Accepted {
 		return nil // normal on an unreliable link: counted, not an error
@@ -367,17 +366,11 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	return first
 }
 
+// apply judges and applies one object state of an accepted packet:
+// authorize, validate, commit (see HandlePacket).
 func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, tick uint64) error {
-	// Validate before touching ownership: an invalid state must not move
-	// anything.
-	if o != nil {
-		if err := o.obj.Validate(os.Bodies); err != nil {
-			r.stats.Invalid++
-			return err
-		}
-	}
-	verdict, err := r.reg.Receive(r.cfg.Remote, os.ID, epoch, tick)
-	r.stats.Ties = r.reg.Ties()
+	// 1. Authorize. Nothing changes yet.
+	d, err := r.reg.Authorize(r.reg.remote, os.ID, epoch)
 	if err != nil {
 		if errors.Is(err, ErrClaimLost) {
 			// Normal while claims cross: the rival has not yet seen
@@ -390,20 +383,27 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	}
 	if o == nil { // registered but not tracked: cannot happen via Track
 		r.stats.Unauthorized++
-		return &AuthorityError{Object: os.ID, Sender: r.cfg.Remote, Err: ErrUnknownObject}
+		return &AuthorityError{Object: os.ID, Sender: r.reg.remote, Err: physics.ErrUnknownObject}
 	}
-	if verdict == AcceptTransfer {
+	// 2. Validate everything the state would change, so that what
+	// follows cannot fail half-way.
+	if err := o.obj.Validate(os); err != nil {
+		r.stats.Invalid++
+		return err
+	}
+	// 3. Commit: the transfer, then the state.
+	if r.reg.Commit(d, tick) {
 		r.setMode(o, ModeRemote)
-		r.stats.Transfers = r.reg.Transfers()
 	}
+	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	if o.fighter != nil {
 		if err := o.fighter.SetRemoteState(os.Fighter); err != nil {
-			r.stats.Invalid++
+			r.stats.Invalid++ // cannot happen: validated above
 			return err
 		}
 	}
-	if err := o.corr.SetTarget(os.Bodies, int64(r.in.Time)); err != nil {
-		r.stats.Invalid++
+	if err := o.corr.SetTarget(os.Bodies, r.in.Time); err != nil {
+		r.stats.Invalid++ // cannot happen: validated above
 		return err
 	}
 	r.stats.Applied++
@@ -431,7 +431,7 @@ func (r *Replicator) parseHeader(p []byte) ([]claim, []byte, error) {
 		off += n
 		return v, nil
 	}
-	n, err := uv("claims", MaxClaims)
+	n, err := uv("claims", maxClaims)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -462,7 +462,7 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 		if o.mode != ModeRemote {
 			continue
 		}
-		if o.corr.Apply(o.obj.Bodies(), int64(now)) {
+		if o.corr.Apply(o.obj.Bodies(), now) {
 			e := o.corr.Stats().MaxError
 			r.stats.Correction.MaxError = math.Max(r.stats.Correction.MaxError, e)
 			if o.mon.Observe(e) {
@@ -477,14 +477,12 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 // applied (the victim's owner decides damage), and shared props the local
 // fighters touch are claimed. Call it right after world.Step.
 func (r *Replicator) AfterStep() {
-	r.hits = r.hits[:0]
 	for _, h := range r.world.Hits() {
 		switch r.reg.Mode(h.Victim) {
 		case ModeOwned:
 			if f := r.world.Fighter(h.Victim); f != nil {
 				r.stats.Damage += uint64(f.ApplyHit(h))
 				r.stats.HitsTaken++
-				r.hits = append(r.hits, h)
 			}
 		case ModeRemote:
 			if r.reg.Mode(h.Attacker) == ModeOwned {
@@ -499,17 +497,13 @@ func (r *Replicator) AfterStep() {
 		}
 		if r.reg.Claim(c.B, tick) {
 			r.stats.Claims++
-			r.stats.Transfers = r.reg.Transfers()
+			r.stats.Transfers = r.reg.transfers
 			if o := r.lookup(c.B); o != nil {
 				r.setMode(o, ModeOwned)
 			}
 		}
 	}
 }
-
-// HitsTaken returns the hits on this peer's fighters applied by the last
-// AfterStep. The slice is reused by the next call.
-func (r *Replicator) HitsTaken() []physics.HitEvent { return r.hits }
 
 // Stats returns the replicator's counters, with the correction counters summed
 // over every remote object.
@@ -531,12 +525,4 @@ func (r *Replicator) Corrector(id physics.ObjectID) *correction.Corrector {
 		return o.corr
 	}
 	return nil
-}
-
-// Divergence returns the position-disconnect monitor statistics of object id.
-func (r *Replicator) Divergence(id physics.ObjectID) correction.MonitorStats {
-	if o := r.lookup(id); o != nil {
-		return o.mon.Stats()
-	}
-	return correction.MonitorStats{}
 }

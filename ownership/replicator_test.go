@@ -3,6 +3,7 @@ package ownership
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -47,11 +48,11 @@ func newPeer(t testing.TB, local, remote PeerID, mutate func(*Config)) *peer {
 	if _, err := w.AddBall(debris, physics.PropConfig{Pos: physics.V(-5, 0.15)}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Local: local, Remote: remote}
+	var cfg Config
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	r, err := New(w, cfg)
+	r, err := New(w, local, remote, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +179,104 @@ func TestReplicatorRejectsUnownedStates(t *testing.T) {
 	}
 }
 
+// Each object state is judged in the documented order: authorize (a pure
+// check), validate, commit. A state that fails a step changes nothing, not
+// even ownership when it carries a winning claim; a state both unauthorized
+// and invalid counts as unauthorized.
+func TestReplicatorReceiveOrder(t *testing.T) {
+	nan := math.NaN()
+	// states of each object: valid ones read from B's world, which is
+	// A's world too at the start.
+	b := newPeer(t, peerB, peerA, nil)
+	valid := func(id physics.ObjectID) physics.ObjectState {
+		s := physics.ObjectState{ID: id, Bodies: b.w.Object(id).ReadState(nil)}
+		if f := b.w.Fighter(id); f != nil {
+			s.Fighter = f.State()
+		}
+		return s
+	}
+	invalid := func(id physics.ObjectID) physics.ObjectState {
+		s := valid(id)
+		s.Bodies[0].Pos.X = nan
+		return s
+	}
+	hpTooHigh := func(id physics.ObjectID) physics.ObjectState {
+		s := valid(id)
+		s.Fighter.HP = 500 // on the wire (≤ 1000) but above the fighter's 100
+		return s
+	}
+	for _, c := range []struct {
+		name    string
+		state   physics.ObjectState
+		epoch   uint32 // the claim the state carries
+		err     error
+		counter func(Stats) uint64 // the one counter that must move
+		owner   PeerID             // the crate's owner afterwards
+	}{
+		{"B's fighter", valid(fighterB), 0, nil, func(s Stats) uint64 { return s.Applied }, peerA},
+		{"B's fighter, NaN", invalid(fighterB), 0, physics.ErrNotFinite, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"B's fighter, HP above its max", hpTooHigh(fighterB), 0, physics.ErrOutOfRange, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"A's fighter", valid(fighterA), 0, ErrNotOwner, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"A's fighter, NaN: unauthorized, not invalid", invalid(fighterA), 0, ErrNotOwner, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"A's fighter, HP above its max", hpTooHigh(fighterA), 0, ErrNotOwner, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"debris, NaN", invalid(debris), 0, ErrLocalOnly, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"crate, claim skipping epochs, NaN", invalid(crate), 5, ErrBadClaim, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"crate, stale claim, NaN", invalid(crate), 0, nil, func(s Stats) uint64 { return s.ClaimsLost }, peerA},
+		{"crate, winning claim, NaN: no transfer", invalid(crate), 1, physics.ErrNotFinite, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"crate, winning claim", valid(crate), 1, nil, func(s Stats) uint64 { return s.Applied }, peerB},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newPeer(t, peerA, peerB, nil)
+			before := a.r.Stats()
+			o := a.r.lookup(c.state.ID) // nil for the local-only debris
+			targets := func() uint64 {
+				if o == nil {
+					return 0
+				}
+				return o.corr.Stats().Targets
+			}
+			targetsBefore := targets()
+			err := a.r.apply(o, &c.state, c.epoch, a.w.Tick())
+			if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+				t.Fatalf("apply = %v, want %v", err, c.err)
+			}
+			after := a.r.Stats()
+			if c.counter(after) != c.counter(before)+1 {
+				t.Errorf("the expected counter did not move: %+v", after)
+			}
+			if moved := after.Applied + after.Invalid + after.Unauthorized + after.ClaimsLost -
+				(before.Applied + before.Invalid + before.Unauthorized + before.ClaimsLost); moved != 1 {
+				t.Errorf("%d counters moved, want 1: %+v", moved, after)
+			}
+			if owner, _ := a.r.Registry().Owner(crate); owner != c.owner {
+				t.Errorf("crate owner %v, want %v", owner, c.owner)
+			}
+			applied := after.Applied != before.Applied
+			if got := targets() - targetsBefore; applied != (got == 1) {
+				t.Errorf("%d targets set; applied: %v", got, applied)
+			}
+		})
+	}
+	// The same through HandlePacket: B's fighter with HP above its max
+	// encodes (the wire allows up to 1000) and is refused as invalid.
+	a := newPeer(t, peerA, peerB, nil)
+	liar := newPeer(t, peerB, peerA, nil)
+	hp := hpTooHigh(fighterB)
+	var snap physics.Snapshot
+	snap.Reset(0, 0)
+	snap.Objects = append(snap.Objects, hp)
+	pkt, err := liar.w.AppendSnapshot([]byte{KindState, 0}, &snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.r.HandlePacket(pkt, 0); !errors.Is(err, physics.ErrOutOfRange) {
+		t.Errorf("HandlePacket of a fighter with HP 500 of 100: %v, want ErrOutOfRange", err)
+	}
+	if s := a.r.Stats(); s.Invalid != 1 || s.Applied != 0 || a.w.Fighter(fighterB).HP() != 100 {
+		t.Errorf("invalid %d applied %d HP %d; want 1, 0, 100", s.Invalid, s.Applied, a.w.Fighter(fighterB).HP())
+	}
+}
+
 func TestReplicatorBadPackets(t *testing.T) {
 	a := newPeer(t, peerA, peerB, nil)
 	b := newPeer(t, peerB, peerA, nil)
@@ -197,7 +296,7 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"empty":           {},
 		"wrong kind":      append([]byte{0x00}, good[1:]...),
 		"truncated claim": {KindState, 1, 3},
-		"too many claims": claimsPkt(MaxClaims+1, 3, 1),
+		"too many claims": claimsPkt(maxClaims+1, 3, 1),
 		"claim id 0":      claimsPkt(1, 0, 1),
 		"claim id > u16":  claimsPkt(1, 70000, 1),
 		"overlong varint": append([]byte{KindState, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, snap...),
@@ -206,33 +305,35 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"trailing bytes":  append(append([]byte(nil), good...), 1, 2, 3),
 	}
 	for name, p := range cases {
-		before := a.r.Stats()
-		err := a.r.HandlePacket(p, 0)
-		if !errors.Is(err, ErrMalformed) {
-			t.Errorf("%s: %v, want ErrMalformed", name, err)
-			continue
-		}
-		var pe *PacketError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: %T is not a *PacketError", name, err)
-		}
-		s := a.r.Stats()
-		if s.Malformed != before.Malformed+1 || s.Applied != before.Applied {
-			t.Errorf("%s: malformed %d→%d applied %d→%d", name, before.Malformed, s.Malformed, before.Applied, s.Applied)
-		}
+		t.Run(name, func(t *testing.T) {
+			before := a.r.Stats()
+			err := a.r.HandlePacket(p, 0)
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s: %v, want ErrMalformed", name, err)
+				return
+			}
+			var pe *PacketError
+			if !errors.As(err, &pe) {
+				t.Errorf("%s: %T is not a *PacketError", name, err)
+			}
+			s := a.r.Stats()
+			if s.Malformed != before.Malformed+1 || s.Applied != before.Applied {
+				t.Errorf("%s: malformed %d→%d applied %d→%d", name, before.Malformed, s.Malformed, before.Applied, s.Applied)
+			}
+		})
 	}
 	// The good packet still works afterwards, once; the duplicate is dropped.
 	if err := a.r.HandlePacket(good, 0); err != nil {
 		t.Fatalf("good packet after the bad ones: %v", err)
 	}
 	applied := a.r.Stats().Applied
-	if err := a.r.HandlePacket(good, 0); err != nil || a.r.LastVerdict() != clocksync.Duplicate {
-		t.Errorf("duplicate: %v, verdict %v, want no error and Duplicate", err, a.r.LastVerdict())
+	if err := a.r.HandlePacket(good, 0); err != nil || a.r.lastDrop != clocksync.Duplicate {
+		t.Errorf("duplicate: %v, verdict %v, want no error and Duplicate", err, a.r.lastDrop)
 	}
 	// Too old: B's state from 0 arrives at A's game time 2 s.
 	b2 := b.tick(t, tickUS)
-	if err := a.r.HandlePacket(b2, 2_000_000); err != nil || a.r.LastVerdict() != clocksync.TooOld {
-		t.Errorf("old state: %v, verdict %v, want no error and TooOld", err, a.r.LastVerdict())
+	if err := a.r.HandlePacket(b2, 2_000_000); err != nil || a.r.lastDrop != clocksync.TooOld {
+		t.Errorf("old state: %v, verdict %v, want no error and TooOld", err, a.r.lastDrop)
 	}
 	if got := a.r.Stats().Applied; got != applied {
 		t.Errorf("dropped packets were applied: %d -> %d", applied, got)
@@ -353,18 +454,24 @@ func TestReplicatorConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(w, Config{Local: 1, Remote: 1}); !errors.Is(err, ErrInvalidPeer) {
+	if _, err := New(w, 1, 1, Config{}); !errors.Is(err, ErrInvalidPeer) {
 		t.Errorf("same peers: %v", err)
 	}
-	if _, err := New(nil, Config{Local: 1, Remote: 2}); err == nil {
+	if _, err := New(w, 0, 2, Config{}); !errors.Is(err, ErrInvalidPeer) {
+		t.Errorf("zero peer: %v", err)
+	}
+	if _, err := New(nil, 1, 2, Config{}); err == nil {
 		t.Error("nil world accepted")
 	}
-	r, err := New(w, Config{Local: 1, Remote: 2})
+	r, err := New(w, 1, 2, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Own(42); !errors.Is(err, ErrUnknownObject) {
-		t.Errorf("Own of a missing object: %v", err)
+	if err := r.Track(42, 1, false); !errors.Is(err, physics.ErrUnknownObject) {
+		t.Errorf("Track of a missing object: %v", err)
+	}
+	if err := r.LocalOnly(42); !errors.Is(err, physics.ErrUnknownObject) {
+		t.Errorf("LocalOnly of a missing object: %v", err)
 	}
 }
 
@@ -376,8 +483,10 @@ func TestReplicatorRefusesBadDivergenceMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []correction.Monitor{{CriticalGap: -1}, {CriticalGap: math.NaN()}, {MaxRun: -1}} {
-		if _, err := New(w, Config{Local: 1, Remote: 2, Divergence: m}); !errors.Is(err, correction.ErrInvalidConfig) {
-			t.Errorf("Divergence %+v: New = %v, want correction.ErrInvalidConfig", m, err)
-		}
+		t.Run(fmt.Sprintf("%+v", m), func(t *testing.T) {
+			if _, err := New(w, 1, 2, Config{Divergence: m}); !errors.Is(err, correction.ErrInvalidConfig) {
+				t.Errorf("New = %v, want correction.ErrInvalidConfig", err)
+			}
+		})
 	}
 }

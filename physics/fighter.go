@@ -71,14 +71,11 @@ func (f *Fighter) ID() ObjectID { return f.obj.id }
 // Object returns the fighter's object (bodies, state, layout, shapes).
 func (f *Fighter) Object() *Object { return f.obj }
 
-// Tuning returns the fighter's tuning (defaults filled in).
-func (f *Fighter) Tuning() Tuning { return f.tuning }
+// tuningOf returns the fighter's tuning (defaults filled in).
+func (f *Fighter) tuningOf() Tuning { return f.tuning }
 
 // SetInput sets the controls for the next steps (until changed).
-func (f *Fighter) SetInput(in Input) { f.input = in & InputMask }
-
-// Input returns the current controls.
-func (f *Fighter) Input() Input { return f.input }
+func (f *Fighter) SetInput(in Input) { f.input = in & inputMask }
 
 // Action returns what the fighter is doing.
 func (f *Fighter) Action() Action { return f.action }
@@ -87,18 +84,18 @@ func (f *Fighter) Action() Action { return f.action }
 // PhaseNone.
 func (f *Fighter) AttackPhase() AttackPhase { return f.phase }
 
-// StrikingPart returns the limb that hits during the active phase of the
+// strikingPart returns the limb that hits during the active phase of the
 // attack in progress (a lower arm for a punch, the right lower leg for a
 // kick), or PartUnknown.
-func (f *Fighter) StrikingPart() BodyPart {
+func (f *Fighter) strikingPart() BodyPart {
 	if f.phase == PhaseNone {
 		return PartUnknown
 	}
 	return PartOf(f.strikeBody)
 }
 
-// Cooldown returns the ticks left before the fighter may attack again.
-func (f *Fighter) Cooldown() int { return f.cooldown }
+// cooldownLeft returns the ticks left before the fighter may attack again.
+func (f *Fighter) cooldownLeft() int { return f.cooldown }
 
 // Facing returns the direction the fighter faces.
 func (f *Fighter) Facing() Facing { return f.facing }
@@ -111,9 +108,9 @@ func (f *Fighter) Grounded() bool { return f.grounded }
 func (f *Fighter) HP() int    { return f.hp }
 func (f *Fighter) MaxHP() int { return f.maxHP }
 
-// Controlled reports whether the fighter's controller runs (see
+// isControlled reports whether the fighter's controller runs (see
 // SetControlled).
-func (f *Fighter) Controlled() bool { return f.controlled }
+func (f *Fighter) isControlled() bool { return f.controlled }
 
 // SetControlled switches the controller on or off. Off, the fighter is a limp
 // ragdoll (its joints keep their limits and a little friction) whose state
@@ -157,7 +154,7 @@ func (s *FighterState) validate(maxHP int) (field string, value float64) {
 	switch {
 	case s.HP < 0 || s.HP > maxHP:
 		return "hp", float64(s.HP)
-	case !s.Action.IsValid():
+	case !s.Action.isValid():
 		return "action", float64(s.Action)
 	case s.Facing != FacingLeft && s.Facing != FacingRight:
 		return "facing", float64(s.Facing)
@@ -186,6 +183,14 @@ func (f *Fighter) State() FighterState {
 	return s
 }
 
+// validate checks s as a state of f (see SetRemoteState).
+func (f *Fighter) validate(s *FighterState) error {
+	if field, v := s.validate(f.maxHP); field != "" {
+		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	}
+	return nil
+}
+
 // SetRemoteState applies s (from the owner's snapshot) to a fighter whose
 // controller is off: HP, action, facing (turning the joint limits around) and
 // the attack in progress, so that its striking limb produces hit events here
@@ -193,8 +198,8 @@ func (f *Fighter) State() FighterState {
 // returns an error wrapping ErrOutOfRange, and changes nothing, for an
 // invalid or inconsistent s.
 func (f *Fighter) SetRemoteState(s FighterState) error {
-	if field, v := s.validate(f.maxHP); field != "" {
-		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	if err := f.validate(&s); err != nil {
+		return err
 	}
 	f.hp, f.action = s.HP, s.Action
 	f.setFacing(s.Facing)
@@ -210,9 +215,9 @@ func (f *Fighter) SetRemoteState(s FighterState) error {
 	return nil
 }
 
-// SetHP sets the fighter's health, clamped to [0, MaxHP]. At 0 the fighter is
+// setHP sets the fighter's health, clamped to [0, MaxHP]. At 0 the fighter is
 // knocked out.
-func (f *Fighter) SetHP(hp int) {
+func (f *Fighter) setHP(hp int) {
 	f.hp = max(0, min(hp, f.maxHP))
 	if f.hp == 0 && f.controlled {
 		f.endAttack()
@@ -228,9 +233,9 @@ func (f *Fighter) Revive(hp int) {
 	f.setAction(ActionGettingUp)
 }
 
-// KnockDown makes the fighter fall limp (then get up), as a strong hit does.
+// knockDown makes the fighter fall limp (then get up), as a strong hit does.
 // It does nothing to a knocked-out fighter.
-func (f *Fighter) KnockDown() {
+func (f *Fighter) knockDown() {
 	if f.action == ActionKO {
 		return
 	}
@@ -275,9 +280,9 @@ func (f *Fighter) ApplyHit(h HitEvent) int {
 	if d == 0 || f.hp == 0 {
 		return 0
 	}
-	f.SetHP(f.hp - d)
+	f.setHP(f.hp - d)
 	if f.hp > 0 && !h.Blocked && h.Impulse >= f.tuning.KnockdownImpulse {
-		f.KnockDown()
+		f.knockDown()
 		f.knockback(h.Attacker)
 	}
 	return d
@@ -417,7 +422,7 @@ func (f *Fighter) update() {
 		return
 	}
 	torso := f.obj.bodies[0]
-	theta := WrapAngle(torso.M_sweep.A)
+	theta := wrapAngle(torso.M_sweep.A)
 	x := torso.M_sweep.C.X
 	f.grounded = f.footDown(PartLowerLegL.Index()) || f.footDown(PartLowerLegR.Index())
 
@@ -628,7 +633,7 @@ func (f *Fighter) act(theta float64) {
 		pose = poseAir
 	case ActionWalk:
 		pose = poseStance
-		f.gait += 2 * math.Pi * t.StepRate * Dt
+		f.gait += 2 * math.Pi * t.StepRate * dt
 		if f.gait > 2*math.Pi {
 			f.gait -= 2 * math.Pi
 		}

@@ -19,8 +19,8 @@
 // loss), and custom (the -rtt, -jitter, -loss, -burst, -dup, -reorder,
 // -blackout flags).
 //
-// Methods: snap, midpoint, seed (the article's algorithm), ragsync (ours);
-// see package correction.
+// Methods: snap, midpoint, midpoint-spring ("seed" is accepted too: its
+// former name), ragsync; see package correction.
 //
 // Output, one object per (scenario, method):
 //
@@ -80,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ragsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "all", "lan, broadband, mobile, spike, awful, custom, all, or a comma-separated list")
-	method := fs.String("method", "all", "snap, midpoint, seed, ragsync, all, or a comma-separated list")
+	method := fs.String("method", "all", "snap, midpoint, midpoint-spring, ragsync, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line instead of a table")
@@ -92,13 +92,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	dup := fs.Float64("dup", 0, "custom: duplicate probability (0..1)")
 	reorder := fs.Float64("reorder", 0, "custom: probability that a packet is held back 20 ms (0..1)")
 	var corr correction.Config
+	def := corr.WithDefaults() // for the flags' help
 	fs.Float64Var(&corr.Stiffness, "stiffness", 0, "correction spring stiffness k in 1/s² (0: the method's default)")
-	fs.Float64Var(&corr.DampingRatio, "damping", 0, fmt.Sprintf("ragsync damping ratio ζ (0: %v, which with the default stiffness matches the target's velocity every tick)", correction.DefaultDampingRatio))
-	fs.Float64Var(&corr.MaxSoftError, "max-soft-error", 0, fmt.Sprintf("position error in m above which corrections snap (0: %v)", correction.DefaultMaxSoftError))
-	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, fmt.Sprintf("share of the error a ragsync hard correction removes per tick (0: %v)", correction.DefaultHardBlend))
-	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, fmt.Sprintf("ragsync: cap on the spring's pull in m/s (0: %v, negative: none)", correction.DefaultMaxCorrectionSpeed))
-	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, fmt.Sprintf("velocity change in m/s that counts as an impact (0: %v)", correction.DefaultImpactDeltaV))
-	maxExtrap := fs.Duration("max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond))
+	fs.Float64Var(&corr.DampingRatio, "damping", 0, fmt.Sprintf("ragsync damping ratio ζ (0: %v, which with the default stiffness matches the target's velocity every tick)", def.DampingRatio))
+	fs.Float64Var(&corr.MaxSoftError, "max-soft-error", 0, fmt.Sprintf("position error in m above which corrections snap (0: %v)", def.MaxSoftError))
+	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, fmt.Sprintf("share of the error a ragsync hard correction removes per tick (0: %v)", def.HardBlend))
+	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, fmt.Sprintf("ragsync: cap on the spring's pull in m/s (0: %v, negative: none)", def.MaxCorrectionSpeed))
+	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, fmt.Sprintf("velocity change in m/s that counts as an impact (0: %v)", def.ImpactDeltaV))
+	maxExtrap := fs.Duration("max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", def.MaxExtrapolation))
 	blackout := fs.String("blackout", "", "custom: DURATION/PERIOD, e.g. 2s/15s: the link is down for DURATION every PERIOD")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -121,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	corr.MaxExtrapolation = maxExtrap.Microseconds()
+	corr.MaxExtrapolation = *maxExtrap
 	if err := corr.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}

@@ -166,7 +166,7 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 	x1, _ := c.pt(physics.V(in.Max.X, 0))
 	vector.FillRect(dst, x0, y0, x1-x0, 3, colGround, false)
 
-	reg := pl.Match().Registry()
+	reg := pl.Match().Replicator().Registry()
 	for _, id := range []physics.ObjectID{game.CrateID, game.BallID} {
 		o := w.Object(id)
 		owner, _ := reg.Owner(id)
@@ -217,7 +217,7 @@ func (g *Game) drawGhosts(dst *ebiten.Image, pl *game.Player, c camera) {
 		if m.Replicator().Mode(id) != ownership.ModeRemote {
 			continue
 		}
-		cr := m.Corrector(id)
+		cr := m.Replicator().Corrector(id)
 		if cr == nil || !cr.HasTarget() {
 			continue
 		}
