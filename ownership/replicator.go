@@ -50,7 +50,7 @@ type Config struct {
 	Correction correction.Config
 
 	// MaxDelay is the timestamp filter's largest accepted age of a state.
-	// Zero: clocksync.DefaultMaxDelay. Negative: no limit.
+	// Zero: 500 ms (clocksync.Filter's default). Negative: no limit.
 	MaxDelay time.Duration
 
 	// ClaimCooldown is the cooldown in world ticks after an ownership
