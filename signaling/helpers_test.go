@@ -273,3 +273,16 @@ func (memAddr) Network() string { return "mem" }
 func (memAddr) String() string  { return "signal.test:80" }
 
 var _ = io.EOF
+
+// relayWaiting reports whether the holder of tok has a relay request
+// waiting for its peer on s.
+func relayWaiting(s *Server, tok RelayToken) bool {
+	c, err := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rv := s.rendezvous[c.key()]
+	return rv != nil && rv.waiting[c.side] != nil
+}
