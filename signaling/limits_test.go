@@ -399,4 +399,3 @@ func TestTrustedProxy(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
-
