@@ -157,14 +157,25 @@ func (c *client) process(typ websocket.MessageType, data []byte, t0 time.Time) b
 		return true
 	}
 	c.limitedRun = 0
-	if !s.lim.allowMsg(c.addr) {
-		// The address as a whole sends too much: drop, tell once per run.
+	if wait, ok := s.lim.reserveMsg(c.addr); !ok {
+		// Far over the address's rate: drop, tell once per run.
 		c.addrLimitedRun++
 		s.rateLimited.Add(1)
 		if c.addrLimitedRun == 1 {
 			c.sendLimit(&Error{Code: CodeRateLimited, Message: fmt.Sprintf("your address sends more than %d messages in a burst or %.3g/s sustained over all its connections; messages are dropped until it slows down", s.cfg.AddrRateBurst, s.cfg.AddrRatePerSec)}, reasonPerAddress)
 		}
 		return true
+	} else if wait > 0 {
+		// Over the address's rate: this message waits its turn, and the
+		// connection is not read meanwhile.
+		s.delayed.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return true
+		}
 	}
 	c.addrLimitedRun = 0
 	if typ != websocket.MessageText {

@@ -22,7 +22,9 @@ import (
 //   - rooms held as the waiting offerer, quick-match queue places included
 //     (Config.MaxRoomsPerAddr, too_many_rooms);
 //   - messages per second over all the address's WebSockets
-//     (Config.AddrRatePerSec and AddrRateBurst, rate_limited);
+//     (Config.AddrRatePerSec and AddrRateBurst): a message over it waits
+//     (the connection is not read meanwhile, so TCP slows the sender down);
+//     one that would wait over 2 s is dropped with rate_limited;
 //   - joins that miss (Config.FailedJoinRate and FailedJoinBurst,
 //     too_many_failed_joins), which bound how fast codes can be guessed;
 //   - TCP connections still in their HTTP handshake, counted per direct
@@ -160,11 +162,31 @@ func (l *addrLimiter) moveRoom(old, new *addrState) {
 	l.mu.Unlock()
 }
 
-// allowMsg takes one token from the address's message bucket.
-func (l *addrLimiter) allowMsg(st *addrState) bool {
+// maxMsgDelay bounds how long a message may wait for its address's rate
+// limit; past it, the message is dropped. Each connection waits for one
+// message at a time, so the wait is at most MaxConnsPerAddr/AddrRatePerSec
+// (1 s with the defaults).
+const maxMsgDelay = 2 * time.Second
+
+// reserveMsg takes one token from the address's message bucket, going
+// into debt if it must, and returns how long the message has to wait for
+// it. ok is false when that is longer than maxMsgDelay; the token is then
+// given back and the message must be dropped.
+func (l *addrLimiter) reserveMsg(st *addrState) (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return st.msgs.allow(l.now())
+	b := &st.msgs
+	b.refill(l.now())
+	b.tokens--
+	if b.tokens >= 0 {
+		return 0, true
+	}
+	wait = time.Duration(-b.tokens / b.rate * float64(time.Second))
+	if wait > maxMsgDelay {
+		b.tokens++
+		return wait, false
+	}
+	return wait, true
 }
 
 // canGuess reports whether the address may make a join that could miss,

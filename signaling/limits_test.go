@@ -236,36 +236,61 @@ func TestRoomsPerAddr(t *testing.T) {
 	}
 }
 
+// TestAddrRateLimit: the messages of all an address's connections share
+// one bucket; over it they wait their turn, none is lost; another address
+// does not wait.
 func TestAddrRateLimit(t *testing.T) {
 	checkLeaks(t)
-	clk := newFakeClock()
-	s, url := startServer(t, Config{AddrRatePerSec: 1, AddrRateBurst: 5, Now: clk.Now})
+	s, url := startServer(t, Config{AddrRatePerSec: 5, AddrRateBurst: 2})
 	attacker, honest := newFrom(t, "127.0.0.2"), newFrom(t, "127.0.0.3")
 	r1, r2 := attacker.raw(t, url), attacker.raw(t, url)
-	// Five messages from the two connections pass (each answered with
-	// wrong_state, so the test knows it arrived)...
-	for _, r := range []*raw{r1, r1, r1, r2, r2} {
-		r.send(`{"type":"leave"}`)
-		r.expectError(CodeWrongState)
+	for i := 0; i < 4; i++ {
+		r1.send(`{"type":"leave"}`)
+		r2.send(`{"type":"leave"}`)
 	}
-	// ...the next ones, from either, are dropped with an error naming the
-	// address limit, though each connection is within its own.
-	for _, r := range []*raw{r2, r1} {
-		r.send(`{"type":"create"}`)
-		if m := r.expectError(CodeRateLimited); !strings.Contains(m.Text, "your address") {
-			t.Fatalf("error %+v", m)
-		}
-	}
-	// Another address is not limited.
 	h := honest.raw(t, url)
 	h.send(`{"type":"create"}`)
 	h.expect(TypeJoined)
-	// A second later the attacker may send one more.
-	clk.advance(time.Second)
-	r1.send(`{"type":"create"}`)
-	r1.expect(TypeJoined)
-	r2.send(`{"type":"create"}`) // dropped, silently: r2 was told already
-	waitFor(t, func() bool { return s.Stats().RateLimited == 3 })
+	for i := 0; i < 4; i++ {
+		r1.expectError(CodeWrongState)
+		r2.expectError(CodeWrongState)
+	}
+	if st := s.Stats(); st.RateLimited != 0 || s.delayed.Load() == 0 {
+		t.Fatalf("stats %+v, delayed %d", st, s.delayed.Load())
+	}
+}
+
+// TestAddrMessageReservations checks the waits of the address bucket on an
+// injected clock.
+func TestAddrMessageReservations(t *testing.T) {
+	clk := newFakeClock()
+	cfg, err := Config{AddrRatePerSec: 10, AddrRateBurst: 2, Now: clk.Now}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newAddrLimiter(&cfg)
+	st, _ := l.reserveConn(netip.MustParseAddr("192.0.2.1"))
+	want := []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
+	for i, w := range want {
+		if got, ok := l.reserveMsg(st); !ok || got != w {
+			t.Fatalf("reservation %d: %v %v, want %v", i, got, ok, w)
+		}
+	}
+	clk.advance(500 * time.Millisecond) // pays the debt of 3, refills 2
+	for i, w := range []time.Duration{0, 0, 100 * time.Millisecond} {
+		if got, ok := l.reserveMsg(st); !ok || got != w {
+			t.Fatalf("after refill %d: %v %v, want %v", i, got, ok, w)
+		}
+	}
+	for i := 0; i < 19; i++ {
+		l.reserveMsg(st)
+	}
+	if got, ok := l.reserveMsg(st); ok || got <= maxMsgDelay {
+		t.Fatalf("reservation past the max delay: %v %v", got, ok)
+	}
+	if got, ok := l.reserveMsg(st); ok || got <= maxMsgDelay {
+		t.Fatalf("a refused reservation was kept: %v %v", got, ok)
+	}
 }
 
 // slowConn opens a TCP connection from f and sends the start of an HTTP

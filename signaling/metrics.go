@@ -23,6 +23,7 @@ import (
 //	ragsync_signal_pairing_latency_seconds   histogram from reading the request that completes a pairing
 //	                                                    to each player's paired message being written
 //	ragsync_signal_signals_relayed_total     counter    offers, answers and candidates relayed
+//	ragsync_signal_messages_delayed_total    counter    messages held back by their address's message rate
 //	ragsync_signal_relay_streams             gauge      relay streams open
 //	ragsync_signal_relay_streams_total       counter    relay streams established (re-attachments included)
 //	ragsync_signal_relay_bytes_total         counter    bytes carried by relay streams
@@ -93,6 +94,7 @@ func newMetrics(s *Server) *metrics {
 	gauge("relay_streams", "Relay streams open.", locked(func() int { return len(s.relays) }))
 	gauge("addresses", "Client addresses tracked by the per-address limits.", func() float64 { return float64(s.lim.size()) })
 	counter("connections_total", "WebSocket connections accepted.", func() float64 { return float64(s.conns.Load()) })
+	counter("messages_delayed_total", "Client messages held back by their address's message rate.", func() float64 { return float64(s.delayed.Load()) })
 	counter("signals_relayed_total", "Offers, answers and candidates relayed between players.", func() float64 { return float64(s.relayed.Load()) })
 	counter("relay_streams_total", "Relay streams established, re-attachments included.", func() float64 { return float64(s.relaysTotal.Load()) })
 	counter("relay_bytes_total", "Bytes carried by relay streams, both directions.", func() float64 { return float64(s.relayBytes.Load()) })

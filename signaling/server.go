@@ -67,7 +67,10 @@ type Config struct {
 	MaxRoomsPerAddr int
 	// AddrRatePerSec and AddrRateBurst are a token bucket shared by all the
 	// WebSockets of one address, on top of each connection's own. A message
-	// over it is dropped with rate_limited. Defaults 100/s and 200.
+	// over it waits for its token (its connection is not read meanwhile),
+	// so players behind one NAT are slowed down, not refused; one that
+	// would wait more than 2 s is dropped with rate_limited. Defaults
+	// 100/s and 200.
 	AddrRatePerSec float64
 	AddrRateBurst  int
 	// FailedJoinRate and FailedJoinBurst bound guessing room codes. A join
@@ -277,6 +280,7 @@ type Server struct {
 	pairings, relayed, errorsSent, rejected       atomic.Uint64
 	relaysTotal, relayBytes, relaysRefused, conns atomic.Uint64
 	idleTimeouts, limitViolations, rateLimited    atomic.Uint64
+	delayed                                       atomic.Uint64 // messages held back by their address's rate
 }
 
 type room struct {
