@@ -431,11 +431,3 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 	}
 	return ctx
 }
-
-func connState(c net.Conn, st http.ConnState) {
-	if st == http.StateHijacked {
-		if tc, ok := c.(*trackedConn); ok {
-			tc.established()
-		}
-	}
-}

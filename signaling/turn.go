@@ -74,14 +74,14 @@ func (c *TURNConfig) validate() error {
 		return fmt.Errorf("signaling: invalid config: TURN RelayBind %s and RelayIP %s are of different families", c.RelayBind, c.RelayIP)
 	}
 	if (c.MinPort == 0) != (c.MaxPort == 0) || c.MinPort > c.MaxPort {
-		return fmt.Errorf("signaling: invalid config: TURN ports %d-%d: give both MinPort and MaxPort, MinPort ≤ MaxPort", c.MinPort, c.MaxPort)
+		return fmt.Errorf("signaling: invalid config: TURN ports %d-%d: give both MinPort and MaxPort with MinPort ≤ MaxPort", c.MinPort, c.MaxPort)
 	}
 	if c.MaxAllocations < 0 || c.MaxPerAddr < 0 {
 		return errors.New("signaling: invalid config: negative TURN limit")
 	}
 	for _, u := range c.URLs {
 		if !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") && !strings.HasPrefix(u, "stun:") {
-			return fmt.Errorf("signaling: invalid config: TURN URL %q must start with turn:, turns: or stun:", u)
+			return fmt.Errorf("signaling: invalid config: TURN URL %q must have the scheme turn, turns or stun", u)
 		}
 		if len(u) > maxICEFieldLen {
 			return fmt.Errorf("signaling: invalid config: TURN URL %q is too long", truncate(u, 32))
