@@ -324,9 +324,13 @@ func refusedHandshake(t testing.TB, c net.Conn) {
 	}
 }
 
+// TestHandshakeLimit: an address may hold MaxHandshakesPerAddr unfinished
+// handshakes; more are refused with 429, the slow ones are cut after
+// HandshakeTimeout (2 s: honest handshakes meanwhile must not run into it
+// on a loaded machine), and WebSockets do not count.
 func TestHandshakeLimit(t *testing.T) {
 	checkLeaks(t)
-	s, base := startServer(t, Config{MaxHandshakesPerAddr: 2, HandshakeTimeout: 300 * time.Millisecond})
+	s, base := startServer(t, Config{MaxHandshakesPerAddr: 2, HandshakeTimeout: 2 * time.Second})
 	addr := strings.TrimPrefix(base, "http://")
 	attacker, honest := newFrom(t, "127.0.0.2"), newFrom(t, "127.0.0.3")
 	// Established WebSockets do not count.
