@@ -428,3 +428,51 @@ func TestTrustedProxy(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestAddrLimiterSweep: addresses that hold nothing and whose buckets have
+// refilled are forgotten; one that used its failed-join budget is kept
+// until the budget is back, so disconnecting does not reset it.
+func TestAddrLimiterSweep(t *testing.T) {
+	clk := newFakeClock()
+	cfg, err := Config{Now: clk.Now}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newAddrLimiter(&cfg)
+	guesser, _ := l.reserveConn(netip.MustParseAddr("192.0.2.1"))
+	for i := 0; i < cfg.FailedJoinBurst; i++ {
+		l.missed(guesser)
+	}
+	l.releaseConn(guesser)
+	l.reserveConn(netip.MustParseAddr("192.0.2.2")) // still connected
+	// Many addresses that sent a message and left: the sweep the 1024th
+	// triggers finds none whose bucket has refilled, and doubles.
+	for i := 0; i < minSweep; i++ {
+		st, ok := l.reserveConn(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}))
+		if !ok {
+			t.Fatal("refused")
+		}
+		l.reserveMsg(st)
+		l.releaseConn(st)
+	}
+	if n := l.size(); n != minSweep+2 || l.nextSweep != 2*minSweep {
+		t.Fatalf("%d addresses, next sweep at %d", n, l.nextSweep)
+	}
+	clk.advance(10 * time.Second) // message buckets full again, the guesser's not
+	l.mu.Lock()
+	l.sweep(clk.Now())
+	l.mu.Unlock()
+	if n := l.size(); n != 2 || l.nextSweep != minSweep {
+		t.Fatalf("%d addresses after the sweep (next at %d), want the guesser and the connected one", n, l.nextSweep)
+	}
+	if st := l.m[netip.MustParseAddr("192.0.2.1")]; st == nil || st.joins.full(clk.Now()) {
+		t.Fatal("the guesser's budget was reset")
+	}
+	clk.advance(time.Minute) // the guesser's budget is back: forgotten
+	l.mu.Lock()
+	l.sweep(clk.Now())
+	l.mu.Unlock()
+	if n := l.size(); n != 1 {
+		t.Fatalf("%d addresses, want the connected one", n)
+	}
+}
