@@ -69,7 +69,12 @@ func (c ClientConfig) withDefaults() ClientConfig {
 type Pairing struct {
 	Room  RoomCode
 	Role  Role       // RoleOfferer sends the offer, RoleAnswerer answers
-	Token RelayToken // this player's token for DialRelay; single use
+	Token RelayToken // this player's token for DialRelay; valid for re-attaching until the pairing ends
+	// ICEServers are the STUN/TURN servers the signaling server offers
+	// for this pairing (its embedded TURN server, with credentials valid
+	// for Config.CredentialTTL); nil if it offers none. Give them to
+	// WebRTC as they are.
+	ICEServers []ICEServer
 }
 
 // EventKind says what an Event reports. The zero value is EventUnknown.
@@ -281,8 +286,10 @@ func (c *Client) Leave(ctx context.Context) error {
 	return err
 }
 
-// SendOffer sends an SDP offer to the peer (offerer only). Server-side
-// refusals arrive as EventError with Ref TypeOffer.
+// SendOffer sends an SDP offer to the peer (offerer only). An offer over
+// the server's message size limit is refused here with ErrMessageTooBig
+// (the connection stays open); server-side refusals arrive as EventError
+// with Ref TypeOffer.
 func (c *Client) SendOffer(ctx context.Context, sdp string) error {
 	return c.send(ctx, &Message{Type: TypeOffer, SDP: sdp})
 }
@@ -364,6 +371,11 @@ func (c *Client) send(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
+	// The server closes the connection on a message over its limit: refuse
+	// it here instead, and keep the connection.
+	if lim := c.limits.MaxMessageBytes; lim > 0 && len(b) > lim {
+		return &Error{Code: ErrMessageTooBig, Message: fmt.Sprintf("%s message is %d bytes; the server accepts at most %d", m.Type, len(b), lim), Ref: m.Type}
+	}
 	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
 		select {
 		case <-c.done:
@@ -420,7 +432,7 @@ func (c *Client) request(ctx context.Context, m Message, want MsgType) (Message,
 // connection.
 func fatalCode(code ErrorCode) bool {
 	switch code {
-	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer:
+	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer, ErrTooManyConns:
 		return true
 	}
 	return false
@@ -481,7 +493,7 @@ func (c *Client) dispatch(m Message) bool {
 		}
 		ev = Event{Kind: EventError, Err: e}
 	case TypePaired:
-		ev = Event{Kind: EventPaired, Pairing: Pairing{Room: m.Room, Role: m.Role, Token: m.Token}}
+		ev = Event{Kind: EventPaired, Pairing: Pairing{Room: m.Room, Role: m.Role, Token: m.Token, ICEServers: m.ICE}}
 	case TypePeerLeft:
 		ev = Event{Kind: EventPeerLeft, Room: m.Room, Reason: m.Reason}
 	case TypeOffer:

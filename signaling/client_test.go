@@ -116,3 +116,29 @@ func TestEndpointURL(t *testing.T) {
 		})
 	}
 }
+
+// The client refuses to send a message over the size the server
+// announced, instead of having the server close the connection.
+func TestClientMessageTooBig(t *testing.T) {
+	leaktest.Check(t)
+	s, url := startServer(t, Config{MaxMessageBytes: 1024})
+	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	pairByCode(t, a, b)
+	big := make([]byte, 1100)
+	for i := range big {
+		big[i] = 'x'
+	}
+	err := a.SendOffer(ctxT(t), string(big))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != ErrMessageTooBig || e.Ref != TypeOffer {
+		t.Fatalf("oversized offer: %v", err)
+	}
+	err = a.SendCandidate(ctxT(t), Candidate{Candidate: string(big[:1000])})
+	if !errors.Is(err, ErrMessageTooBig) {
+		t.Fatalf("oversized candidate: %v", err)
+	}
+	exchange(t, a, b) // still connected
+	if st := s.Stats(); st.LimitViolations != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -262,3 +263,76 @@ func (memAddr) Network() string { return "mem" }
 func (memAddr) String() string  { return "signal.test:80" }
 
 var _ = io.EOF
+
+// relayWaiting reports whether the holder of tok has a relay request
+// waiting for its peer on s.
+func relayWaiting(s *Server, tok RelayToken) bool {
+	c, err := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rv := s.rendezvous[c.key()]
+	return rv != nil && rv.waiting[c.side] != nil
+}
+
+// from is a client network bound to one loopback source address, so a
+// test can play several client addresses (127.0.0.2 an attacker, 127.0.0.3
+// honest players) against one server.
+type from struct {
+	ip     net.IP
+	dialer *net.Dialer
+	tr     *http.Transport
+	hc     *http.Client
+}
+
+func newFrom(t testing.TB, ip string) *from {
+	t.Helper()
+	f := &from{ip: net.ParseIP(ip)}
+	f.dialer = &net.Dialer{LocalAddr: &net.TCPAddr{IP: f.ip}}
+	f.tr = &http.Transport{DialContext: f.dialer.DialContext, MaxIdleConnsPerHost: -1}
+	f.hc = &http.Client{Transport: f.tr}
+	t.Cleanup(f.tr.CloseIdleConnections)
+	return f
+}
+
+// client returns cfg dialing from f's address.
+func (f *from) client(cfg ClientConfig) ClientConfig { cfg.HTTPClient = f.hc; return cfg }
+
+// relayDialer dials relays from f's address.
+func (f *from) relayDialer() ClientConfig { return f.client(ClientConfig{}) }
+
+// dial connects a Client from f's address.
+func (f *from) dial(t testing.TB, url string) *Client {
+	t.Helper()
+	return dial(t, url, f.client(ClientConfig{}))
+}
+
+// raw connects a bare WebSocket from f's address.
+func (f *from) raw(t testing.TB, base string) *raw {
+	t.Helper()
+	r := dialRawVia(t, f.hc, base, "v=1")
+	r.expect(TypeWelcome)
+	return r
+}
+
+// fakeClock is an injected clock the test advances by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_800_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}

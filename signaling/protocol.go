@@ -163,9 +163,12 @@ func newRoomCode() RoomCode {
 }
 
 // RelayToken authorises one player of one pairing to attach to the TCP relay
-// (see DialRelay). It is 32 random bytes (crypto/rand) in unpadded base64url,
-// issued in the paired message, single-use, and revoked when the pairing
-// ends. String redacts it so tokens do not end up in logs.
+// (see DialRelay). It is issued in the paired message and signed by the
+// server (HMAC with its secret), so a server that restarted with the same
+// secret still accepts it; its format is in the package documentation.
+// It may be used again to re-attach after a stream dropped, until the
+// pairing ends or the token expires. String redacts it so tokens do not
+// end up in logs.
 type RelayToken string
 
 // String returns a redacted form of the token, safe for logs.
@@ -176,26 +179,6 @@ func (t RelayToken) String() string {
 	return string(t[:4]) + "…"
 }
 
-// relayTokenLen is the length of an encoded token: 32 bytes base64url.
-const relayTokenLen = 43
-
-func newRelayToken() RelayToken {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("signaling: crypto/rand failed: " + err.Error())
-	}
-	const enc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	out := make([]byte, 0, relayTokenLen)
-	// Standard base64 bit packing, no padding.
-	for i := 0; i+3 <= 30; i += 3 {
-		v := uint32(b[i])<<16 | uint32(b[i+1])<<8 | uint32(b[i+2])
-		out = append(out, enc[v>>18&63], enc[v>>12&63], enc[v>>6&63], enc[v&63])
-	}
-	v := uint32(b[30])<<16 | uint32(b[31])<<8
-	out = append(out, enc[v>>18&63], enc[v>>12&63], enc[v>>6&63])
-	return RelayToken(out)
-}
-
 // Candidate is a trickled ICE candidate. Its JSON form matches
 // webrtc.ICECandidateInit (pion, browsers), so p2p code can convert field by
 // field. An empty Candidate string signals the end of candidates.
@@ -204,6 +187,16 @@ type Candidate struct {
 	SDPMid           *string `json:"sdpMid,omitempty"`
 	SDPMLineIndex    *uint16 `json:"sdpMLineIndex,omitempty"`
 	UsernameFragment *string `json:"usernameFragment,omitempty"`
+}
+
+// ICEServer is a STUN or TURN server for WebRTC, handed to both players in
+// paired when the signaling server runs TURN. Its JSON form matches
+// RTCIceServer (browsers) and webrtc.ICEServer (pion): "urls", "username",
+// "credential". TURN credentials are time-limited (see the package doc).
+type ICEServer struct {
+	URLs       []string `json:"urls"`
+	Username   string   `json:"username,omitempty"`
+	Credential string   `json:"credential,omitempty"`
 }
 
 // Limits are the server limits announced in the welcome message.
@@ -218,19 +211,20 @@ type Limits struct {
 // used depends on Type; see the package doc. Unknown JSON fields are ignored
 // so later versions can add optional fields.
 type Message struct {
-	Type      MsgType    `json:"type"`
-	V         int        `json:"v,omitempty"`         // welcome: protocol version
-	Limits    *Limits    `json:"limits,omitempty"`    // welcome
-	Room      RoomCode   `json:"room,omitempty"`      // join, joined, paired, peer_left, left
-	Create    bool       `json:"create,omitempty"`    // join: create the room if there is none
-	Role      Role       `json:"role,omitempty"`      // joined, paired
-	Token     RelayToken `json:"token,omitempty"`     // paired
-	SDP       string     `json:"sdp,omitempty"`       // offer, answer
-	Candidate *Candidate `json:"candidate,omitempty"` // candidate
-	Reason    string     `json:"reason,omitempty"`    // peer_left
-	Code      ErrorCode  `json:"code,omitempty"`      // error
-	Text      string     `json:"message,omitempty"`   // error: human-readable
-	Ref       MsgType    `json:"ref,omitempty"`       // error: type of the message that caused it
+	Type      MsgType     `json:"type"`
+	V         int         `json:"v,omitempty"`           // welcome: protocol version
+	Limits    *Limits     `json:"limits,omitempty"`      // welcome
+	Room      RoomCode    `json:"room,omitempty"`        // join, joined, paired, peer_left, left
+	Create    bool        `json:"create,omitempty"`      // join: create the room if there is none
+	Role      Role        `json:"role,omitempty"`        // joined, paired
+	Token     RelayToken  `json:"token,omitempty"`       // paired
+	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired: STUN/TURN servers to use, if any
+	SDP       string      `json:"sdp,omitempty"`         // offer, answer
+	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
+	Reason    string      `json:"reason,omitempty"`      // peer_left
+	Code      ErrorCode   `json:"code,omitempty"`        // error
+	Text      string      `json:"message,omitempty"`     // error: human-readable
+	Ref       MsgType     `json:"ref,omitempty"`         // error: type of the message that caused it
 }
 
 // Field size limits checked by Validate, independent of the server's
@@ -239,6 +233,9 @@ const (
 	maxSDPLen       = 64 << 10
 	maxCandidateLen = 1024
 	maxTextLen      = 1024
+	maxICEServers   = 4
+	maxICEURLs      = 4
+	maxICEFieldLen  = 256
 )
 
 // DecodeMessage parses one JSON message and validates it (see
@@ -316,6 +313,9 @@ func (m *Message) Validate() error {
 		if m.Type == TypePaired && m.Token == "" {
 			return bad(`missing "token"`)
 		}
+		if err := validICEServers(m.ICE); err != "" {
+			return bad("%s", err)
+		}
 	case TypeError:
 		if m.Code == "" {
 			return bad(`missing "code"`)
@@ -329,6 +329,26 @@ func (m *Message) Validate() error {
 		return bad("a text field is too long")
 	}
 	return nil
+}
+
+func validICEServers(ss []ICEServer) string {
+	if len(ss) > maxICEServers {
+		return fmt.Sprintf("%d ice_servers, limit %d", len(ss), maxICEServers)
+	}
+	for _, is := range ss {
+		if len(is.URLs) == 0 || len(is.URLs) > maxICEURLs {
+			return fmt.Sprintf("an ice_servers entry has %d urls, want 1 to %d", len(is.URLs), maxICEURLs)
+		}
+		for _, u := range is.URLs {
+			if u == "" || len(u) > maxICEFieldLen {
+				return fmt.Sprintf("ice_servers url %q is empty or too long", truncate(u, 32))
+			}
+		}
+		if len(is.Username) > maxICEFieldLen || len(is.Credential) > maxICEFieldLen {
+			return "ice_servers username or credential too long"
+		}
+	}
+	return ""
 }
 
 // AppendMessage appends the JSON encoding of m to dst. It does not validate m.
@@ -352,25 +372,28 @@ func (c ErrorCode) Error() string { return "signaling: " + string(c) }
 // Error codes. "Fatal" ones are followed by the server closing the
 // WebSocket; the others leave the connection usable.
 const (
-	ErrBadJSON            ErrorCode = "bad_json"            // not a JSON object of the right shape
-	ErrBadMessage         ErrorCode = "bad_message"         // missing/oversized field, binary frame, server-only type
-	ErrUnknownType        ErrorCode = "unknown_type"        // "type" not in this protocol version
-	ErrMessageTooBig      ErrorCode = "message_too_big"     // fatal: over Config.MaxMessageBytes
-	ErrRateLimited        ErrorCode = "rate_limited"        // message dropped; fatal if the client keeps flooding
-	ErrIdleTimeout        ErrorCode = "idle_timeout"        // fatal: nothing received for Config.IdleTimeout
-	ErrUnsupportedVersion ErrorCode = "unsupported_version" // fatal: ?v= missing or not ProtocolVersion
-	ErrWrongState         ErrorCode = "wrong_state"         // e.g. offer before paired, join while in a room
-	ErrBadRoomCode        ErrorCode = "bad_room_code"       // malformed room code
-	ErrRoomNotFound       ErrorCode = "room_not_found"      // no room with that code
-	ErrRoomFull           ErrorCode = "room_full"           // the room already has two players
-	ErrTooManyRooms       ErrorCode = "too_many_rooms"      // Config.MaxRooms reached
-	ErrServerFull         ErrorCode = "server_full"         // fatal: Config.MaxConns reached
-	ErrShuttingDown       ErrorCode = "shutting_down"       // fatal: server is shutting down
-	ErrSlowConsumer       ErrorCode = "slow_consumer"       // fatal (close reason only): client does not read
-	ErrBadToken           ErrorCode = "bad_token"           // relay: unknown, revoked or malformed token
-	ErrTokenUsed          ErrorCode = "token_used"          // relay: token already attached
-	ErrPeerTimeout        ErrorCode = "peer_timeout"        // relay: the other player did not attach in time
-	ErrTooManyRelays      ErrorCode = "too_many_relays"     // relay: Config.MaxRelays reached
+	ErrBadJSON            ErrorCode = "bad_json"              // not a JSON object of the right shape
+	ErrBadMessage         ErrorCode = "bad_message"           // missing/oversized field, binary frame, server-only type
+	ErrUnknownType        ErrorCode = "unknown_type"          // "type" not in this protocol version
+	ErrMessageTooBig      ErrorCode = "message_too_big"       // fatal: over Config.MaxMessageBytes
+	ErrRateLimited        ErrorCode = "rate_limited"          // message dropped; fatal if the client keeps flooding
+	ErrIdleTimeout        ErrorCode = "idle_timeout"          // fatal: nothing received for Config.IdleTimeout
+	ErrUnsupportedVersion ErrorCode = "unsupported_version"   // fatal: ?v= missing or not ProtocolVersion
+	ErrWrongState         ErrorCode = "wrong_state"           // e.g. offer before paired, join while in a room
+	ErrBadRoomCode        ErrorCode = "bad_room_code"         // malformed room code
+	ErrRoomNotFound       ErrorCode = "room_not_found"        // no room with that code
+	ErrRoomFull           ErrorCode = "room_full"             // the room already has two players
+	ErrTooManyRooms       ErrorCode = "too_many_rooms"        // Config.MaxRooms reached
+	ErrServerFull         ErrorCode = "server_full"           // fatal: Config.MaxConns reached
+	ErrShuttingDown       ErrorCode = "shutting_down"         // fatal: server is shutting down
+	ErrSlowConsumer       ErrorCode = "slow_consumer"         // fatal (close reason only): client does not read
+	ErrBadToken           ErrorCode = "bad_token"             // relay: unknown, revoked or malformed token
+	ErrTokenUsed          ErrorCode = "token_used"            // relay: token already attached
+	ErrPeerTimeout        ErrorCode = "peer_timeout"          // relay: the other player did not attach in time
+	ErrTooManyRelays      ErrorCode = "too_many_relays"       // relay: Config.MaxRelays reached
+	ErrTooManyConns       ErrorCode = "too_many_conns"        // fatal: your address has Config.MaxConnsPerAddr connections
+	ErrTooManyHandshakes  ErrorCode = "too_many_handshakes"   // HTTP 429: your address has Config.MaxHandshakesPerAddr unfinished handshakes
+	ErrTooManyFailedJoins ErrorCode = "too_many_failed_joins" // join refused: your address missed too many joins (Config.FailedJoinRate)
 )
 
 // Error is a protocol error: one the server sent in an error message, or a
