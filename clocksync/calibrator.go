@@ -4,39 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ragsync/ragsync/internal/clockwire"
 )
-
-// Role is a peer's part in clock calibration. The zero value is invalid.
-type Role uint8
-
-// Roles.
-const (
-	RoleUnknown Role = iota
-	// RoleLeader: this peer's clock defines game time (for example the
-	// session's offerer).
-	RoleLeader
-	// RoleFollower: this peer's game clock follows the leader's.
-	RoleFollower
-)
-
-// String returns "leader", "follower" or "Role(n)".
-func (r Role) String() string {
-	switch r {
-	case RoleLeader:
-		return "leader"
-	case RoleFollower:
-		return "follower"
-	default:
-		return fmt.Sprintf("Role(%d)", uint8(r))
-	}
-}
 
 // Config configures a Calibrator. Zero values give the documented defaults;
 // NewCalibrator validates it.
 type Config struct {
-	// Role must be RoleLeader or RoleFollower, and the two peers must pick
-	// different roles.
-	Role Role
+	// Leader makes this peer the leader, whose clock defines game time;
+	// otherwise it is the follower, whose game clock follows the leader's.
+	// Exactly one of the two peers must lead (a p2p session makes its
+	// offerer the leader).
+	Leader bool
 	// CalibrationInterval is the ping period before the match. Zero:
 	// 62.5 ms (16 Hz). Range [1 ms, 10 s].
 	CalibrationInterval time.Duration
@@ -62,24 +41,22 @@ type Config struct {
 	GameClock GameClockConfig
 }
 
-// Calibrator defaults.
+// Calibrator defaults (see Config).
 const (
-	DefaultCalibrationInterval = 62500 * time.Microsecond
-	DefaultMatchInterval       = 250 * time.Millisecond
-	DefaultPingTimeout         = 2 * time.Second
-	DefaultMinSamples          = 8
-	DefaultSettledDriftPPM     = 10
+	defaultCalibrationInterval = 62500 * time.Microsecond
+	defaultMatchInterval       = 250 * time.Millisecond
+	defaultPingTimeout         = 2 * time.Second
+	defaultMinSamples          = 8
+	defaultSettledDriftPPM     = 10
 )
 
 func (c Config) resolve() (Config, error) {
-	c.CalibrationInterval = orDefault(c.CalibrationInterval, DefaultCalibrationInterval)
-	c.MatchInterval = orDefault(c.MatchInterval, DefaultMatchInterval)
-	c.PingTimeout = orDefault(c.PingTimeout, DefaultPingTimeout)
-	c.MinSamples = orDefault(c.MinSamples, DefaultMinSamples)
-	c.SettledDriftPPM = orDefault(c.SettledDriftPPM, DefaultSettledDriftPPM)
+	c.CalibrationInterval = orDefault(c.CalibrationInterval, defaultCalibrationInterval)
+	c.MatchInterval = orDefault(c.MatchInterval, defaultMatchInterval)
+	c.PingTimeout = orDefault(c.PingTimeout, defaultPingTimeout)
+	c.MinSamples = orDefault(c.MinSamples, defaultMinSamples)
+	c.SettledDriftPPM = orDefault(c.SettledDriftPPM, defaultSettledDriftPPM)
 	switch {
-	case c.Role != RoleLeader && c.Role != RoleFollower:
-		return c, configError("Role", c.Role, "leader or follower")
 	case c.CalibrationInterval < time.Millisecond || c.CalibrationInterval > 10*time.Second:
 		return c, configError("CalibrationInterval", c.CalibrationInterval, "[1ms, 10s]")
 	case c.MatchInterval < time.Millisecond || c.MatchInterval > 10*time.Second:
@@ -102,7 +79,18 @@ func orDefault[T comparable](v, def T) T {
 	return v
 }
 
-// Errors from Handle, HandlePing and HandlePong (besides *WireError and
+// Magic is the first byte of every calibration message. A game that
+// carries the Calibrator's messages on the same link as its own packets
+// tells them apart by it: no other ragsync packet starts with 0xC5.
+const Magic = clockwire.Magic
+
+// ErrMalformed is matched (errors.Is) by the error Handle, HandlePing and
+// HandlePong return for a message that is not a well-formed calibration
+// message: wrong length, magic byte, kind or flags. The error carries the
+// start of the offending message.
+var ErrMalformed = clockwire.ErrMalformed
+
+// Errors from Handle, HandlePing and HandlePong (besides ErrMalformed and
 // *TimestampError). None of them is fatal: count and carry on.
 var (
 	// ErrUnknownPong: the pong answers no ping this peer has outstanding
@@ -112,19 +100,23 @@ var (
 	ErrDuplicatePong = errors.New("clocksync: duplicate pong")
 	// ErrLatePong: the pong came after PingTimeout; the ping counted as lost.
 	ErrLatePong = errors.New("clocksync: pong after the ping timed out")
-	// ErrRoleConflict: the peer has the same role as this one. Both peers
-	// claiming to lead (or to follow) means their game clocks cannot
-	// agree; the session must assign the roles.
-	ErrRoleConflict = errors.New("clocksync: peer has the same role")
+	// ErrRoleConflict: the peer leads, or follows, as this one does. Both
+	// peers claiming to lead (or to follow) means their game clocks cannot
+	// agree; whoever pairs them must make exactly one the leader.
+	ErrRoleConflict = errors.New("clocksync: peer leads or follows as this one does")
 	// ErrNoGameTime: a pong from the leader without game time.
 	ErrNoGameTime = errors.New("clocksync: leader's pong carries no game time")
 )
 
 // Stats are a Calibrator's counters and current figures.
 type Stats struct {
-	Role          Role
-	Running       bool // StartMatch was called
-	Synced        bool
+	Leader  bool // Config.Leader
+	Running bool // StartMatch was called
+	Synced  bool // see Calibrator.Synced
+	// Calibrated: the estimate has Config.MinSamples samples, on either
+	// peer (the leader is Synced from the start, but its estimate of the
+	// follower's clock takes as many samples as the follower's).
+	Calibrated    bool
 	PingsSent     uint64
 	PongsReceived uint64 // valid pongs turned into samples
 	PingsAnswered uint64 // pongs sent
@@ -132,8 +124,10 @@ type Stats struct {
 	Rejected      uint64 // messages rejected (malformed, unknown, duplicate, late, conflicting)
 	RoleConflicts uint64
 	Steps         uint64 // forward steps of the running game clock
-	RTT           RTTStats
-	Estimate      Estimate
+	// RTT is the round trip of the exchanges, without the responder's
+	// processing time (Sample.Delay).
+	RTT      RTTStats
+	Estimate Estimate
 	// ClockError (follower) is the estimated leader game time minus ours
 	// now: the error the game clock is still slewing away.
 	ClockError time.Duration
@@ -161,9 +155,9 @@ const (
 
 // Calibrator drives the clock calibration of one peer: it says when to
 // ping, builds pings, answers the peer's pings, turns pongs into samples
-// for its Estimator, and (on the follower) steers the game clock. It knows
-// nothing about transports: the caller carries the bytes, unreliably, in
-// both directions, and calls Handle as soon as a message arrives (the
+// for its offset estimate and RTT statistics, and (on the follower) steers
+// the game clock. It knows nothing about transports: the caller carries
+// the bytes, unreliably, in both directions, and calls Handle as soon as a message arrives (the
 // receive time is read from the Clock then, so delays in calling Handle
 // count as network delay).
 //
@@ -175,15 +169,16 @@ const (
 //	t + θ̂(t) − epoch
 //
 // with θ̂ the estimated offset of the leader's clock. The follower's
-// GameClock steps to it before the match and slews to it during it.
+// game clock steps to it before the match and slews to it during it.
 //
 // A Calibrator is not safe for concurrent use; its hot paths (Poll,
 // Handle) do not allocate.
 type Calibrator struct {
 	cfg   Config
 	clock Clock
-	est   *Estimator
-	game  *GameClock
+	est   *estimator
+	game  *gameClock
+	rtt   RTTEstimator
 
 	running  bool
 	epoch    time.Duration // leader: own; follower: the leader's, once known
@@ -206,35 +201,32 @@ func NewCalibrator(cfg Config, clock Clock) (*Calibrator, error) {
 	if clock == nil {
 		return nil, configError("clock", nil, "a Clock")
 	}
-	est, err := NewEstimator(cfg.Estimator)
+	est, err := newEstimator(cfg.Estimator)
 	if err != nil {
 		return nil, err
 	}
-	game, err := NewGameClock(cfg.GameClock)
+	game, err := newGameClock(cfg.GameClock)
 	if err != nil {
 		return nil, err
 	}
 	c := &Calibrator{cfg: cfg, clock: clock, est: est, game: game}
 	now := clock.Now()
 	c.nextPing = now
-	if cfg.Role == RoleLeader {
+	if cfg.Leader {
 		c.epoch, c.hasEpoch = now, true
 		game.Set(now, 0, 0)
 	}
-	c.stats.Role = cfg.Role
+	c.stats.Leader = cfg.Leader
 	return c, nil
 }
-
-// Role returns the Calibrator's role.
-func (c *Calibrator) Role() Role { return c.cfg.Role }
 
 // SetEpoch (leader only) sets the local time at which game time is zero;
 // the leader's game clock jumps to match. Call it before the match: the
 // follower steps along while calibrating, but once its match runs it only
 // steps forward (past StepThreshold) and slews backward.
 func (c *Calibrator) SetEpoch(local time.Duration) error {
-	if c.cfg.Role != RoleLeader {
-		return fmt.Errorf("clocksync: SetEpoch on a %v", c.cfg.Role)
+	if !c.cfg.Leader {
+		return errors.New("clocksync: SetEpoch on the follower")
 	}
 	c.epoch = local
 	c.game.Set(c.clock.Now(), c.clock.Now()-local, 0)
@@ -249,14 +241,11 @@ func (c *Calibrator) StartMatch() {
 	c.game.Start()
 }
 
-// Running reports whether StartMatch was called.
-func (c *Calibrator) Running() bool { return c.running }
-
 // Synced reports whether the game clock is usable: always for the leader;
 // for the follower once it knows the leader's epoch and has MinSamples
 // samples.
 func (c *Calibrator) Synced() bool {
-	return c.cfg.Role == RoleLeader ||
+	return c.cfg.Leader ||
 		c.hasEpoch && c.game.Valid() && c.est.Estimate().Samples >= c.cfg.MinSamples
 }
 
@@ -275,19 +264,17 @@ func (c *Calibrator) GameTimeAt(local time.Duration) (GameTime, bool) {
 // clock − ours).
 func (c *Calibrator) Estimate() Estimate { return c.est.Estimate() }
 
-// RTT returns the round-trip statistics.
-func (c *Calibrator) RTT() RTTStats { return c.est.RTT() }
-
 // Stats returns the counters and current figures.
 func (c *Calibrator) Stats() Stats {
 	s := c.stats
 	s.Running = c.running
 	s.Synced = c.Synced()
-	s.RTT = c.est.RTT()
+	s.Calibrated = c.est.Estimate().Samples >= c.cfg.MinSamples
+	now := c.clock.Now()
+	s.RTT = c.rtt.Stats(now)
 	s.Estimate = c.est.Estimate()
 	s.Steps = c.game.Steps()
-	if c.cfg.Role == RoleFollower && c.hasEpoch && c.est.Ready() {
-		now := c.clock.Now()
+	if !c.cfg.Leader && c.hasEpoch && c.est.Ready() {
 		s.ClockError = c.target(now) - c.game.At(now)
 	}
 	return s
@@ -335,7 +322,7 @@ func (c *Calibrator) AppendPing(dst []byte) []byte {
 		c.stats.PingsLost++
 	}
 	c.pings[i] = ping{seq: c.seq, t1: now, state: pingPending}
-	dst = AppendPing(dst, Ping{Seq: c.seq, T1: now, Leader: c.cfg.Role == RoleLeader})
+	dst = clockwire.AppendPing(dst, clockwire.Ping{Seq: c.seq, T1: now, Leader: c.cfg.Leader})
 	c.seq++
 	c.nextPing = now + c.interval()
 	c.stats.PingsSent++
@@ -352,32 +339,34 @@ func (c *Calibrator) expire(now time.Duration) {
 	}
 }
 
-// Handle processes a calibration message from the peer. For a ping it
-// returns dst with the pong appended, to be sent back at once; for a pong
-// it returns nil. Errors are *WireError for malformed input, ErrRoleConflict,
-// and the pong errors of HandlePong; a message that errs changes nothing
-// but the counters.
+// Handle processes a calibration message from the peer (one whose first
+// byte is Magic). For a ping it returns dst with the pong appended, to be
+// sent back at once; for a pong it returns nil. Errors: ErrMalformed,
+// ErrRoleConflict, and the pong errors of HandlePong; a message that errs
+// changes nothing but the counters.
 func (c *Calibrator) Handle(msg, dst []byte) (reply []byte, err error) {
-	k, err := PeekKind(msg)
+	k, err := clockwire.PeekKind(msg)
 	if err != nil {
 		c.stats.Rejected++
 		return nil, err
 	}
-	if k == KindPing {
+	if k == clockwire.KindPing {
 		return c.HandlePing(msg, dst)
 	}
-	return nil, c.HandlePong(msg)
+	_, err = c.HandlePong(msg)
+	return nil, err
 }
 
 // HandlePing answers a ping: it returns dst with the pong appended.
+// Errors: ErrMalformed (also for a pong), ErrRoleConflict.
 func (c *Calibrator) HandlePing(msg, dst []byte) ([]byte, error) {
 	t2 := c.clock.Now()
-	p, err := ParsePing(msg)
+	p, err := clockwire.ParsePing(msg)
 	if err != nil {
 		c.stats.Rejected++
 		return nil, err
 	}
-	leader := c.cfg.Role == RoleLeader
+	leader := c.cfg.Leader
 	if p.Leader == leader {
 		c.stats.Rejected++
 		c.stats.RoleConflicts++
@@ -386,85 +375,91 @@ func (c *Calibrator) HandlePing(msg, dst []byte) ([]byte, error) {
 	t3 := c.clock.Now()
 	g, ok := c.GameTimeAt(t3)
 	c.stats.PingsAnswered++
-	return AppendPong(dst, Pong{
+	return clockwire.AppendPong(dst, clockwire.Pong{
 		Seq: p.Seq, T1: p.T1, T2: t2, T3: t3,
-		Leader: leader, GameValid: ok, Running: c.running, Game: g,
+		Leader: leader, GameValid: ok, Running: c.running, Game: int64(g),
 	}), nil
 }
 
-// HandlePong turns a pong into a sample and updates the estimate and (on
-// the follower) the game clock. Errors: *WireError, ErrRoleConflict,
-// ErrUnknownPong, ErrDuplicatePong, ErrLatePong, ErrNoGameTime,
-// *TimestampError (see NewSample; also a game time beyond ±2⁶⁰ ns).
-func (c *Calibrator) HandlePong(msg []byte) error {
+// HandlePong turns a pong into a sample, updates the estimate, the RTT
+// statistics and (on the follower) the game clock, and returns the sample:
+// the exchange's round trip (Delay, also fed to Stats.RTT) and clock offset.
+// Errors: ErrMalformed (also for a ping), ErrRoleConflict, ErrUnknownPong,
+// ErrDuplicatePong, ErrLatePong, ErrNoGameTime, *TimestampError (timestamps
+// no real exchange can produce, a game time beyond ±2⁶⁰ ns, or a local
+// clock that went backwards).
+func (c *Calibrator) HandlePong(msg []byte) (Sample, error) {
 	t4 := c.clock.Now()
-	err := c.handlePong(msg, t4)
+	s, err := c.handlePong(msg, t4)
 	if err != nil {
 		c.stats.Rejected++
 	}
-	return err
+	return s, err
 }
 
-func (c *Calibrator) handlePong(msg []byte, t4 time.Duration) error {
-	p, err := ParsePong(msg)
+func (c *Calibrator) handlePong(msg []byte, t4 time.Duration) (Sample, error) {
+	p, err := clockwire.ParsePong(msg)
 	if err != nil {
-		return err
+		return Sample{}, err
 	}
-	leader := c.cfg.Role == RoleLeader
+	leader := c.cfg.Leader
 	if p.Leader == leader {
 		c.stats.RoleConflicts++
-		return ErrRoleConflict
+		return Sample{}, ErrRoleConflict
 	}
 	if !leader && !p.GameValid {
-		return ErrNoGameTime
+		return Sample{}, ErrNoGameTime
 	}
 	out := &c.pings[p.Seq%outstanding]
 	if out.seq != p.Seq || out.t1 != p.T1 || out.state == pingFree {
-		return ErrUnknownPong
+		return Sample{}, ErrUnknownPong
 	}
 	switch out.state {
 	case pingAnswered:
-		return ErrDuplicatePong
+		return Sample{}, ErrDuplicatePong
 	case pingLost:
-		return ErrLatePong
+		return Sample{}, ErrLatePong
 	}
 	if t4-p.T1 > c.cfg.PingTimeout {
 		out.state = pingLost
 		c.stats.PingsLost++
-		return ErrLatePong
+		return Sample{}, ErrLatePong
 	}
-	s, err := NewSample(p.T1, p.T2, p.T3, t4)
+	s, err := newSample(p.T1, p.T2, p.T3, t4)
 	if err != nil {
-		return err
+		return Sample{}, err
 	}
 	// The game time is as untrusted as the timestamps: one beyond their
 	// range would overflow the epoch and throw the game clock decades
 	// ahead, never to come back (it does not run backwards).
-	if p.GameValid && (p.Game > maxGameTime || p.Game < -maxGameTime) {
-		return &TimestampError{p.T1, p.T2, p.T3, t4, fmt.Sprintf("game time %d µs beyond ±2⁶⁰ ns", int64(p.Game))}
+	game := GameTime(p.Game)
+	if p.GameValid && (game > maxGameTime || game < -maxGameTime) {
+		return Sample{}, &TimestampError{p.T1, p.T2, p.T3, t4, fmt.Sprintf("game time %d µs beyond ±2⁶⁰ ns", p.Game)}
 	}
 	if err := c.est.Add(s); err != nil {
-		return err
+		// Only a local clock that went backwards gets here.
+		return Sample{}, &TimestampError{p.T1, p.T2, p.T3, t4, err.Error()}
 	}
 	out.state = pingAnswered
 	c.stats.PongsReceived++
+	c.rtt.Add(s.At, s.Delay)
 
 	if leader {
 		if p.GameValid {
 			// The follower's game time at its t3, against ours at the
 			// same instant as our estimate places it.
 			at := p.T3 - c.est.OffsetAt(t4)
-			c.stats.PeerClockError = p.Game.Duration() - (at - c.epoch)
+			c.stats.PeerClockError = game.Duration() - (at - c.epoch)
 		}
-		return nil
+		return s, nil
 	}
 	// The leader's epoch: its local time at game time 0. Game is rounded
 	// down to the µs, so the derived epoch wobbles by < 1 µs; ignore that.
-	if epoch := p.T3 - p.Game.Duration(); !c.hasEpoch || epoch-c.epoch > time.Microsecond || c.epoch-epoch > time.Microsecond {
+	if epoch := p.T3 - game.Duration(); !c.hasEpoch || epoch-c.epoch > time.Microsecond || c.epoch-epoch > time.Microsecond {
 		c.epoch, c.hasEpoch = epoch, true
 	}
 	c.game.Steer(t4, c.target(t4), c.est.Estimate().DriftPPM)
-	return nil
+	return s, nil
 }
 
 // target is the follower's estimate of the leader's game time (ns) at

@@ -2,10 +2,13 @@ package clocksync
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragsync/ragsync/internal/clockwire"
 )
 
 // direct is a leader and a follower exchanging messages by hand over a
@@ -23,11 +26,11 @@ func newDirect(t testing.TB, cfg Config) *direct {
 	d.lc = &SkewedClock{Base: d.truth, Offset: 500 * time.Second}
 	d.fc = &SkewedClock{Base: d.truth, Offset: 20 * time.Second}
 	var err error
-	cfg.Role = RoleLeader
+	cfg.Leader = true
 	if d.leader, err = NewCalibrator(cfg, d.lc); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Role = RoleFollower
+	cfg.Leader = false
 	if d.follower, err = NewCalibrator(cfg, d.fc); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,7 @@ func TestCalibratorDirect(t *testing.T) {
 	if g, ok := d.follower.GameTime(); g != 0 || ok {
 		t.Errorf("follower game time before sync: %v, %v", g, ok)
 	}
-	for i := range DefaultMinSamples {
+	for i := range defaultMinSamples {
 		if d.follower.Synced() {
 			t.Fatalf("synced after %d samples", i)
 		}
@@ -82,11 +85,11 @@ func TestCalibratorDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls, fs := d.leader.Stats(), d.follower.Stats()
-	if ls.PeerClockError != 0 || ls.RTT.Last != 10*time.Millisecond || ls.PongsReceived != 1 || ls.PingsAnswered != DefaultMinSamples {
+	if ls.PeerClockError != 0 || ls.RTT.Last != 10*time.Millisecond || ls.PongsReceived != 1 || ls.PingsAnswered != defaultMinSamples {
 		t.Errorf("leader stats %+v", ls)
 	}
-	if fs.PingsSent != DefaultMinSamples || fs.PongsReceived != DefaultMinSamples || fs.PingsAnswered != 1 ||
-		fs.Rejected != 0 || fs.ClockError != 0 || fs.Estimate.Offset != 480*time.Second || !fs.Synced || fs.Role != RoleFollower {
+	if fs.PingsSent != defaultMinSamples || fs.PongsReceived != defaultMinSamples || fs.PingsAnswered != 1 ||
+		fs.Rejected != 0 || fs.ClockError != 0 || fs.Estimate.Offset != 480*time.Second || !fs.Synced || fs.Leader {
 		t.Errorf("follower stats %+v", fs)
 	}
 }
@@ -102,25 +105,25 @@ func TestCalibratorRejects(t *testing.T) {
 		t.Errorf("duplicate: %v", err)
 	}
 	// A pong echoing a wrong t1 or an unknown seq.
-	p, _ := ParsePong(pong)
+	p, _ := clockwire.ParsePong(pong)
 	p.T1++
-	if err := d.follower.HandlePong(AppendPong(nil, p)); !errors.Is(err, ErrUnknownPong) {
+	if _, err := d.follower.HandlePong(clockwire.AppendPong(nil, p)); !errors.Is(err, ErrUnknownPong) {
 		t.Errorf("wrong t1: %v", err)
 	}
 	p.T1--
 	p.Seq = 1000
-	if err := d.follower.HandlePong(AppendPong(nil, p)); !errors.Is(err, ErrUnknownPong) {
+	if _, err := d.follower.HandlePong(clockwire.AppendPong(nil, p)); !errors.Is(err, ErrUnknownPong) {
 		t.Errorf("unknown seq: %v", err)
 	}
 	// A leader's pong without game time.
 	p.Seq, p.GameValid = 0, false
-	if err := d.follower.HandlePong(AppendPong(nil, p)); !errors.Is(err, ErrNoGameTime) {
+	if _, err := d.follower.HandlePong(clockwire.AppendPong(nil, p)); !errors.Is(err, ErrNoGameTime) {
 		t.Errorf("no game time: %v", err)
 	}
 	// Late: the pong comes after PingTimeout.
 	ping = d.follower.AppendPing(nil)
 	pong, _ = d.leader.Handle(ping, nil)
-	d.truth.Advance(DefaultPingTimeout + time.Millisecond)
+	d.truth.Advance(defaultPingTimeout + time.Millisecond)
 	if _, err := d.follower.Handle(pong, nil); !errors.Is(err, ErrLatePong) {
 		t.Errorf("late: %v", err)
 	}
@@ -128,20 +131,19 @@ func TestCalibratorRejects(t *testing.T) {
 		t.Errorf("late again: %v", err)
 	}
 	// Garbage.
-	var we *WireError
-	if _, err := d.follower.Handle([]byte("garbage"), nil); !errors.As(err, &we) {
+	if _, err := d.follower.Handle([]byte("garbage"), nil); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "67 61 72") {
 		t.Errorf("garbage: %v", err)
 	}
 	// Two leaders: both directions refuse.
-	other, _ := NewCalibrator(Config{Role: RoleLeader}, d.lc)
+	other, _ := NewCalibrator(Config{Leader: true}, d.lc)
 	ping = other.AppendPing(nil)
 	if reply, err := d.leader.Handle(ping, nil); reply != nil || !errors.Is(err, ErrRoleConflict) {
 		t.Errorf("leader answering a leader: %v, %v", reply, err)
 	}
 	pong, _ = d.follower.Handle(d.leader.AppendPing(nil), nil)
-	p, _ = ParsePong(pong)
+	p, _ = clockwire.ParsePong(pong)
 	p.Leader = true
-	if err := d.leader.HandlePong(AppendPong(nil, p)); !errors.Is(err, ErrRoleConflict) {
+	if _, err := d.leader.HandlePong(clockwire.AppendPong(nil, p)); !errors.Is(err, ErrRoleConflict) {
 		t.Errorf("leader's pong from a leader: %v", err)
 	}
 	fs, ls := d.follower.Stats(), d.leader.Stats()
@@ -159,7 +161,7 @@ func TestCalibratorPingLoss(t *testing.T) {
 		d.follower.AppendPing(nil)
 		d.truth.Advance(100 * time.Millisecond)
 	}
-	d.truth.Advance(DefaultPingTimeout)
+	d.truth.Advance(defaultPingTimeout)
 	d.follower.AppendPing(nil)
 	if s := d.follower.Stats(); s.PingsLost != 10 || s.PingsSent != 11 {
 		t.Errorf("stats %+v", s)
@@ -180,7 +182,7 @@ func TestCalibratorSchedule(t *testing.T) {
 			msg, wait := c.Poll(make([]byte, 0, 16))
 			if msg != nil {
 				n++
-				if _, err := ParsePing(msg); err != nil {
+				if _, err := clockwire.ParsePing(msg); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -192,7 +194,7 @@ func TestCalibratorSchedule(t *testing.T) {
 		return n
 	}
 	var clock ManualClock
-	c, err := NewCalibrator(Config{Role: RoleFollower}, &clock)
+	c, err := NewCalibrator(Config{}, &clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +203,10 @@ func TestCalibratorSchedule(t *testing.T) {
 	}
 	c.StartMatch()
 	// No samples, so the drift is unknown: still 16 Hz.
-	if n := count(c, &clock, 10*time.Second); n != 160 || !c.Running() {
+	if n := count(c, &clock, 10*time.Second); n != 160 || !c.Stats().Running {
 		t.Errorf("match, drift unknown: %d pings in 10 s, want 160", n)
 	}
-	c, _ = NewCalibrator(Config{Role: RoleFollower, SettledDriftPPM: -1, MatchInterval: 200 * time.Millisecond}, &clock)
+	c, _ = NewCalibrator(Config{SettledDriftPPM: -1, MatchInterval: 200 * time.Millisecond}, &clock)
 	count(c, &clock, time.Second)
 	c.StartMatch()
 	if n := count(c, &clock, 10*time.Second); n != 50 {
@@ -241,25 +243,23 @@ func TestCalibratorEpoch(t *testing.T) {
 
 func TestCalibratorConfig(t *testing.T) {
 	var clock ManualClock
-	for _, c := range []Config{
-		{},
-		{Role: 3},
-		{Role: RoleLeader, CalibrationInterval: time.Microsecond},
-		{Role: RoleLeader, MatchInterval: time.Minute},
-		{Role: RoleLeader, PingTimeout: time.Millisecond},
-		{Role: RoleLeader, MinSamples: -1},
-		{Role: RoleLeader, Estimator: EstimatorConfig{Window: 1}},
-		{Role: RoleLeader, GameClock: GameClockConfig{MaxSlew: 2}},
+	for name, c := range map[string]Config{
+		"calibration interval": {Leader: true, CalibrationInterval: time.Microsecond},
+		"match interval":       {Leader: true, MatchInterval: time.Minute},
+		"ping timeout":         {PingTimeout: time.Millisecond},
+		"min samples":          {MinSamples: -1},
+		"settled drift":        {SettledDriftPPM: math.NaN()},
+		"estimator":            {Leader: true, Estimator: EstimatorConfig{Window: 1}},
+		"game clock":           {GameClock: GameClockConfig{MaxSlew: 2}},
 	} {
-		if _, err := NewCalibrator(c, &clock); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: %v", c, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			if _, err := NewCalibrator(c, &clock); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: %v", c, err)
+			}
+		})
 	}
-	if _, err := NewCalibrator(Config{Role: RoleLeader}, nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewCalibrator(Config{Leader: true}, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil clock: %v", err)
-	}
-	if RoleLeader.String() != "leader" || RoleFollower.String() != "follower" || RoleUnknown.String() != "Role(0)" {
-		t.Error("Role.String")
 	}
 }
 
@@ -326,7 +326,7 @@ func BenchmarkCalibratorGameTime(b *testing.B) {
 // backwards, steps decades ahead for good.
 func TestCalibratorRejectsAbsurdGameTime(t *testing.T) {
 	d := newDirect(t, Config{})
-	for range DefaultMinSamples {
+	for range defaultMinSamples {
 		if err := d.exchange(t, d.follower, d.leader, 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -334,27 +334,52 @@ func TestCalibratorRejectsAbsurdGameTime(t *testing.T) {
 	}
 	d.follower.StartMatch()
 	for _, game := range []GameTime{1 << 61 / 1000, -(1 << 61 / 1000), math.MaxInt64, math.MinInt64, maxGameTime + 1} {
-		ping := d.follower.AppendPing(nil)
-		d.truth.Advance(5 * time.Millisecond)
-		pong, err := d.leader.Handle(ping, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := ParsePong(pong)
-		p.Game = game
-		d.truth.Advance(5 * time.Millisecond)
-		before, _ := d.follower.GameTime()
-		rejected := d.follower.Stats().Rejected
-		err = d.follower.HandlePong(AppendPong(nil, p))
-		var te *TimestampError
-		if !errors.Is(err, ErrBadTimestamps) || !errors.As(err, &te) || !strings.Contains(te.Reason, "game time") {
-			t.Errorf("game time %d: %v, want a *TimestampError", int64(game), err)
-		}
-		if after, _ := d.follower.GameTime(); after != before {
-			t.Errorf("game time %d moved the game clock from %v to %v", int64(game), before, after)
-		}
-		if d.follower.Stats().Rejected != rejected+1 {
-			t.Errorf("game time %d not counted as rejected", int64(game))
-		}
+		t.Run(fmt.Sprint(int64(game)), func(t *testing.T) {
+			ping := d.follower.AppendPing(nil)
+			d.truth.Advance(5 * time.Millisecond)
+			pong, err := d.leader.Handle(ping, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := clockwire.ParsePong(pong)
+			p.Game = int64(game)
+			d.truth.Advance(5 * time.Millisecond)
+			before, _ := d.follower.GameTime()
+			rejected := d.follower.Stats().Rejected
+			_, err = d.follower.HandlePong(clockwire.AppendPong(nil, p))
+			var te *TimestampError
+			if !errors.Is(err, ErrBadTimestamps) || !errors.As(err, &te) || !strings.Contains(te.Reason, "game time") {
+				t.Errorf("game time %d: %v, want a *TimestampError", int64(game), err)
+			}
+			if after, _ := d.follower.GameTime(); after != before {
+				t.Errorf("game time %d moved the game clock from %v to %v", int64(game), before, after)
+			}
+			if d.follower.Stats().Rejected != rejected+1 {
+				t.Errorf("game time %d not counted as rejected", int64(game))
+			}
+		})
 	}
+}
+
+// FuzzHandle: a Calibrator never panics on a peer's bytes, answers only
+// well-formed pings from a follower, and reports anything else as an error.
+func FuzzHandle(f *testing.F) {
+	f.Add(clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: 2}))
+	f.Add(clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: 2, Leader: true}))
+	f.Add(clockwire.AppendPong(nil, clockwire.Pong{Seq: 0, T1: 0, T2: 3, T3: 4, GameValid: true, Game: 5}))
+	f.Add([]byte{Magic, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, _ := NewCalibrator(Config{Leader: true}, new(ManualClock))
+		c.AppendPing(nil) // a ping outstanding, so a pong can match it
+		ping, perr := clockwire.ParsePing(b)
+		reply, err := c.Handle(b, nil)
+		if (reply != nil) != (perr == nil && !ping.Leader) {
+			t.Fatalf("Handle(% x) = % x, %v", b, reply, err)
+		}
+		if reply == nil && err == nil {
+			if _, qerr := clockwire.ParsePong(b); qerr != nil {
+				t.Fatalf("Handle(% x) accepted a non-pong", b)
+			}
+		}
+	})
 }

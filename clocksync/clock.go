@@ -73,7 +73,7 @@ func (c *SkewedClock) Now() time.Duration {
 // GameTime is the shared game clock's time in microseconds: the time
 // stamped on outgoing states (the physics snapshot codec carries it as an
 // int64) and compared by the Filter. Both peers' game clocks agree to
-// within the calibration error; see GameClock.
+// within the calibration error (see the package doc).
 type GameTime int64
 
 // GameTimeOf converts a duration to GameTime, rounding down (towards −∞) to

@@ -36,13 +36,30 @@
 //
 // # Estimation
 //
-// NewSample turns the four timestamps into a Sample; an Estimator keeps a
-// window of them and estimates the offset (from the smallest one-way
-// delays in each direction, the per-direction form of NTP's minimum-delay
-// clock filter), the drift between the clocks (ppm, from the widest
-// corridor between the forward and backward delay envelopes over minutes of
-// history, weighed against a prior while it is uncertain) and an error
-// bound. See Estimator for the math.
+// Each completed exchange is a Sample (offset and round trip, as above).
+// The calibrator keeps a window of them (EstimatorConfig) and estimates:
+//
+//   - the offset, from the smallest one-way delays in each direction: the
+//     per-direction form of NTP's minimum-delay clock filter. Each sample
+//     bounds the offset from above by t2 − t1 and from below by t3 − t4;
+//     the tightest bound on each side over the window, each from whichever
+//     sample had the smallest delay in that direction, brackets it, and the
+//     estimate is the middle. With random queueing delay the minimum of one
+//     direction over n samples is within about spread/n of the true
+//     minimum, while the best round trip is only within about spread/√n.
+//   - the drift between the clocks (ppm), as the slope of the widest
+//     corridor separating the forward bounds (above) from the backward
+//     bounds (below) over minutes of history: the two-sided form of the
+//     linear-programming skew estimate of Moon, Skelly and Towsley (1999).
+//     While it is uncertain it is weighed against a prior of 0 ± 100 ppm.
+//   - an error bound (Estimate.Uncertainty) that holds for any asymmetry,
+//     and the jitter of single exchanges; samples that claim a negative
+//     one-way delay against the others (clock steps, corrupted timestamps)
+//     are outliers and ignored.
+//
+// The round trips go to an RTTEstimator (Stats.RTT): RFC 6298 smoothing,
+// and the minimum, median, 95th percentile and maximum of the last 10 s.
+// p2p keeps one per transport, fed with the samples the calibrator returns.
 //
 // Measured in virtual time over p2p/netsim (see sim_test.go): from a 10 s
 // initial offset on a LAN (10 ± 1 ms RTT) the game clocks agree within
@@ -54,9 +71,9 @@
 //
 // # The game clock
 //
-// One peer is the leader (for example the session's offerer): its game
-// time is its local clock minus an epoch. The other, the follower, runs a
-// GameClock steered toward
+// One peer is the leader (Config.Leader; a p2p session's offerer): its
+// game time is its local clock minus an epoch. The other, the follower,
+// runs a game clock steered toward
 //
 //	follower local time + estimated offset − leader's epoch
 //
@@ -71,45 +88,27 @@
 //
 // A Calibrator drives all this for one peer: Poll says when to ping (16 Hz
 // while calibrating and until the drift is known, then 4 Hz), Handle
-// answers pings and feeds pongs to the Estimator and the GameClock. Both
-// peers ping; the leader's samples give it RTT statistics and the
-// follower's clock error as it sees it.
+// answers pings and turns pongs into samples for the estimate and the game
+// clock. Both peers ping; the leader's samples give it RTT statistics and
+// the follower's clock error as it sees it.
 //
-// # Wire format
+// # Messages
 //
-// Calibration messages are fixed-size, big-endian, timestamps in signed
-// nanoseconds of the sender's local Clock:
-//
-//	ping (PingLen = 15 bytes)
-//	  0  u8   Magic 0xC5 (clocksync, version 1)
-//	  1  u8   Kind 1
-//	  2  u8   flags: bit 0 = sender is the leader; other bits zero
-//	  3  u32  seq: the pinger's sequence number
-//	  7  i64  t1
-//
-//	pong (PongLen = 39 bytes)
-//	  0  u8   Magic 0xC5
-//	  1  u8   Kind 2
-//	  2  u8   flags: bit 0 = sender is the leader, bit 1 = game time
-//	          valid, bit 2 = sender's match running; other bits zero
-//	  3  u32  seq: the ping's
-//	  7  i64  t1: the ping's, echoed
-//	 15  i64  t2: ping received, responder's clock
-//	 23  i64  t3: pong sent, responder's clock
-//	 31  i64  game: responder's game time at t3, µs (0 unless bit 1)
-//
-// A message of any other length, magic, kind or flags is rejected with a
-// *WireError. The follower learns the leader's epoch from the leader's
-// pongs (t3 − game). A pong is accepted only if it echoes the seq and t1
-// of a ping still outstanding (at most 64, for at most PingTimeout), once,
-// and if its timestamps and game time are within ±2⁶⁰ ns (36 years) and
-// consistent (see NewSample); otherwise a *TimestampError.
+// Calibration messages are small fixed-size binary messages (a 15-byte
+// ping, a 39-byte pong carrying the four timestamps and the responder's game
+// time) whose first byte is Magic, so they can share a link with a game's
+// own packets; the layout is documented in internal/clockwire. Malformed
+// ones are rejected with an error matching ErrMalformed, and a pong is
+// accepted only if it echoes a ping still outstanding (at most 64, for at
+// most Config.PingTimeout), once, with timestamps and game time within ±2⁶⁰
+// ns (36 years) that a real exchange can produce (otherwise a
+// *TimestampError).
 //
 // # The timestamp filter
 //
-// Filter is the seed's rule, per stream of states: drop a state whose
-// timestamp is not newer than the last accepted one (Duplicate,
-// OutOfOrder), or older than MaxDelay (default 500 ms) against the current
-// game time (TooOld); and, beyond the seed, one more than MaxAhead (default
-// 1 s) in the future (TooNew), which would otherwise block the stream.
+// Filter, per stream of states, drops a state whose timestamp is not newer
+// than the last accepted one (Duplicate, OutOfOrder), or older than
+// MaxDelay (default 500 ms) against the current game time (TooOld), or
+// more than MaxAhead (default 1 s) in the future (TooNew), which would
+// otherwise block the stream.
 package clocksync

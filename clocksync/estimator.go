@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// EstimatorConfig configures an Estimator. The zero value gives the
-// documented defaults; NewEstimator validates it.
+// EstimatorConfig configures the calibrator's offset and drift estimator
+// (see the package doc). The zero value gives the documented defaults;
+// NewCalibrator validates it.
 type EstimatorConfig struct {
 	// Window is how many of the most recent samples are kept: 32 s at 16
 	// pings a second, 2 min at 4. Zero: 512. Range [4, 4096].
@@ -19,7 +20,7 @@ type EstimatorConfig struct {
 	// jitter figure. Zero: 0.5. Range (0, 1].
 	GoodFraction float64
 	// DriftWindow is how much history the drift is estimated over, kept
-	// as DriftBuckets buckets (see Estimator). Drift changes slowly (with
+	// as 128 buckets of equal time. Drift changes slowly (with
 	// temperature), so longer is better. Zero: 4 min. Range [1 s, 24 h].
 	DriftWindow time.Duration
 	// MinDriftSpan is the time the history must span before drift is
@@ -35,19 +36,22 @@ type EstimatorConfig struct {
 	MaxDriftPPM float64
 }
 
-// Estimator defaults.
+// Estimator defaults (see EstimatorConfig).
 const (
-	DefaultWindow       = 512
-	DefaultGoodFraction = 0.5
-	DefaultDriftWindow  = 4 * time.Minute
-	DefaultMinDriftSpan = 2 * time.Second
-	// DriftBuckets is the number of buckets of the drift history.
-	DriftBuckets         = 128
-	DefaultDriftPriorPPM = 100
-	DefaultMaxDriftPPM   = 500
-	// DispersionPPM is how fast an estimate's uncertainty grows with its
-	// age: NTP's PHI, a bound on the error of a drift estimate.
-	DispersionPPM = 15
+	defaultWindow        = 512
+	defaultGoodFraction  = 0.5
+	defaultDriftWindow   = 4 * time.Minute
+	defaultMinDriftSpan  = 2 * time.Second
+	defaultDriftPriorPPM = 100
+	defaultMaxDriftPPM   = 500
+)
+
+const (
+	// driftBuckets is the number of buckets of the drift history.
+	driftBuckets = 128
+	// dispersionPPM is how fast an estimate's uncertainty grows with its
+	// age: NTP's PHI (15 ppm), a bound on the error of a drift estimate.
+	dispersionPPM = 15
 )
 
 // ErrInvalidConfig is wrapped by the errors constructors in this package
@@ -60,22 +64,22 @@ func configError(field string, v any, want string) error {
 
 func (c EstimatorConfig) resolve() (EstimatorConfig, error) {
 	if c.Window == 0 {
-		c.Window = DefaultWindow
+		c.Window = defaultWindow
 	}
 	if c.GoodFraction == 0 {
-		c.GoodFraction = DefaultGoodFraction
+		c.GoodFraction = defaultGoodFraction
 	}
 	if c.DriftWindow == 0 {
-		c.DriftWindow = DefaultDriftWindow
+		c.DriftWindow = defaultDriftWindow
 	}
 	if c.MinDriftSpan == 0 {
-		c.MinDriftSpan = DefaultMinDriftSpan
+		c.MinDriftSpan = defaultMinDriftSpan
 	}
 	if c.DriftPriorPPM == 0 {
-		c.DriftPriorPPM = DefaultDriftPriorPPM
+		c.DriftPriorPPM = defaultDriftPriorPPM
 	}
 	if c.MaxDriftPPM == 0 {
-		c.MaxDriftPPM = DefaultMaxDriftPPM
+		c.MaxDriftPPM = defaultMaxDriftPPM
 	}
 	switch {
 	case c.Window < 4 || c.Window > 4096:
@@ -94,7 +98,7 @@ func (c EstimatorConfig) resolve() (EstimatorConfig, error) {
 	return c, nil
 }
 
-// Estimate is an Estimator's current view of the remote clock.
+// Estimate is the calibrator's current view of the peer's clock.
 type Estimate struct {
 	// At is the local time of the newest sample: the estimate's reference.
 	At time.Duration
@@ -133,36 +137,26 @@ func (e Estimate) OffsetAt(t time.Duration) time.Duration {
 	return e.Offset + time.Duration(float64(t-e.At)*e.DriftPPM*1e-6)
 }
 
-// UncertaintyAt is Uncertainty grown by DispersionPPM over |t − At|.
+// UncertaintyAt is Uncertainty grown by 15 ppm (NTP's PHI, a bound on the
+// error of a drift estimate) of |t − At|.
 func (e Estimate) UncertaintyAt(t time.Duration) time.Duration {
 	age := t - e.At
 	if age < 0 {
 		age = -age
 	}
-	return e.Uncertainty + time.Duration(float64(age)*DispersionPPM*1e-6)
+	return e.Uncertainty + time.Duration(float64(age)*dispersionPPM*1e-6)
 }
 
-// RTTStats are round-trip statistics of the samples (network delay without
-// the responder's processing time).
-type RTTStats struct {
-	Last     time.Duration // the newest sample's
-	Min      time.Duration // the smallest in the window
-	Smoothed time.Duration // EWMA, gain 1/8 (RFC 6298 SRTT)
-	// Jitter is the EWMA of |RTT − Smoothed|, gain 1/4 (RFC 6298 RTTVAR).
-	Jitter  time.Duration
-	Samples uint64 // samples ever added
-}
-
-// ErrSampleOrder is returned by Add for a sample older than the previous
-// one, ErrNegativeDelay for a sample with a negative delay.
+// errSampleOrder is returned by Add for a sample older than the previous
+// one, errNegativeDelay for a sample with a negative delay.
 var (
-	ErrSampleOrder   = errors.New("clocksync: sample older than the previous one")
-	ErrNegativeDelay = errors.New("clocksync: sample with a negative delay")
+	errSampleOrder   = errors.New("clocksync: sample older than the previous one")
+	errNegativeDelay = errors.New("clocksync: sample with a negative delay")
 )
 
-// Estimator estimates the offset and drift of a remote clock from NTP-style
-// samples (see NewSample). It is a plain value fed by Add: no goroutines,
-// no clock of its own, no allocation after NewEstimator. It is not safe for
+// estimator estimates the offset and drift of a remote clock from NTP-style
+// samples (see newSample). It is a plain value fed by Add: no goroutines,
+// no clock of its own, no allocation after newEstimator. It is not safe for
 // concurrent use.
 //
 // Each sample bounds the offset θ at its time t on both sides, whatever the
@@ -173,7 +167,7 @@ var (
 //
 // and θ(t) = θ₀ + β·t is a straight line (β is the drift). NTP's clock
 // filter takes the offset of the sample with the smallest round trip,
-// whose bounds are the tightest. The Estimator goes one step further and
+// whose bounds are the tightest. The estimator goes one step further and
 // takes the tightest bound on each side separately, each from whichever
 // sample of the window had the smallest delay in that direction:
 //
@@ -187,7 +181,7 @@ var (
 // than any single best sample. Uncertainty is (U − L)/2 plus dispersion:
 // a hard bound that holds for any asymmetry.
 //
-// Drift: the last DriftWindow of samples is summarised in DriftBuckets
+// Drift: the last DriftWindow of samples is summarised in driftBuckets
 // buckets of equal time, each keeping its sample with the smallest Forward
 // and its sample with the largest Backward. β is the slope of the widest
 // corridor that separates the forward points (above it) from the backward
@@ -229,7 +223,7 @@ var (
 // endpoints can reveal it (the same timestamps arise from a clock offset
 // by a/2 on a symmetric path). The Uncertainty bound covers it; Jitter
 // does not.
-type Estimator struct {
+type estimator struct {
 	cfg EstimatorConfig
 
 	ring    []Sample
@@ -237,7 +231,7 @@ type Estimator struct {
 	byDelay []int32 // ring indexes, by delay then age
 
 	// Drift history: a ring of buckets.
-	buckets    [DriftBuckets]bucket
+	buckets    [driftBuckets]bucket
 	bnext, bn  int
 	bucketSpan time.Duration
 
@@ -248,10 +242,9 @@ type Estimator struct {
 
 	est     Estimate
 	driftPP float64 // current drift, as a fraction (ppm·10⁻⁶)
-	rtt     RTTStats
 }
 
-// bucket holds the extreme points of DriftWindow/DriftBuckets of samples.
+// bucket holds the extreme points of DriftWindow/driftBuckets of samples.
 type bucket struct {
 	start time.Duration
 	tF, f time.Duration // the sample with the smallest Forward
@@ -261,65 +254,61 @@ type bucket struct {
 // point is a vertex of a hull: time (ns, relative) and value (ns).
 type point struct{ t, y float64 }
 
-// NewEstimator returns an Estimator, or an error wrapping ErrInvalidConfig.
-func NewEstimator(cfg EstimatorConfig) (*Estimator, error) {
+// newEstimator returns an estimator, or an error wrapping ErrInvalidConfig.
+func newEstimator(cfg EstimatorConfig) (*estimator, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
 	w := cfg.Window
-	return &Estimator{
+	return &estimator{
 		cfg:        cfg,
 		ring:       make([]Sample, w),
 		byDelay:    make([]int32, 0, w),
-		bucketSpan: cfg.DriftWindow / DriftBuckets,
+		bucketSpan: cfg.DriftWindow / driftBuckets,
 		ts:         make([]float64, w),
 		fs:         make([]float64, w),
 		bs:         make([]float64, w),
 		tmp:        make([]float64, w),
 		out:        make([]bool, w),
-		hullF:      make([]point, 0, w+DriftBuckets),
-		hullB:      make([]point, 0, w+DriftBuckets),
+		hullF:      make([]point, 0, w+driftBuckets),
+		hullB:      make([]point, 0, w+driftBuckets),
 	}, nil
 }
 
 // Config returns the configuration with defaults filled in.
-func (e *Estimator) Config() EstimatorConfig { return e.cfg }
+func (e *estimator) Config() EstimatorConfig { return e.cfg }
 
 // Reset forgets every sample and the drift.
-func (e *Estimator) Reset() {
+func (e *estimator) Reset() {
 	e.next, e.n = 0, 0
 	e.bnext, e.bn = 0, 0
 	e.byDelay = e.byDelay[:0]
 	e.est = Estimate{}
 	e.driftPP = 0
-	e.rtt = RTTStats{}
 }
 
-// Ready reports whether the Estimator has at least one sample.
-func (e *Estimator) Ready() bool { return e.n > 0 }
+// Ready reports whether the estimator has at least one sample.
+func (e *estimator) Ready() bool { return e.n > 0 }
 
 // Estimate returns the current estimate (the zero Estimate before the first
 // sample).
-func (e *Estimator) Estimate() Estimate { return e.est }
+func (e *estimator) Estimate() Estimate { return e.est }
 
 // OffsetAt returns the estimated offset at local time t.
-func (e *Estimator) OffsetAt(t time.Duration) time.Duration { return e.est.OffsetAt(t) }
-
-// RTT returns the round-trip statistics.
-func (e *Estimator) RTT() RTTStats { return e.rtt }
+func (e *estimator) OffsetAt(t time.Duration) time.Duration { return e.est.OffsetAt(t) }
 
 // Add adds a sample and updates the estimate. Samples must come in order of
-// At (ErrSampleOrder) and have Delay ≥ 0 (ErrNegativeDelay); a rejected
+// At (errSampleOrder) and have Delay ≥ 0 (errNegativeDelay); a rejected
 // sample changes nothing.
-func (e *Estimator) Add(s Sample) error {
+func (e *estimator) Add(s Sample) error {
 	if s.Delay < 0 {
-		return fmt.Errorf("%w: %v", ErrNegativeDelay, s.Delay)
+		return fmt.Errorf("%w: %v", errNegativeDelay, s.Delay)
 	}
 	w := len(e.ring)
 	if e.n > 0 {
 		if last := e.ring[(e.next+w-1)%w]; s.At < last.At {
-			return fmt.Errorf("%w: at %v, previous at %v", ErrSampleOrder, s.At, last.At)
+			return fmt.Errorf("%w: at %v, previous at %v", errSampleOrder, s.At, last.At)
 		}
 	}
 	// Evict the oldest sample if the ring is full.
@@ -340,16 +329,15 @@ func (e *Estimator) Add(s Sample) error {
 	})
 	e.byDelay = slices.Insert(e.byDelay, j, i)
 
-	e.updateRTT(s.Delay)
 	e.compute()
 	return nil
 }
 
 // addToHistory puts s into the current drift bucket, or a new one.
-func (e *Estimator) addToHistory(s Sample) {
+func (e *estimator) addToHistory(s Sample) {
 	f, b := s.Forward(), s.Backward()
 	if e.bn > 0 {
-		cur := &e.buckets[(e.bnext+DriftBuckets-1)%DriftBuckets]
+		cur := &e.buckets[(e.bnext+driftBuckets-1)%driftBuckets]
 		if s.At < cur.start+e.bucketSpan {
 			if f < cur.f {
 				cur.tF, cur.f = s.At, f
@@ -361,25 +349,8 @@ func (e *Estimator) addToHistory(s Sample) {
 		}
 	}
 	e.buckets[e.bnext] = bucket{start: s.At, tF: s.At, f: f, tB: s.At, b: b}
-	e.bnext = (e.bnext + 1) % DriftBuckets
-	e.bn = min(e.bn+1, DriftBuckets)
-}
-
-func (e *Estimator) updateRTT(d time.Duration) {
-	r := &e.rtt
-	r.Last = d
-	r.Min = e.ring[e.byDelay[0]].Delay
-	if r.Samples == 0 {
-		r.Smoothed, r.Jitter = d, d/2
-	} else {
-		dev := r.Smoothed - d
-		if dev < 0 {
-			dev = -dev
-		}
-		r.Jitter += (dev - r.Jitter) / 4
-		r.Smoothed += (d - r.Smoothed) / 8
-	}
-	r.Samples++
+	e.bnext = (e.bnext + 1) % driftBuckets
+	e.bn = min(e.bn+1, driftBuckets)
 }
 
 // minSupport is the number of newest samples the offset always uses.
@@ -388,7 +359,7 @@ const minSupport = 8
 // compute recomputes the estimate after a sample was added. Times are
 // float64 nanoseconds relative to the newest sample (so ≤ 0), which keeps
 // them small and exact enough.
-func (e *Estimator) compute() {
+func (e *estimator) compute() {
 	w, n := len(e.ring), e.n
 	oldest := (e.next - n + w) % w
 	now := e.ring[(e.next+w-1)%w].At
@@ -442,7 +413,7 @@ func (e *Estimator) compute() {
 	prior := e.cfg.DriftPriorPPM * 1e-6
 	sigma := prior
 	eps := -1.0 // noise of the minimal delays, once computed
-	first := e.buckets[(e.bnext-e.bn+DriftBuckets)%DriftBuckets].start
+	first := e.buckets[(e.bnext-e.bn+driftBuckets)%driftBuckets].start
 	if span := now - first; e.bn > 0 && span >= e.cfg.MinDriftSpan && span > 0 {
 		e.buildHulls(ts, fs, bs, out, now)
 		maxB := e.cfg.MaxDriftPPM * 1e-6
@@ -524,7 +495,7 @@ func (e *Estimator) compute() {
 		At:                  now,
 		Offset:              time.Duration(math.Round(offset)),
 		DriftPPM:            beta * 1e6,
-		Uncertainty:         time.Duration(width + age*DispersionPPM*1e-6),
+		Uncertainty:         time.Duration(width + age*dispersionPPM*1e-6),
 		Jitter:              time.Duration(math.Sqrt(sum2 / float64(max(m, 1)))),
 		Samples:             n,
 		Outliers:            outliers,
@@ -558,11 +529,11 @@ func bounds(ts, fs, bs []float64, out []bool, beta, horizon float64) (U, L, tU, 
 // older than the window, then the window's points that are not out, all in
 // order of time. Only hull vertices can attain the min or max in corridor,
 // for any β.
-func (e *Estimator) buildHulls(ts, fs, bs []float64, out []bool, now time.Duration) {
+func (e *estimator) buildHulls(ts, fs, bs []float64, out []bool, now time.Duration) {
 	e.hullF, e.hullB = e.hullF[:0], e.hullB[:0]
 	oldest := now + time.Duration(ts[0])
 	for k := range e.bn {
-		bk := &e.buckets[(e.bnext-e.bn+k+DriftBuckets)%DriftBuckets]
+		bk := &e.buckets[(e.bnext-e.bn+k+driftBuckets)%driftBuckets]
 		if bk.tF < oldest {
 			e.hullF = pushHull(e.hullF, point{float64(bk.tF - now), float64(bk.f)})
 		}

@@ -2,15 +2,16 @@ package clocksync
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 )
 
-func TestNewSample(t *testing.T) {
+func TestSample(t *testing.T) {
 	// The remote clock is 1000 ns ahead; 50 ns out, 70 ns back, 10 ns hold.
-	s, err := NewSample(100, 1150, 1160, 230)
+	s, err := newSample(100, 1150, 1160, 230)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +23,7 @@ func TestNewSample(t *testing.T) {
 		t.Errorf("Forward %v Backward %v", s.Forward(), s.Backward())
 	}
 	// Odd sums round consistently: Forward − Backward == Delay.
-	s, _ = NewSample(0, 3, 3, 2)
+	s, _ = newSample(0, 3, 3, 2)
 	if s.Forward()-s.Backward() != s.Delay {
 		t.Errorf("odd sample %+v: %v %v", s, s.Forward(), s.Backward())
 	}
@@ -36,7 +37,7 @@ func TestNewSample(t *testing.T) {
 		{0, math.MaxInt64, math.MaxInt64, 0},
 	}
 	for _, b := range bad {
-		_, err := NewSample(b[0], b[1], b[2], b[3])
+		_, err := newSample(b[0], b[1], b[2], b[3])
 		var te *TimestampError
 		if !errors.Is(err, ErrBadTimestamps) || !errors.As(err, &te) || te.T1 != b[0] || te.T4 != b[3] {
 			t.Errorf("NewSample%v = %v", b, err)
@@ -44,7 +45,7 @@ func TestNewSample(t *testing.T) {
 	}
 	// A hold a hair longer than the round trip (clock rates over the hold)
 	// is clamped, not rejected.
-	if s, err := NewSample(0, 0, 1000, 1000-time.Duration(1)); err != nil || s.Delay != 0 {
+	if s, err := newSample(0, 0, 1000, 1000-time.Duration(1)); err != nil || s.Delay != 0 {
 		t.Errorf("tiny negative delay: %+v, %v", s, err)
 	}
 }
@@ -72,16 +73,16 @@ func (s *synth) next() Sample {
 	t1 := s.t
 	t2 := t1 + fwd + s.trueOffset(t1+fwd)
 	t4 := t1 + fwd + back
-	smp, err := NewSample(t1, t2, t2, t4)
+	smp, err := newSample(t1, t2, t2, t4)
 	if err != nil {
 		panic(err)
 	}
 	return smp
 }
 
-func newEstimator(t testing.TB, cfg EstimatorConfig) *Estimator {
+func mustEstimator(t testing.TB, cfg EstimatorConfig) *estimator {
 	t.Helper()
-	e, err := NewEstimator(cfg)
+	e, err := newEstimator(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,16 +93,18 @@ func TestEstimatorSymmetric(t *testing.T) {
 	// 40 ms + U(0, 20 ms) each way, 100 ppm, 4 samples a second.
 	s := &synth{r: rand.New(rand.NewPCG(1, 1)), off: 3 * time.Second, driftPPM: 100,
 		base: 40 * time.Millisecond, jitter: 20 * time.Millisecond, interval: 250 * time.Millisecond}
-	e := newEstimator(t, EstimatorConfig{})
+	e := mustEstimator(t, EstimatorConfig{})
 	if e.Ready() {
 		t.Fatal("ready without samples")
 	}
 	var worst time.Duration
+	var rtt RTTEstimator
 	for i := range 2400 { // 10 min
 		smp := s.next()
 		if err := e.Add(smp); err != nil {
 			t.Fatal(err)
 		}
+		rtt.Add(smp.At, smp.Delay)
 		est := e.Estimate()
 		errNow := est.Offset - s.trueOffset(smp.At)
 		if i >= 240 { // after the first minute
@@ -130,8 +133,8 @@ func TestEstimatorSymmetric(t *testing.T) {
 	if u := est.UncertaintyAt(est.At - 10*time.Second); u != est.Uncertainty+150*time.Microsecond {
 		t.Errorf("UncertaintyAt: %v vs %v", u, est.Uncertainty)
 	}
-	r := e.RTT()
-	if r.Samples != 2400 || r.Min < 80*time.Millisecond || r.Min > 81*time.Millisecond ||
+	r := rtt.Stats(est.At)
+	if r.Samples != 2400 || r.Recent < 39 || r.Recent > 41 || r.Min < 80*time.Millisecond || r.Min > 85*time.Millisecond || r.P95 > 120*time.Millisecond ||
 		r.Smoothed < 90*time.Millisecond || r.Smoothed > 110*time.Millisecond || r.Jitter < 3*time.Millisecond || r.Jitter > 10*time.Millisecond {
 		t.Errorf("RTT %+v", r)
 	}
@@ -144,7 +147,7 @@ func TestEstimatorBeatsMinDelaySample(t *testing.T) {
 	const n = 400
 	for seed := range uint64(20) {
 		s := &synth{r: rand.New(rand.NewPCG(seed, 3)), base: 40 * time.Millisecond, jitter: 20 * time.Millisecond, interval: 250 * time.Millisecond}
-		e := newEstimator(t, EstimatorConfig{Window: 128})
+		e := mustEstimator(t, EstimatorConfig{Window: 128})
 		for range n {
 			if err := e.Add(s.next()); err != nil {
 				t.Fatal(err)
@@ -164,7 +167,7 @@ func TestEstimatorAsymmetryBias(t *testing.T) {
 	// 20 ms out, 80 ms back: the estimate is off by −30 ms, inside the bound.
 	s := &synth{r: rand.New(rand.NewPCG(5, 5)), base: 20 * time.Millisecond, asym: 60 * time.Millisecond,
 		jitter: time.Millisecond, interval: 250 * time.Millisecond}
-	e := newEstimator(t, EstimatorConfig{})
+	e := mustEstimator(t, EstimatorConfig{})
 	for range 400 {
 		e.Add(s.next())
 	}
@@ -180,7 +183,7 @@ func TestEstimatorAsymmetryBias(t *testing.T) {
 func TestEstimatorOutliers(t *testing.T) {
 	s := &synth{r: rand.New(rand.NewPCG(7, 7)), off: time.Second, base: 10 * time.Millisecond,
 		jitter: 2 * time.Millisecond, interval: 100 * time.Millisecond}
-	e := newEstimator(t, EstimatorConfig{})
+	e := mustEstimator(t, EstimatorConfig{})
 	for range 100 {
 		e.Add(s.next())
 	}
@@ -210,7 +213,7 @@ func TestEstimatorOutliers(t *testing.T) {
 func TestEstimatorOutlierRun(t *testing.T) {
 	s := &synth{r: rand.New(rand.NewPCG(8, 8)), off: time.Second, base: 30 * time.Millisecond,
 		jitter: 10 * time.Millisecond, interval: 250 * time.Millisecond, driftPPM: 80}
-	e := newEstimator(t, EstimatorConfig{})
+	e := mustEstimator(t, EstimatorConfig{})
 	for range 120 {
 		e.Add(s.next())
 	}
@@ -231,14 +234,14 @@ func TestEstimatorOutlierRun(t *testing.T) {
 }
 
 func TestEstimatorErrors(t *testing.T) {
-	e := newEstimator(t, EstimatorConfig{Window: 4})
-	if err := e.Add(Sample{At: 10, Delay: -1}); !errors.Is(err, ErrNegativeDelay) {
+	e := mustEstimator(t, EstimatorConfig{Window: 4})
+	if err := e.Add(Sample{At: 10, Delay: -1}); !errors.Is(err, errNegativeDelay) {
 		t.Errorf("negative delay: %v", err)
 	}
 	if err := e.Add(Sample{At: 10, Offset: 5, Delay: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Add(Sample{At: 9}); !errors.Is(err, ErrSampleOrder) {
+	if err := e.Add(Sample{At: 9}); !errors.Is(err, errSampleOrder) {
 		t.Errorf("out of order: %v", err)
 	}
 	if est := e.Estimate(); est.Samples != 1 || est.Offset != 5 || est.Uncertainty != 2 {
@@ -252,16 +255,18 @@ func TestEstimatorErrors(t *testing.T) {
 		t.Errorf("full window: %+v", est)
 	}
 	e.Reset()
-	if e.Ready() || e.Estimate() != (Estimate{}) || e.RTT() != (RTTStats{}) {
+	if e.Ready() || e.Estimate() != (Estimate{}) {
 		t.Error("Reset")
 	}
 	for _, c := range []EstimatorConfig{{Window: 3}, {Window: 5000}, {GoodFraction: 1.5}, {GoodFraction: -1},
 		{DriftWindow: time.Millisecond}, {MinDriftSpan: -1}, {MaxDriftPPM: -5}, {MaxDriftPPM: math.Inf(1)}} {
-		if _, err := NewEstimator(c); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: %v", c, err)
-		}
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			if _, err := newEstimator(c); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: %v", c, err)
+			}
+		})
 	}
-	if c := e.Config(); c.Window != 4 || c.DriftWindow != DefaultDriftWindow {
+	if c := e.Config(); c.Window != 4 || c.DriftWindow != defaultDriftWindow {
 		t.Errorf("Config %+v", c)
 	}
 }
@@ -269,7 +274,7 @@ func TestEstimatorErrors(t *testing.T) {
 func TestEstimatorAllocs(t *testing.T) {
 	s := &synth{r: rand.New(rand.NewPCG(1, 1)), off: time.Second, driftPPM: 50, base: 40 * time.Millisecond,
 		jitter: 20 * time.Millisecond, interval: 250 * time.Millisecond}
-	e := newEstimator(t, EstimatorConfig{})
+	e := mustEstimator(t, EstimatorConfig{})
 	for range 1000 {
 		e.Add(s.next())
 	}
@@ -288,10 +293,10 @@ func TestEstimatorAllocs(t *testing.T) {
 
 func BenchmarkEstimatorAdd(b *testing.B) {
 	for _, w := range []int{128, 512} {
-		b.Run("window="+itoa(w), func(b *testing.B) {
+		b.Run(fmt.Sprint("window=", w), func(b *testing.B) {
 			s := &synth{r: rand.New(rand.NewPCG(1, 1)), off: time.Second, driftPPM: 50, base: 40 * time.Millisecond,
 				jitter: 20 * time.Millisecond, interval: 250 * time.Millisecond}
-			e := newEstimator(b, EstimatorConfig{Window: w})
+			e := mustEstimator(b, EstimatorConfig{Window: w})
 			smps := make([]Sample, 4096)
 			for i := range smps {
 				smps[i] = s.next()
@@ -316,15 +321,4 @@ func BenchmarkEstimatorAdd(b *testing.B) {
 			}
 		})
 	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }

@@ -49,32 +49,34 @@ func (r Reason) String() string {
 
 // Filter defaults.
 const (
-	// DefaultMaxDelay: a state older than this is useless for correction
+	// defaultMaxDelay: a state older than this is useless for correction
 	// (30 ticks at 60 Hz); even the Awful link's one-way delay is 150 ± 40
-	// ms, and the seed's several-second lags are handled by a hard snap on
-	// fresh states, not by applying stale ones.
-	DefaultMaxDelay = 500 * time.Millisecond
-	// DefaultMaxAhead is generous: synced clocks agree within a few ms.
-	DefaultMaxAhead = time.Second
+	// ms, and several-second lags are handled by a hard snap on fresh
+	// states, not by applying stale ones.
+	defaultMaxDelay = 500 * time.Millisecond
+	// defaultMaxAhead is generous: synced clocks agree within a few ms.
+	defaultMaxAhead = time.Second
 )
 
-// Filter is the seed's timestamp filter for one stream of states (one
-// sender, or one object of a sender: keep one Filter per stream). A state
-// is dropped if its sender's game time ts is not newer than the last
-// accepted one (a duplicate, or overtaken by a newer state), or more than
-// MaxDelay older than the current game time now; it is also dropped if it
-// is more than MaxAhead in the future. The checks run in that order, and
+// Filter is a timestamp filter for one stream of states (one sender, or
+// one object of a sender: keep one Filter per stream). A state is dropped
+// if its sender's game time ts is not newer than the last accepted one (a
+// duplicate, or overtaken by a newer state), or more than MaxDelay older
+// than the current game time now: the two rules of the 2011 post-mortem
+// this design comes from, "Сетевой слой движка физики" ("The network layer
+// of a physics engine", gdev.ru), for a ragdoll fighting game on Box2D. It
+// is also dropped if it is more than MaxAhead in the future. The checks run in that order, and
 // only accepted states move the stream's newest timestamp.
 //
 // The zero value is ready to use, with the defaults. A Filter is a small
 // value (80 bytes) that never allocates; it is not safe for
 // concurrent use.
 type Filter struct {
-	// MaxDelay is the largest accepted age now − ts. Zero:
-	// DefaultMaxDelay. Negative: no limit.
-	MaxDelay time.Duration
-	// MaxAhead is the largest accepted ts − now. Zero: DefaultMaxAhead.
+	// MaxDelay is the largest accepted age now − ts. Zero: 500 ms.
 	// Negative: no limit.
+	MaxDelay time.Duration
+	// MaxAhead is the largest accepted ts − now. Zero: 1 s. Negative: no
+	// limit.
 	MaxAhead time.Duration
 
 	last   GameTime
@@ -104,7 +106,7 @@ func (f *Filter) verdict(ts, now GameTime) Reason {
 	}
 	maxDelay := f.MaxDelay
 	if maxDelay == 0 {
-		maxDelay = DefaultMaxDelay
+		maxDelay = defaultMaxDelay
 	}
 	// Compare against now ± limit (saturating), not ts − now: a garbage ts
 	// near ±2⁶³ would overflow the difference.
@@ -113,7 +115,7 @@ func (f *Filter) verdict(ts, now GameTime) Reason {
 	}
 	maxAhead := f.MaxAhead
 	if maxAhead == 0 {
-		maxAhead = DefaultMaxAhead
+		maxAhead = defaultMaxAhead
 	}
 	if maxAhead > 0 && ts > addSat(now, GameTimeOf(maxAhead)) {
 		return TooNew

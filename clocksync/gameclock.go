@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// GameClockConfig configures a GameClock. The zero value gives the
-// documented defaults.
+// GameClockConfig configures the follower's game clock (see the package
+// doc). The zero value gives the documented defaults.
 type GameClockConfig struct {
 	// MaxSlew bounds how much faster or slower than the local clock the
 	// game clock may run while the match is on: 0.05 means between 0.95
@@ -23,22 +23,22 @@ type GameClockConfig struct {
 	StepThreshold time.Duration
 }
 
-// GameClock defaults.
+// Game clock defaults (see GameClockConfig).
 const (
-	DefaultMaxSlew       = 0.05
-	DefaultSlewTime      = time.Second
-	DefaultStepThreshold = 250 * time.Millisecond
+	defaultMaxSlew       = 0.05
+	defaultSlewTime      = time.Second
+	defaultStepThreshold = 250 * time.Millisecond
 )
 
 func (c GameClockConfig) resolve() (GameClockConfig, error) {
 	if c.MaxSlew == 0 {
-		c.MaxSlew = DefaultMaxSlew
+		c.MaxSlew = defaultMaxSlew
 	}
 	if c.SlewTime == 0 {
-		c.SlewTime = DefaultSlewTime
+		c.SlewTime = defaultSlewTime
 	}
 	if c.StepThreshold == 0 {
-		c.StepThreshold = DefaultStepThreshold
+		c.StepThreshold = defaultStepThreshold
 	}
 	switch {
 	case !(c.MaxSlew > 0 && c.MaxSlew <= 0.5):
@@ -49,9 +49,9 @@ func (c GameClockConfig) resolve() (GameClockConfig, error) {
 	return c, nil
 }
 
-// GameClock is a follower's game clock: a piecewise-linear function of the
+// gameClock is a follower's game clock: a piecewise-linear function of the
 // local clock that is steered toward a target (the leader's game time as
-// the Estimator sees it). It is a plain value: the local time is passed in.
+// the estimator sees it). It is a plain value: the local time is passed in.
 //
 // Before the match (Running false) Steer sets the clock to the target: it
 // may jump either way. Once Start is called it only slews: between steers
@@ -64,8 +64,8 @@ func (c GameClockConfig) resolve() (GameClockConfig, error) {
 // ahead is stepped to (forward jumps are harmless: remote states just look
 // older); a target behind is always slewed to.
 //
-// GameClock is not safe for concurrent use.
-type GameClock struct {
+// gameClock is not safe for concurrent use.
+type gameClock struct {
 	cfg     GameClockConfig
 	valid   bool
 	running bool
@@ -79,32 +79,32 @@ type GameClock struct {
 	steps uint64
 }
 
-// NewGameClock returns an unset GameClock, or an error wrapping
+// newGameClock returns an unset gameClock, or an error wrapping
 // ErrInvalidConfig.
-func NewGameClock(cfg GameClockConfig) (*GameClock, error) {
+func newGameClock(cfg GameClockConfig) (*gameClock, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	return &GameClock{cfg: cfg, base: 1, corr: 1}, nil
+	return &gameClock{cfg: cfg, base: 1, corr: 1}, nil
 }
 
 // Valid reports whether the clock has been set.
-func (g *GameClock) Valid() bool { return g.valid }
+func (g *gameClock) Valid() bool { return g.valid }
 
 // Running reports whether Start was called.
-func (g *GameClock) Running() bool { return g.running }
+func (g *gameClock) Running() bool { return g.running }
 
 // Steps returns how many forward steps the clock took while running.
-func (g *GameClock) Steps() uint64 { return g.steps }
+func (g *gameClock) Steps() uint64 { return g.steps }
 
 // Start starts the match: from now on the clock only slews (and steps
 // forward past StepThreshold). It does not move the clock.
-func (g *GameClock) Start() { g.running = true }
+func (g *gameClock) Start() { g.running = true }
 
 // At returns the game time, in nanoseconds, at local time local (0 while
 // the clock is not valid). It is continuous and non-decreasing in local.
-func (g *GameClock) At(local time.Duration) time.Duration {
+func (g *gameClock) At(local time.Duration) time.Duration {
 	if !g.valid {
 		return 0
 	}
@@ -118,7 +118,7 @@ func (g *GameClock) At(local time.Duration) time.Duration {
 }
 
 // Rate returns the clock's current rate against the local clock at local.
-func (g *GameClock) Rate(local time.Duration) float64 {
+func (g *gameClock) Rate(local time.Duration) float64 {
 	if local < g.corrEnd {
 		return g.corr
 	}
@@ -127,14 +127,14 @@ func (g *GameClock) Rate(local time.Duration) float64 {
 
 // Set sets the clock to game time target (ns) at local time local, running
 // at rate 1 + driftPPM·10⁻⁶ from there, regardless of Running.
-func (g *GameClock) Set(local, target time.Duration, driftPPM float64) {
+func (g *gameClock) Set(local, target time.Duration, driftPPM float64) {
 	g.t0, g.g0, g.corrEnd = local, target, local
 	g.base = g.baseRate(driftPPM)
 	g.corr = g.base
 	g.valid = true
 }
 
-func (g *GameClock) baseRate(driftPPM float64) float64 {
+func (g *gameClock) baseRate(driftPPM float64) float64 {
 	// Leave at least half of MaxSlew for corrections.
 	lim := g.cfg.MaxSlew / 2
 	return 1 + max(-lim, min(lim, driftPPM*1e-6))
@@ -142,9 +142,9 @@ func (g *GameClock) baseRate(driftPPM float64) float64 {
 
 // Steer moves the clock toward game time target (ns) at local time local,
 // with the target's rate 1 + driftPPM·10⁻⁶: a step before the match (or
-// the first time), a slew while it runs (see GameClock). local should not
+// the first time), a slew while it runs (see gameClock). local should not
 // be older than the previous Steer's; if it is, the previous one is used.
-func (g *GameClock) Steer(local, target time.Duration, driftPPM float64) {
+func (g *gameClock) Steer(local, target time.Duration, driftPPM float64) {
 	if !g.valid || !g.running {
 		g.Set(local, target, driftPPM)
 		return

@@ -2,15 +2,16 @@ package clocksync
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 )
 
-func newGameClock(t *testing.T, cfg GameClockConfig) *GameClock {
+func mustGameClock(t *testing.T, cfg GameClockConfig) *gameClock {
 	t.Helper()
-	g, err := NewGameClock(cfg)
+	g, err := newGameClock(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +19,7 @@ func newGameClock(t *testing.T, cfg GameClockConfig) *GameClock {
 }
 
 func TestGameClockStepsBeforeMatch(t *testing.T) {
-	g := newGameClock(t, GameClockConfig{})
+	g := mustGameClock(t, GameClockConfig{})
 	if g.Valid() || g.At(time.Second) != 0 {
 		t.Fatal("unset clock")
 	}
@@ -39,7 +40,7 @@ func TestGameClockStepsBeforeMatch(t *testing.T) {
 
 // checkMonotone samples g between from and to every step and checks it
 // never goes backwards and its rate stays within [1−maxSlew, 1+maxSlew].
-func checkMonotone(t *testing.T, g *GameClock, from, to, step time.Duration, maxSlew float64) {
+func checkMonotone(t *testing.T, g *gameClock, from, to, step time.Duration, maxSlew float64) {
 	t.Helper()
 	prev := g.At(from)
 	for l := from + step; l <= to; l += step {
@@ -53,7 +54,7 @@ func checkMonotone(t *testing.T, g *GameClock, from, to, step time.Duration, max
 }
 
 func TestGameClockSlewsBackwardNeverSteps(t *testing.T) {
-	g := newGameClock(t, GameClockConfig{})
+	g := mustGameClock(t, GameClockConfig{})
 	g.Set(0, 0, 0)
 	g.Start()
 	// The target is 1 s behind: slew at −5 % for 20 s.
@@ -74,7 +75,7 @@ func TestGameClockSlewsBackwardNeverSteps(t *testing.T) {
 }
 
 func TestGameClockStepsForwardOnLargeError(t *testing.T) {
-	g := newGameClock(t, GameClockConfig{StepThreshold: 100 * time.Millisecond})
+	g := mustGameClock(t, GameClockConfig{StepThreshold: 100 * time.Millisecond})
 	g.Set(0, 0, 0)
 	g.Start()
 	g.Steer(time.Second, time.Second+101*time.Millisecond, 0)
@@ -88,7 +89,7 @@ func TestGameClockStepsForwardOnLargeError(t *testing.T) {
 		t.Errorf("after slewing 100 ms: %v, %d steps", got, g.Steps())
 	}
 	// Negative threshold: never step.
-	g = newGameClock(t, GameClockConfig{StepThreshold: -1})
+	g = mustGameClock(t, GameClockConfig{StepThreshold: -1})
 	g.Set(0, 0, 0)
 	g.Start()
 	g.Steer(0, time.Hour, 0)
@@ -99,7 +100,7 @@ func TestGameClockStepsForwardOnLargeError(t *testing.T) {
 }
 
 func TestGameClockSmallErrorsOverSlewTime(t *testing.T) {
-	g := newGameClock(t, GameClockConfig{SlewTime: 2 * time.Second})
+	g := mustGameClock(t, GameClockConfig{SlewTime: 2 * time.Second})
 	g.Set(0, 0, 0)
 	g.Start()
 	// 1 ms ahead: corrected at 0.05 % over 2 s, then back to rate 1.
@@ -122,7 +123,7 @@ func TestGameClockSmallErrorsOverSlewTime(t *testing.T) {
 // backwards and its rate always stays within MaxSlew.
 func TestGameClockRandomSteering(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	g := newGameClock(t, GameClockConfig{StepThreshold: -1})
+	g := mustGameClock(t, GameClockConfig{StepThreshold: -1})
 	g.Set(0, 0, 50)
 	g.Start()
 	local := time.Duration(0)
@@ -140,9 +141,11 @@ func TestGameClockRandomSteering(t *testing.T) {
 
 func TestGameClockConfig(t *testing.T) {
 	for _, c := range []GameClockConfig{{MaxSlew: -0.1}, {MaxSlew: 0.6}, {MaxSlew: math.NaN()}, {SlewTime: -time.Second}} {
-		if _, err := NewGameClock(c); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: %v", c, err)
-		}
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			if _, err := newGameClock(c); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: %v", c, err)
+			}
+		})
 	}
 }
 

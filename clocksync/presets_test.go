@@ -21,18 +21,20 @@ func TestPresets(t *testing.T) {
 		{"mobile", time.Millisecond, 2 * time.Millisecond},
 		{"awful", 2 * time.Millisecond, 4 * time.Millisecond},
 	} {
-		link, err := netsim.Preset(tc.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := offsetSim(t, link, 1, 100)
-		calibrate(s, 10*time.Second)
-		st := summarize(match(s, 2*time.Minute))
-		fs := s.follower.Stats()
-		t.Logf("%-9s p95 %-9v max %-9v | RTT min %v smoothed %v, pings lost %d/%d, drift %.1f ppm",
-			tc.name, st.p95, st.max, fs.RTT.Min, fs.RTT.Smoothed, fs.PingsLost, fs.PingsSent, fs.Estimate.DriftPPM)
-		if st.p95 > tc.p95 || st.max > tc.max {
-			t.Errorf("%s: p95 %v max %v, want ≤ %v, %v", tc.name, st.p95, st.max, tc.p95, tc.max)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			link, err := netsim.Preset(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := offsetSim(t, link, 1, 100)
+			calibrate(s, 10*time.Second)
+			st := summarize(match(s, 2*time.Minute))
+			fs := s.follower.Stats()
+			t.Logf("%-9s p95 %-9v max %-9v | RTT min %v smoothed %v, pings lost %d/%d, drift %.1f ppm",
+				tc.name, st.p95, st.max, fs.RTT.Min, fs.RTT.Smoothed, fs.PingsLost, fs.PingsSent, fs.Estimate.DriftPPM)
+			if st.p95 > tc.p95 || st.max > tc.max {
+				t.Errorf("%s: p95 %v max %v, want ≤ %v, %v", tc.name, st.p95, st.max, tc.p95, tc.max)
+			}
+		})
 	}
 }

@@ -28,7 +28,7 @@ func (s Sample) Forward() time.Duration { return s.Offset + s.Delay/2 }
 // delay from the remote peer back.
 func (s Sample) Backward() time.Duration { return s.Offset - (s.Delay - s.Delay/2) }
 
-// ErrBadTimestamps is wrapped by the *TimestampError NewSample returns for
+// ErrBadTimestamps is wrapped by the *TimestampError HandlePong returns for
 // timestamps that cannot come from a real exchange.
 var ErrBadTimestamps = errors.New("clocksync: inconsistent timestamps")
 
@@ -52,22 +52,22 @@ const (
 	maxTimestamp = time.Duration(1) << 60
 	// maxGameTime bounds the game time a pong carries, likewise.
 	maxGameTime = GameTime(maxTimestamp / time.Microsecond)
-	// MaxHold is the longest a responder may hold a ping before answering
+	// maxHold is the longest a responder may hold a ping before answering
 	// (t3 − t2). A responder answers at once; anything longer is a bug or
 	// garbage, and the sample would be useless anyway.
-	MaxHold = time.Second
+	maxHold = time.Second
 )
 
-// NewSample computes a Sample from the four timestamps of an exchange: t1
+// newSample computes a Sample from the four timestamps of an exchange: t1
 // and t4 on the local clock (ping sent, pong received), t2 and t3 on the
 // remote clock (ping received, pong sent). It returns a *TimestampError if
-// t4 < t1, t3 < t2, the remote held the ping longer than MaxHold or longer
+// t4 < t1, t3 < t2, the remote held the ping longer than a second or longer
 // than the whole round trip, or a timestamp is beyond ±2⁶⁰ ns.
 //
 // A delay slightly below zero can only come from the clocks' rate
 // difference over the remote's hold time (at most hold·10⁻³ for clocks
 // within 1000 ppm); it is clamped to zero. Anything below that is rejected.
-func NewSample(t1, t2, t3, t4 time.Duration) (Sample, error) {
+func newSample(t1, t2, t3, t4 time.Duration) (Sample, error) {
 	bad := func(reason string) (Sample, error) {
 		return Sample{}, &TimestampError{t1, t2, t3, t4, reason}
 	}
@@ -81,7 +81,7 @@ func NewSample(t1, t2, t3, t4 time.Duration) (Sample, error) {
 		return bad("pong received before the ping was sent (t4 < t1)")
 	case hold < 0:
 		return bad("pong sent before the ping was received (t3 < t2)")
-	case hold > MaxHold:
+	case hold > maxHold:
 		return bad("responder held the ping too long")
 	case hold > rtt+time.Microsecond+hold/1000:
 		return bad("responder held the ping longer than the round trip")

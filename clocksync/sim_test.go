@@ -3,6 +3,7 @@ package clocksync
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -44,7 +45,7 @@ func newSim(t testing.TB, sc simConfig) *sim {
 		t.Fatal(err)
 	}
 	lcfg, fcfg := sc.cfg, sc.cfg
-	lcfg.Role, fcfg.Role = RoleLeader, RoleFollower
+	lcfg.Leader, fcfg.Leader = true, false
 	if s.leader, err = NewCalibrator(lcfg, s.lc); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func (s *sim) run(until, every time.Duration, observe func(now time.Duration)) {
 			// links; anything else is not.
 			if err != nil && !errors.Is(err, ErrDuplicatePong) && !errors.Is(err, ErrLatePong) {
 				s.errs++
-				s.t.Errorf("%v at %v: %v", c.Role(), now, err)
+				s.t.Errorf("leader=%v at %v: %v", c.Stats().Leader, now, err)
 			}
 			if reply != nil {
 				back.Send(now, reply)
@@ -182,16 +183,18 @@ func offsetSim(t *testing.T, link netsim.Config, seed uint64, followerPPM float6
 // time − leader game time| ≤ 1 ms from then on.
 func TestConvergence(t *testing.T) {
 	for _, ppm := range []float64{0, 100} {
-		for seed := range uint64(5) {
-			s := offsetSim(t, netsim.LAN, seed, ppm)
-			conv := calibrate(s, 5*time.Second)
-			if conv < 0 || conv > time.Second || s.errs != 0 {
-				t.Errorf("LAN, %v ppm, seed %d: converged at %v, %d errors", ppm, seed, conv, s.errs)
+		t.Run(fmt.Sprint(ppm, " ppm"), func(t *testing.T) {
+			for seed := range uint64(5) {
+				s := offsetSim(t, netsim.LAN, seed, ppm)
+				conv := calibrate(s, 5*time.Second)
+				if conv < 0 || conv > time.Second || s.errs != 0 {
+					t.Errorf("LAN, %v ppm, seed %d: converged at %v, %d errors", ppm, seed, conv, s.errs)
+				}
+				if ppm == 100 && seed == 0 {
+					t.Logf("LAN, 100 ppm: converged after %v", conv)
+				}
 			}
-			if ppm == 100 && seed == 0 {
-				t.Logf("LAN, 100 ppm: converged after %v", conv)
-			}
-		}
+		})
 	}
 	// On the jittery link the first samples are ±10 ms apart; it takes
 	// longer, but not longer than the calibration phase.
@@ -214,24 +217,26 @@ func TestConvergence(t *testing.T) {
 
 // TestAccuracyJitteryLink: on a symmetric link with 100 ms RTT ± 20 ms and
 // 5 % loss, after 10 s of calibration, the game clock error over 60 s of
-// the match has p95 ≤ 1 ms (the seed reached 10 ms).
+// the match has p95 ≤ 1 ms (the post-mortem's calibration reached 10 ms).
 func TestAccuracyJitteryLink(t *testing.T) {
 	for _, ppm := range []float64{0, 100} {
-		var p95s, maxs []time.Duration
-		for seed := range uint64(10) {
-			s := offsetSim(t, j20, seed, ppm)
-			calibrate(s, 10*time.Second)
-			st := summarize(match(s, 60*time.Second))
-			if st.p95 > time.Millisecond {
-				t.Errorf("%v ppm, seed %d: %+v", ppm, seed, st)
+		t.Run(fmt.Sprint(ppm, " ppm"), func(t *testing.T) {
+			var p95s, maxs []time.Duration
+			for seed := range uint64(10) {
+				s := offsetSim(t, j20, seed, ppm)
+				calibrate(s, 10*time.Second)
+				st := summarize(match(s, 60*time.Second))
+				if st.p95 > time.Millisecond {
+					t.Errorf("%v ppm, seed %d: %+v", ppm, seed, st)
+				}
+				p95s = append(p95s, st.p95)
+				maxs = append(maxs, st.max)
 			}
-			p95s = append(p95s, st.p95)
-			maxs = append(maxs, st.max)
-		}
-		slices.Sort(p95s)
-		slices.Sort(maxs)
-		t.Logf("100±20 ms, 5%% loss, %3v ppm: p95 |error| median %v, worst %v; max median %v, worst %v (10 seeds × 60 s)",
-			ppm, p95s[5], p95s[9], maxs[5], maxs[9])
+			slices.Sort(p95s)
+			slices.Sort(maxs)
+			t.Logf("100±20 ms, 5%% loss, %3v ppm: p95 |error| median %v, worst %v; max median %v, worst %v (10 seeds × 60 s)",
+				ppm, p95s[5], p95s[9], maxs[5], maxs[9])
+		})
 	}
 }
 
@@ -242,22 +247,24 @@ func TestDriftTracking(t *testing.T) {
 		name string
 		link netsim.Config
 	}{{"broadband", netsim.Broadband}, {"100±20ms", j20}} {
-		for seed := range uint64(2) {
-			s := offsetSim(t, tc.link, seed, 100)
-			calibrate(s, 10*time.Second)
-			errs := match(s, 5*time.Minute)
-			st := summarize(errs[6000:]) // after the first minute
-			all := summarize(errs)
-			est := s.follower.Estimate()
-			// The follower runs 100 ppm fast, so the leader's clock gains
-			// −100 ppm of the follower's: (1/1.0001 − 1) = −99.99 ppm.
-			if st.max > time.Millisecond || all.max > time.Millisecond || math.Abs(est.DriftPPM+99.99) > 2 {
-				t.Errorf("%s seed %d: max error %v (%v over the whole match), drift %.2f ppm", tc.name, seed, st.max, all.max, est.DriftPPM)
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range uint64(2) {
+				s := offsetSim(t, tc.link, seed, 100)
+				calibrate(s, 10*time.Second)
+				errs := match(s, 5*time.Minute)
+				st := summarize(errs[6000:]) // after the first minute
+				all := summarize(errs)
+				est := s.follower.Estimate()
+				// The follower runs 100 ppm fast, so the leader's clock gains
+				// −100 ppm of the follower's: (1/1.0001 − 1) = −99.99 ppm.
+				if st.max > time.Millisecond || all.max > time.Millisecond || math.Abs(est.DriftPPM+99.99) > 2 {
+					t.Errorf("seed %d: max error %v (%v over the whole match), drift %.2f ppm", seed, st.max, all.max, est.DriftPPM)
+				}
+				if seed == 0 {
+					t.Logf("100 ppm, minutes 1–5: p95 %v, max %v; drift %.2f ± %.2f ppm", st.p95, st.max, est.DriftPPM, est.DriftUncertaintyPPM)
+				}
 			}
-			if seed == 0 {
-				t.Logf("%s, 100 ppm, minutes 1–5: p95 %v, max %v; drift %.2f ± %.2f ppm", tc.name, st.p95, st.max, est.DriftPPM, est.DriftUncertaintyPPM)
-			}
-		}
+		})
 	}
 }
 

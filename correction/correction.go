@@ -19,19 +19,19 @@
 //     (position, angle and velocities). Exact but jerky: every late or
 //     reordered packet is a visible jump.
 //   - MethodMidpoint moves each body halfway from where it is to the
-//     received position and angle when a state arrives (the seed's first
-//     smoothing): a low-pass filter, still a teleport.
-//   - MethodSeed is exactly the algorithm of the article this design comes
-//     from, applied once per received state: target = midpoint of the
-//     current and received position; error = target − current; if |error| <
-//     MaxSoftError, push the body with a force k·error (a spring; the article
-//     found that normalising the error worked badly); otherwise set the
-//     position to the midpoint (hard snap). During violent events (a large
-//     change of velocity between two states, or in the local simulation) the
-//     hard path is used for a while. Angles are handled the same way with a
-//     torque and MaxSoftAngle.
-//   - MethodRagsync (the default before MethodFollow) goes beyond it and
-//     acts every tick, not only when a state arrives:
+//     received position and angle when a state arrives: a low-pass filter,
+//     still a teleport.
+//   - MethodMidpointSpring pulls each body toward the midpoint of where it
+//     is and the received position, once per received state: error =
+//     midpoint − current; if |error| < MaxSoftError, it pushes the body with
+//     a force k·error along the error itself (a spring; normalising the
+//     error's direction works badly); otherwise it sets the position to the
+//     midpoint (hard snap). During violent events (a large change of
+//     velocity between two states, or in the local simulation) the hard path
+//     is used for a while. Angles are handled the same way with a torque and
+//     MaxSoftAngle. The force acts only in the step that follows a state: a
+//     spring without damping, so a body rings around a target that stops.
+//   - MethodRagsync acts every tick, not only when a state arrives:
 //     1. Latency compensation: the target is the received state extrapolated
 //     by its age (the synced game time now minus the time the owner sent
 //     it), using the received velocities, capped at MaxExtrapolation. Between
@@ -51,8 +51,8 @@
 //     forearm, and the body stays physical: it still collides, and joints
 //     still hold, between corrections.
 //     3. A hard path for large errors and impacts that moves each body a
-//     fraction HardBlend (¼ by default; the seed's midpoint is ½) of the
-//     way to the target per tick and takes the target's velocity, so even
+//     fraction HardBlend (¼ by default; a midpoint is ½) of the way to the
+//     target per tick and takes the target's velocity, so even
 //     a hard snap is spread over a few ticks instead of one visible jump.
 //   - MethodFollow (the default) predicts with the local simulation instead
 //     of extrapolating states. The remote object keeps gravity, and a remote
@@ -95,12 +95,13 @@
 // A Monitor watches the size of the error. Single large gaps happen (a hit
 // landed on one screen a tick earlier); only a run of consecutive critical
 // gaps longer than a set count means the two worlds have really diverged (a
-// "position disconnect", as the article calls it).
+// "position disconnect").
 //
 // # Units and time
 //
-// Positions in metres, angles in radians, game time in microseconds of the
-// shared game clock (clocksync), the same unit as physics.Snapshot.Time.
+// Positions in metres, angles in radians. Time is game time
+// (clocksync.GameTime): the clock both peers share, the one that stamps
+// physics.Snapshot.Time.
 package correction
 
 import (
@@ -108,28 +109,30 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/ByteArena/box2d"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/physics"
 )
 
 // Method selects how a Corrector moves a body toward its owner's state.
 type Method uint8
 
-// Methods. The zero value, MethodUnknown, makes Config use the default,
-// MethodFollow.
+// Methods, described in the package documentation. The zero value,
+// MethodUnknown, makes Config use the default, MethodFollow.
 const (
-	MethodUnknown Method = iota
-	MethodSnap
-	MethodMidpoint
-	MethodSeed
-	MethodRagsync
-	MethodFollow
+	MethodUnknown        Method = iota
+	MethodSnap                  // "snap": set each body to the received state
+	MethodMidpoint              // "midpoint": move each body halfway to the received state
+	MethodMidpointSpring        // "midpoint-spring": spring toward the midpoint, snap if far
+	MethodRagsync               // "ragsync": latency-compensated damped spring, every tick
+	MethodFollow                // "follow": predict with the local simulation, correct every tick, draw a smoothed pose
 )
 
 // Methods lists every selectable method, in a stable order.
-var Methods = []Method{MethodSnap, MethodMidpoint, MethodSeed, MethodRagsync, MethodFollow}
+var Methods = []Method{MethodSnap, MethodMidpoint, MethodMidpointSpring, MethodRagsync, MethodFollow}
 
 func (m Method) String() string {
 	switch m {
@@ -137,8 +140,8 @@ func (m Method) String() string {
 		return "snap"
 	case MethodMidpoint:
 		return "midpoint"
-	case MethodSeed:
-		return "seed"
+	case MethodMidpointSpring:
+		return "midpoint-spring"
 	case MethodRagsync:
 		return "ragsync"
 	case MethodFollow:
@@ -150,25 +153,23 @@ func (m Method) String() string {
 // ErrUnknownMethod is returned by ParseMethod for a name it does not know.
 var ErrUnknownMethod = errors.New("correction: unknown method")
 
-// ParseMethod returns the method named s ("snap", "midpoint", "seed",
-// "ragsync", "follow"; case-insensitive).
+// ParseMethod returns the method named s ("snap", "midpoint",
+// "midpoint-spring", "ragsync", "follow"; case-insensitive). "seed", the
+// former name of MethodMidpointSpring, is accepted too.
 func ParseMethod(s string) (Method, error) {
 	for _, m := range Methods {
 		if strings.EqualFold(s, m.String()) {
 			return m, nil
 		}
 	}
-	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, seed, ragsync or follow)", ErrUnknownMethod, s)
+	if strings.EqualFold(s, "seed") {
+		return MethodMidpointSpring, nil
+	}
+	return MethodUnknown, fmt.Errorf("%w %q (want snap, midpoint, midpoint-spring, ragsync or follow)", ErrUnknownMethod, s)
 }
 
 // perPacket reports whether the method acts only when a new state arrives.
 func (m Method) perPacket() bool { return m != MethodRagsync && m != MethodFollow }
-
-// Follows reports whether the method predicts a remote object with the
-// local simulation: its bodies keep gravity, and a remote fighter follows
-// its owner's reported actions and input (physics.Fighter.SetFollowing)
-// instead of hanging limp. ownership.Replicator sets its objects up so.
-func (m Method) Follows() bool { return m == MethodFollow }
 
 // Config tunes a Corrector. The zero value is the default: MethodFollow with
 // the defaults documented on each field.
@@ -176,14 +177,11 @@ type Config struct {
 	// Method is the correction method. Zero: MethodFollow.
 	Method Method
 
-	// Stiffness is the spring constant k, in 1/s², of MethodSeed and
-	// MethodRagsync: the correcting force on a
-	// body of mass m with position error e is m·k·e. For MethodSeed, e is
-	// the error to the midpoint, as in the article. Zero: 3000 for
-	// MethodSeed (the article gives no value; 3000 is the seed's best on
-	// cmd/ragsim's broadband and mobile links: softer lags, stiffer
-	// oscillates),
-	// 1600 for MethodRagsync (with the default damping the position error
+	// Stiffness is the spring constant k, in 1/s²: the correcting force on a
+	// body of mass m with position error e is m·k·e. For
+	// MethodMidpointSpring, e is the error to the midpoint. Zero: 3000 for
+	// MethodMidpointSpring (its best on cmd/ragsim's broadband and mobile
+	// links: softer lags, stiffer oscillates), 1600 for MethodRagsync (with the default damping the position error
 	// then closes with a time constant of 1/(k·h) ≈ 37 ms, h = 1/60 s).
 	Stiffness float64
 
@@ -203,7 +201,7 @@ type Config struct {
 	DampingRatio float64
 
 	// MaxSoftError is the position error in metres above which the hard path
-	// is used (the article's MAX_SOFT_CORRECTION_ERROR). Zero: 0.5 m.
+	// is used. Zero: 0.5 m.
 	MaxSoftError float64
 
 	// MaxSoftAngle is the angle error in radians above which the hard path is
@@ -211,9 +209,9 @@ type Config struct {
 	MaxSoftAngle float64
 
 	// HardBlend is the fraction of the error the ragsync hard path removes
-	// per tick. Zero: 0.25, which spreads a snap over a few ticks (the
-	// seed's midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops
-	// for a slightly larger error). 1 snaps in one tick.
+	// per tick. Zero: 0.25, which spreads a snap over a few ticks (a
+	// midpoint is 0.5; cmd/ragsim shows 0.25 halves the worst pops for a
+	// slightly larger error). 1 snaps in one tick.
 	HardBlend float64
 
 	// ImpactDeltaV is the change of a body's velocity, in m/s, that marks a
@@ -221,9 +219,9 @@ type Config struct {
 	// states, or within one local simulation step. Zero: 6 m/s.
 	ImpactDeltaV float64
 
-	// ImpactHold is how long, in game-time microseconds, the hard path stays
-	// on after a violent event. Zero: 100 ms.
-	ImpactHold int64
+	// ImpactHold is how long, in game time, the hard path stays on after a
+	// violent event. Zero: 100 ms.
+	ImpactHold time.Duration
 
 	// MaxCorrectionSpeed caps the speed, in m/s, at which the ragsync
 	// spring pulls a body toward its target (the k·e·h part of the velocity
@@ -247,14 +245,14 @@ type Config struct {
 	// a MethodFollow correction removes per tick. Zero: 0.5.
 	VelocityGain float64
 
-	// GainAge is the age, in game-time microseconds, beyond which a
-	// MethodFollow correction takes in less of its error per tick: for a
-	// state older than GainAge, PositionGain and VelocityGain are scaled by
+	// GainAge is the age of a state (game time) beyond which a MethodFollow
+	// correction takes in less of its error per tick: for a state older
+	// than GainAge, PositionGain and VelocityGain are scaled by
 	// GainAge/age. The older the states, the more a link's jitter and loss
 	// make the estimate jump from one state to the next, and the less a
 	// tick's estimate should be trusted. Zero: 100 ms. Negative: never
 	// scaled.
-	GainAge int64
+	GainAge time.Duration
 
 	// SmoothingMaxStep turns on the drawn pose (Corrector.Offset) and says
 	// how far, in metres, it may move in one tick beyond its body's own
@@ -274,55 +272,55 @@ type Config struct {
 	// jumps to the limit. Zero: 0.1 m.
 	SmoothingMaxOffset float64
 
-	// VelocityFade is how long, in game-time microseconds, MethodFollow
-	// expects a difference between the velocity of an object's root body
-	// and its owner's to last: the time constant with which such a
-	// difference, and a velocity correction, fade. MethodFollow moves the
-	// root by what the difference it saw in a state has moved the owner
-	// by since it was sent (a jump, a hit). Jointed bodies are left to
-	// their joints: their muscles undo a velocity difference within a
-	// tick. Zero: 40 ms. Negative: no such extrapolation.
-	VelocityFade int64
+	// VelocityFade is how long (game time) MethodFollow expects a
+	// difference between the velocity of an object's root body and its
+	// owner's to last: the time constant with which such a difference, and
+	// a velocity correction, fade. MethodFollow moves the root by what the
+	// difference it saw in a state has moved the owner by since it was sent
+	// (a jump, a hit). Jointed bodies are left to their joints: their
+	// muscles undo a velocity difference within a tick. Zero: 40 ms.
+	// Negative: no such extrapolation.
+	VelocityFade time.Duration
 
-	// InputHold is how long, in game-time microseconds, a remote fighter
-	// that follows its owner (MethodFollow) keeps acting on its owner's
-	// last state and input when no newer state arrives (a loss burst, an
-	// outage); after it, the copy lets go of its controls and stands idle
+	// InputHold is how long (game time) a remote fighter that follows its
+	// owner (MethodFollow) keeps acting on its owner's last state and input
+	// when no newer state arrives (a loss burst, an outage); after it, the copy lets go of its controls and stands idle
 	// until one does (ownership.Replicator lets go of the controls), and
 	// its correction stops predicting and holds it where it was predicted
 	// to be then, so the local fight cannot push it about. Zero: 100 ms.
-	InputHold int64
+	InputHold time.Duration
 
 	// MaxExtrapolation caps the latency compensation of MethodRagsync, in
-	// game-time microseconds: a state older than this is extrapolated only
+	// game time: a state older than this is extrapolated only
 	// this far: extrapolating a limb's swing further than this overshoots
 	// more than it helps (measured with cmd/ragsim). Zero: 60 ms. Negative:
 	// no extrapolation.
-	MaxExtrapolation int64
+	MaxExtrapolation time.Duration
 }
 
-// tickMicros is one physics tick in µs.
-const tickMicros = 1_000_000 / physics.TickRate
+// tickTime is one physics tick of game time (16.666 ms, rounded down to the
+// microsecond).
+const tickTime = clocksync.GameTime(1_000_000 / physics.TickRate)
 
-// Defaults; see Config.
+// Defaults; see Config (Config.WithDefaults fills them in).
 const (
-	DefaultSeedStiffness      = 3000.0
-	DefaultRagsyncStiffness   = 1600.0
-	DefaultDampingRatio       = 0.75
-	DefaultMaxSoftError       = 0.5
-	DefaultMaxSoftAngle       = 1.0
-	DefaultHardBlend          = 0.25
-	DefaultImpactDeltaV       = 6.0
-	DefaultImpactHold         = 100_000
-	DefaultMaxExtrapolation   = 60_000
-	DefaultMaxCorrectionSpeed = 4.0
-	DefaultPositionGain       = 0.8
-	DefaultVelocityGain       = 0.5
-	DefaultSmoothingMaxStep   = 0.028
-	DefaultSmoothingMaxOffset = 0.1
-	DefaultInputHold          = 100_000
-	DefaultVelocityFade       = 40_000
-	DefaultGainAge            = 100_000
+	defaultMidpointSpringStiffness = 3000.0
+	defaultRagsyncStiffness        = 1600.0
+	defaultDampingRatio            = 0.75
+	defaultMaxSoftError            = 0.5
+	defaultMaxSoftAngle            = 1.0
+	defaultHardBlend               = 0.25
+	defaultImpactDeltaV            = 6.0
+	defaultImpactHold              = 100 * time.Millisecond
+	defaultMaxExtrapolation        = 60 * time.Millisecond
+	defaultMaxCorrectionSpeed      = 4.0
+	defaultPositionGain            = 0.8
+	defaultVelocityGain            = 0.5
+	defaultSmoothingMaxStep        = 0.028
+	defaultSmoothingMaxOffset      = 0.1
+	defaultInputHold               = 100 * time.Millisecond
+	defaultVelocityFade            = 40 * time.Millisecond
+	defaultGainAge                 = 100 * time.Millisecond
 )
 
 // ErrInvalidConfig is wrapped by the errors Config.Validate returns.
@@ -334,61 +332,61 @@ func (c Config) WithDefaults() Config {
 		c.Method = MethodFollow
 	}
 	if c.Stiffness == 0 {
-		c.Stiffness = DefaultRagsyncStiffness
-		if c.Method == MethodSeed {
-			c.Stiffness = DefaultSeedStiffness
+		c.Stiffness = defaultRagsyncStiffness
+		if c.Method == MethodMidpointSpring {
+			c.Stiffness = defaultMidpointSpringStiffness
 		}
 	}
 	if c.AngularStiffness == 0 {
 		c.AngularStiffness = c.Stiffness
 	}
 	if c.DampingRatio == 0 {
-		c.DampingRatio = DefaultDampingRatio
+		c.DampingRatio = defaultDampingRatio
 	}
 	if c.MaxSoftError == 0 {
-		c.MaxSoftError = DefaultMaxSoftError
+		c.MaxSoftError = defaultMaxSoftError
 	}
 	if c.MaxSoftAngle == 0 {
-		c.MaxSoftAngle = DefaultMaxSoftAngle
+		c.MaxSoftAngle = defaultMaxSoftAngle
 	}
 	if c.HardBlend == 0 {
-		c.HardBlend = DefaultHardBlend
+		c.HardBlend = defaultHardBlend
 	}
 	if c.ImpactDeltaV == 0 {
-		c.ImpactDeltaV = DefaultImpactDeltaV
+		c.ImpactDeltaV = defaultImpactDeltaV
 	}
 	if c.ImpactHold == 0 {
-		c.ImpactHold = DefaultImpactHold
+		c.ImpactHold = defaultImpactHold
 	}
 	if c.MaxCorrectionSpeed == 0 {
-		c.MaxCorrectionSpeed = DefaultMaxCorrectionSpeed
+		c.MaxCorrectionSpeed = defaultMaxCorrectionSpeed
 	}
 	if c.MaxExtrapolation == 0 {
-		c.MaxExtrapolation = DefaultMaxExtrapolation
+		c.MaxExtrapolation = defaultMaxExtrapolation
 	}
 	if c.PositionGain == 0 {
-		c.PositionGain = DefaultPositionGain
+		c.PositionGain = defaultPositionGain
 	}
 	if c.VelocityGain == 0 {
-		c.VelocityGain = DefaultVelocityGain
+		c.VelocityGain = defaultVelocityGain
 	}
 	if c.SmoothingMaxStep == 0 {
 		c.SmoothingMaxStep = -1
 		if c.Method == MethodFollow {
-			c.SmoothingMaxStep = DefaultSmoothingMaxStep
+			c.SmoothingMaxStep = defaultSmoothingMaxStep
 		}
 	}
 	if c.SmoothingMaxOffset == 0 {
-		c.SmoothingMaxOffset = DefaultSmoothingMaxOffset
+		c.SmoothingMaxOffset = defaultSmoothingMaxOffset
 	}
 	if c.InputHold == 0 {
-		c.InputHold = DefaultInputHold
+		c.InputHold = defaultInputHold
 	}
 	if c.VelocityFade == 0 {
-		c.VelocityFade = DefaultVelocityFade
+		c.VelocityFade = defaultVelocityFade
 	}
 	if c.GainAge == 0 {
-		c.GainAge = DefaultGainAge
+		c.GainAge = defaultGainAge
 	}
 	return c
 }
@@ -419,16 +417,16 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ImpactHold < 0 {
-		return fmt.Errorf("%w: ImpactHold = %d, want >= 0", ErrInvalidConfig, c.ImpactHold)
+		return fmt.Errorf("%w: ImpactHold = %v, want >= 0", ErrInvalidConfig, c.ImpactHold)
 	}
-	if c.InputHold < 0 || c.InputHold > 60_000_000 {
-		return fmt.Errorf("%w: InputHold = %d µs, want in [0, 60 s]", ErrInvalidConfig, c.InputHold)
+	if c.InputHold < 0 || c.InputHold > time.Minute {
+		return fmt.Errorf("%w: InputHold = %v, want in [0, 1m]", ErrInvalidConfig, c.InputHold)
 	}
-	if c.GainAge > 10_000_000 {
-		return fmt.Errorf("%w: GainAge = %d µs, want <= 10 s (negative: none)", ErrInvalidConfig, c.GainAge)
+	if c.GainAge > 10*time.Second {
+		return fmt.Errorf("%w: GainAge = %v, want <= 10s (negative: none)", ErrInvalidConfig, c.GainAge)
 	}
-	if c.VelocityFade > 10_000_000 {
-		return fmt.Errorf("%w: VelocityFade = %d µs, want <= 10 s (negative: none)", ErrInvalidConfig, c.VelocityFade)
+	if c.VelocityFade > 10*time.Second {
+		return fmt.Errorf("%w: VelocityFade = %v, want <= 10s (negative: none)", ErrInvalidConfig, c.VelocityFade)
 	}
 	if math.IsNaN(c.SmoothingMaxStep) || c.SmoothingMaxStep > 100 {
 		return fmt.Errorf("%w: SmoothingMaxStep = %g, want <= 100 m (negative: no drawn pose)", ErrInvalidConfig, c.SmoothingMaxStep)
@@ -436,8 +434,8 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.MaxCorrectionSpeed) || c.MaxCorrectionSpeed > 1000 {
 		return fmt.Errorf("%w: MaxCorrectionSpeed = %g, want <= 1000 (negative: no cap)", ErrInvalidConfig, c.MaxCorrectionSpeed)
 	}
-	if c.MaxExtrapolation > 2_000_000 {
-		return fmt.Errorf("%w: MaxExtrapolation = %d µs, want <= 2 s", ErrInvalidConfig, c.MaxExtrapolation)
+	if c.MaxExtrapolation > 2*time.Second {
+		return fmt.Errorf("%w: MaxExtrapolation = %v, want <= 2s", ErrInvalidConfig, c.MaxExtrapolation)
 	}
 	if b := c.Bounds; !b.Min.IsFinite() || !b.Max.IsFinite() {
 		return fmt.Errorf("%w: Bounds %v not finite", ErrInvalidConfig, b)
@@ -505,10 +503,10 @@ type Corrector struct {
 
 	// The latest received state and the game time its owner sent it at.
 	target     [physics.MaxBodiesPerObject]physics.BodyState
-	targetTime int64
+	targetTime clocksync.GameTime
 	hasTarget  bool
-	pending    bool  // a new target has not been applied yet
-	heard      int64 // game time of the first Apply after the latest target arrived
+	pending    bool               // a new target has not been applied yet
+	heard      clocksync.GameTime // game time of the first Apply after the latest target arrived
 
 	// Velocity of each body right after the last Apply, to detect violent
 	// events in the local simulation step that followed.
@@ -537,8 +535,8 @@ type Corrector struct {
 	moved     [physics.MaxBodiesPerObject]snapshot
 	smoothing bool
 
-	impactUntil int64 // game time until which the hard path is forced
-	impactArmed bool  // an impact was detected and its hold not yet started
+	impactUntil clocksync.GameTime // game time until which the hard path is forced
+	impactArmed bool               // an impact was detected and its hold not yet started
 
 	stats Stats
 }
@@ -561,12 +559,6 @@ func New(cfg Config, n int) (*Corrector, error) {
 	return c, nil
 }
 
-// Config returns the corrector's configuration with defaults filled in.
-func (c *Corrector) Config() Config { return c.cfg }
-
-// Method returns the correction method in use.
-func (c *Corrector) Method() Method { return c.cfg.Method }
-
 // Stats returns what the corrector did so far and the errors of the last
 // Apply.
 func (c *Corrector) Stats() Stats { return c.stats }
@@ -580,7 +572,9 @@ func (c *Corrector) HasTarget() bool { return c.hasTarget }
 
 // Target returns the last received state of body i and the game time it was
 // sent at.
-func (c *Corrector) Target(i int) (physics.BodyState, int64) { return c.target[i], c.targetTime }
+func (c *Corrector) Target(i int) (physics.BodyState, clocksync.GameTime) {
+	return c.target[i], c.targetTime
+}
 
 // Reset forgets the received state and the impact detector (for example
 // after the object changed owner). Counters are kept.
@@ -601,19 +595,6 @@ func (c *Corrector) Reset() {
 func (c *Corrector) Offset(i int) (dpos physics.Vec2, dangle float64) {
 	return c.offset[i].pos, c.offset[i].angle
 }
-
-// TargetAge returns how old, at game time now, the last received state is
-// (now minus the time its owner sent it), and false if there is none.
-func (c *Corrector) TargetAge(now int64) (int64, bool) {
-	if !c.hasTarget {
-		return 0, false
-	}
-	return now - c.targetTime, true
-}
-
-// ErrBodyCount is returned by SetTarget for a state with the wrong number of
-// bodies.
-var ErrBodyCount = errors.New("correction: wrong number of bodies")
 
 // TargetError is returned by SetTarget for a state with a NaN or infinite
 // value: which body, which field and the value. It wraps
@@ -645,7 +626,7 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 }
 
 // SetTarget records a state received from the object's owner, sent at game
-// time sentAt (µs). The caller has already filtered it (newer than the last
+// time sentAt. The caller has already filtered it (newer than the last
 // one, not too old) and validated it against the world's limits (in
 // bounds, plausible speeds); SetTarget checks the body count, and that
 // every value is finite (a *TargetError wrapping physics.ErrNotFinite
@@ -655,9 +636,9 @@ func nonFinite(s *physics.BodyState) (string, float64, bool) {
 //
 // A large change of velocity against the previous target marks a violent
 // event (see Config.ImpactDeltaV).
-func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
+func (c *Corrector) SetTarget(states []physics.BodyState, sentAt clocksync.GameTime) error {
 	if len(states) != c.n {
-		return fmt.Errorf("%w: got %d, want %d", ErrBodyCount, len(states), c.n)
+		return fmt.Errorf("correction: target: %w: got %d, want %d", physics.ErrBodyCount, len(states), c.n)
 	}
 	for i := range states {
 		if field, v, bad := nonFinite(&states[i]); bad {
@@ -683,12 +664,13 @@ func (c *Corrector) SetTarget(states []physics.BodyState, sentAt int64) error {
 }
 
 // Apply corrects bodies (the object's bodies, in body index order, len == n)
-// at game time now (µs). Call it once per tick, before the world steps, and
-// never during a step. Per-packet methods (snap, midpoint, seed) act only
-// when a new target arrived since the last Apply; ragsync acts every tick.
+// at game time now. Call it once per tick, before the world steps, and
+// never during a step. Per-packet methods (snap, midpoint, midpoint-spring)
+// act only when a new target arrived since the last Apply; ragsync and
+// follow act every tick.
 // Apply reports whether it corrected (and so measured the errors in Stats).
 // It allocates nothing.
-func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
+func (c *Corrector) Apply(bodies []*box2d.B2Body, now clocksync.GameTime) (acted bool) {
 	if len(bodies) != c.n {
 		panic(fmt.Sprintf("correction: Apply with %d bodies, corrector has %d", len(bodies), c.n))
 	}
@@ -708,7 +690,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	}
 	if c.impactArmed {
 		c.impactArmed = false
-		c.impactUntil = now + c.cfg.ImpactHold
+		c.impactUntil = now.Add(c.cfg.ImpactHold)
 		c.stats.Impacts++
 	}
 	impact := now < c.impactUntil
@@ -719,7 +701,7 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 	if c.hist.n > 0 {
 		// The bodies' state now came out of the step that began one tick
 		// ago: the owner labels the same state with that tick's time.
-		c.hist.record(bodies, now-tickMicros)
+		c.hist.record(bodies, now-tickTime)
 	}
 	if c.pending {
 		c.heard = now
@@ -736,10 +718,10 @@ func (c *Corrector) Apply(bodies []*box2d.B2Body, now int64) (acted bool) {
 			c.applySnap(bodies)
 		case MethodMidpoint:
 			c.applyMidpoint(bodies)
-		case MethodSeed:
-			c.applySeed(bodies, impact)
+		case MethodMidpointSpring:
+			c.applyMidpointSpring(bodies, impact)
 		case MethodFollow:
-			c.applyFollow(bodies, now-c.targetTime, now-c.heard > c.cfg.InputHold) // its prediction takes impacts in
+			c.applyFollow(bodies, now.Sub(c.targetTime), now.Sub(c.heard) > c.cfg.InputHold) // its prediction takes impacts in
 		default:
 			c.applyRagsync(bodies, now, impact)
 		}
@@ -815,10 +797,10 @@ const (
 // least enough to keep the offset within SmoothingMaxOffset (scaled by the
 // age of the state at game time now). c.moved becomes the drawn pose's
 // displacement by the correction (Stats.Pop).
-func (c *Corrector) smooth(now int64) {
+func (c *Corrector) smooth(now clocksync.GameTime) {
 	maxStep, maxOff := c.cfg.SmoothingMaxStep, c.cfg.SmoothingMaxOffset
-	if age := float64(now - c.targetTime); c.hasTarget && age > smoothRefAge {
-		maxOff *= min(smoothMaxScale, age/smoothRefAge)
+	if age := now.Sub(c.targetTime); c.hasTarget && age > smoothRefAge {
+		maxOff *= min(smoothMaxScale, float64(age)/float64(smoothRefAge))
 	}
 	for i := range c.n {
 		o := &c.offset[i]
@@ -838,10 +820,10 @@ func (c *Corrector) smooth(now int64) {
 }
 
 // The drawn pose's offset limit applies as it is to states up to
-// smoothRefAge µs old, and grows in proportion to older states' age, up to
+// smoothRefAge old, and grows in proportion to older states' age, up to
 // smoothMaxScale times.
 const (
-	smoothRefAge   = 40_000
+	smoothRefAge   = 40 * time.Millisecond
 	smoothMaxScale = 1.6
 )
 
@@ -895,8 +877,11 @@ func (c *Corrector) applyMidpoint(bodies []*box2d.B2Body) {
 	}
 }
 
-// applySeed is the article's applyState, once per received state.
-func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
+// applyMidpointSpring is MethodMidpointSpring, once per received state. It
+// is the applyState of «Сетевой слой движка физики» ("The network layer of a
+// physics engine", habr.com), the post-mortem of the box2d ragdoll fighting
+// game this library's design comes from.
+func (c *Corrector) applyMidpointSpring(bodies []*box2d.B2Body, impact bool) {
 	c.beginApply()
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness
 	for i, b := range bodies {
@@ -922,17 +907,17 @@ func (c *Corrector) applySeed(bodies []*box2d.B2Body, impact bool) {
 }
 
 // applyRagsync is ragsync's method; see the package documentation.
-func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now int64, impact bool) {
+func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now clocksync.GameTime, impact bool) {
 	c.beginApply()
 	// The body's state now is the result of the step that began one tick
 	// ago; the step about to run carries it to now + 1 tick. The target is
 	// the owner's state at the same moment as the body's: one tick before
 	// now.
-	age := now - c.targetTime - tickMicros
-	if age < 0 || c.cfg.MaxExtrapolation < 0 {
+	age := now - c.targetTime - tickTime
+	if maxAge := clocksync.GameTimeOf(c.cfg.MaxExtrapolation); age < 0 || maxAge < 0 {
 		age = 0
-	} else if age > c.cfg.MaxExtrapolation {
-		age = c.cfg.MaxExtrapolation
+	} else if age > maxAge {
+		age = maxAge
 	}
 	dt := float64(age) * 1e-6
 	k, ka := c.cfg.Stiffness, c.cfg.AngularStiffness

@@ -2,15 +2,18 @@ package correction
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ByteArena/box2d"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/physics"
 )
 
-const tickUS = int64(1_000_000) / physics.TickRate
+const tickUS = clocksync.GameTime(1_000_000 / physics.TickRate)
 
 // rig is a world without gravity holding one free 1 kg box, so every motion
 // comes from the corrector.
@@ -18,7 +21,7 @@ type rig struct {
 	w    *box2d.B2World
 	body *box2d.B2Body
 	bs   []*box2d.B2Body
-	now  int64
+	now  clocksync.GameTime
 }
 
 func newRig(t testing.TB, x, y float64) *rig {
@@ -39,7 +42,15 @@ func (r *rig) step() {
 	r.now += tickUS
 }
 
-func (r *rig) state() physics.BodyState { return physics.ReadBody(r.body) }
+func (r *rig) state() physics.BodyState {
+	b := r.body
+	return physics.BodyState{
+		Pos:    physics.V(b.M_xf.P.X, b.M_xf.P.Y),
+		Angle:  b.M_sweep.A,
+		Vel:    physics.V(b.M_linearVelocity.X, b.M_linearVelocity.Y),
+		AngVel: b.M_angularVelocity,
+	}
+}
 
 func at(x, y float64) []physics.BodyState { return []physics.BodyState{{Pos: physics.V(x, y)}} }
 
@@ -54,13 +65,30 @@ func mustNew(t testing.TB, cfg Config, n int) *Corrector {
 
 func TestParseMethod(t *testing.T) {
 	for _, m := range Methods {
-		got, err := ParseMethod(m.String())
-		if err != nil || got != m {
-			t.Errorf("ParseMethod(%q) = %v, %v", m, got, err)
-		}
+		t.Run(m.String(), func(t *testing.T) {
+			got, err := ParseMethod(m.String())
+			if err != nil || got != m {
+				t.Errorf("ParseMethod(%q) = %v, %v", m, got, err)
+			}
+		})
 	}
-	if _, err := ParseMethod("lerp"); !errors.Is(err, ErrUnknownMethod) {
-		t.Errorf("ParseMethod(lerp) error = %v, want ErrUnknownMethod", err)
+	for _, c := range []struct {
+		name string
+		want Method
+		err  error
+	}{
+		{"seed", MethodMidpointSpring, nil}, // its former name
+		{"Midpoint-Spring", MethodMidpointSpring, nil},
+		{"RAGSYNC", MethodRagsync, nil},
+		{"lerp", MethodUnknown, ErrUnknownMethod},
+		{"", MethodUnknown, ErrUnknownMethod},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseMethod(c.name)
+			if got != c.want || !errors.Is(err, c.err) {
+				t.Errorf("ParseMethod(%q) = %v, %v; want %v, %v", c.name, got, err, c.want, c.err)
+			}
+		})
 	}
 	if (Config{}).WithDefaults().Method != MethodFollow {
 		t.Error("zero Config does not default to follow")
@@ -77,12 +105,14 @@ func TestConfigValidate(t *testing.T) {
 		{ImpactHold: -1},
 	}
 	for _, c := range bad {
-		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
-		}
-		if _, err := New(c, 1); err == nil {
-			t.Errorf("%+v: New accepted it", c)
-		}
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Validate = %v, want ErrInvalidConfig", err)
+			}
+			if _, err := New(c, 1); err == nil {
+				t.Error("New accepted it")
+			}
+		})
 	}
 	if _, err := New(Config{}, 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("New with 0 bodies: %v", err)
@@ -91,7 +121,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("New with too many bodies: %v", err)
 	}
 	c := mustNew(t, Config{}, 2)
-	if err := c.SetTarget(at(0, 0), 0); !errors.Is(err, ErrBodyCount) {
+	if err := c.SetTarget(at(0, 0), 0); !errors.Is(err, physics.ErrBodyCount) {
 		t.Errorf("SetTarget with 1 of 2 bodies: %v", err)
 	}
 }
@@ -132,9 +162,9 @@ func TestMidpointMovesHalfway(t *testing.T) {
 	}
 }
 
-func TestSeedSoftPathPushesWithSpringForce(t *testing.T) {
+func TestMidpointSpringSoftPathPushesWithSpringForce(t *testing.T) {
 	r := newRig(t, 0, 0)
-	cfg := Config{Method: MethodSeed, Stiffness: 60}
+	cfg := Config{Method: MethodMidpointSpring, Stiffness: 60}
 	c := mustNew(t, cfg, 1)
 	c.SetTarget(at(0.4, 0), 0) // midpoint error 0.2 < MaxSoftError
 	c.Apply(r.bs, r.now)
@@ -157,9 +187,9 @@ func TestSeedSoftPathPushesWithSpringForce(t *testing.T) {
 	}
 }
 
-func TestSeedHardPathSnapsToMidpoint(t *testing.T) {
+func TestMidpointSpringHardPathSnapsToMidpoint(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Method: MethodSeed}, 1)
+	c := mustNew(t, Config{Method: MethodMidpointSpring}, 1)
 	c.SetTarget(at(3, 0), 0) // midpoint error 1.5 > 0.5
 	c.Apply(r.bs, r.now)
 	if p := r.state().Pos; math.Abs(p.X-1.5) > 1e-12 {
@@ -170,9 +200,9 @@ func TestSeedHardPathSnapsToMidpoint(t *testing.T) {
 	}
 }
 
-func TestSeedImpactUsesHardPath(t *testing.T) {
+func TestMidpointSpringImpactUsesHardPath(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Method: MethodSeed}, 1)
+	c := mustNew(t, Config{Method: MethodMidpointSpring}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.1, 0)}}, 0)
 	c.Apply(r.bs, r.now)
 	r.step()
@@ -279,7 +309,7 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 		// came out of the tick that began at r.now - tickUS.
 		return speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
 	}
-	if lag := run(Config{Method: MethodRagsync, MaxExtrapolation: 200_000}); math.Abs(lag) > 0.01 {
+	if lag := run(Config{Method: MethodRagsync, MaxExtrapolation: 200 * time.Millisecond}); math.Abs(lag) > 0.01 {
 		t.Errorf("with compensation the copy is %v m behind, want < 1 cm", lag)
 	}
 	// The body's state is one tick younger than the tick's game time, so
@@ -298,7 +328,7 @@ func TestRagsyncCompensatesLatency(t *testing.T) {
 // velocity, up to MaxExtrapolation.
 func TestRagsyncExtrapolationIsCapped(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Method: MethodRagsync, MaxExtrapolation: 50_000}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync, MaxExtrapolation: 50 * time.Millisecond}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0, 0), Vel: physics.V(1, 0)}}, 0)
 	r.now = 1_000_000 // a second later, no new packet
 	c.Apply(r.bs, r.now)
@@ -332,36 +362,38 @@ func TestRagsyncHardPathBlendsOverTicks(t *testing.T) {
 
 func TestAnglesCorrected(t *testing.T) {
 	for _, m := range Methods {
-		r := newRig(t, 0, 0)
-		c := mustNew(t, Config{Method: m}, 1)
-		// Target angle just across the ±π seam: the short way round is 0.2 rad.
-		r.body.SetTransform(box2d.MakeB2Vec2(0, 0), math.Pi-0.1)
-		target := []physics.BodyState{{Angle: -math.Pi + 0.1}}
-		worstLate := 0.0
-		for i := range 120 {
-			c.SetTarget(target, r.now)
-			c.Apply(r.bs, r.now)
-			r.step()
-			if i == 0 && m != MethodSnap {
-				if d := math.Abs(c.Stats().AngleError[0] - 0.2); d > 1e-9 {
-					t.Errorf("%v: angle error %v, want 0.2 (short way round)", m, c.Stats().AngleError[0])
+		t.Run(m.String(), func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: m}, 1)
+			// Target angle just across the ±π seam: the short way round is 0.2 rad.
+			r.body.SetTransform(box2d.MakeB2Vec2(0, 0), math.Pi-0.1)
+			target := []physics.BodyState{{Angle: -math.Pi + 0.1}}
+			worstLate := 0.0
+			for i := range 120 {
+				c.SetTarget(target, r.now)
+				c.Apply(r.bs, r.now)
+				r.step()
+				if i == 0 && m != MethodSnap {
+					if d := math.Abs(c.Stats().AngleError[0] - 0.2); d > 1e-9 {
+						t.Errorf("%v: angle error %v, want 0.2 (short way round)", m, c.Stats().AngleError[0])
+					}
+				}
+				if i >= 60 {
+					worstLate = math.Max(worstLate, math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)))
 				}
 			}
-			if i >= 60 {
-				worstLate = math.Max(worstLate, math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)))
+			want := 0.01
+			if m == MethodMidpointSpring {
+				// The midpoint spring has no damping: it rings around
+				// the target at about the initial error (its
+				// "springiness") but must not drift away from it or go
+				// the long way round (which would be 2π - 0.2 off).
+				want = 0.25
 			}
-		}
-		want := 0.01
-		if m == MethodSeed {
-			// The seed's spring has no damping: it rings around the
-			// target at about the initial error (the article's
-			// "springiness") but must not drift away from it or go
-			// the long way round (which would be 2π - 0.2 off).
-			want = 0.25
-		}
-		if worstLate > want {
-			t.Errorf("%v: angle up to %v rad off in the second second, want <= %v", m, worstLate, want)
-		}
+			if worstLate > want {
+				t.Errorf("%v: angle up to %v rad off in the second second, want <= %v", m, worstLate, want)
+			}
+		})
 	}
 }
 
@@ -383,23 +415,25 @@ func TestApplyAllocatesNothing(t *testing.T) {
 		drain(r)
 	})
 	for _, m := range Methods {
-		r := newRig(t, 0, 0)
-		c := mustNew(t, Config{Method: m}, 1)
-		target := at(0.1, 0) // small: the soft path for seed and ragsync
-		allocs := testing.AllocsPerRun(200, func() {
-			target[0].Pos.X = -target[0].Pos.X
-			c.SetTarget(target, r.now)
-			c.Apply(r.bs, r.now)
-			r.now += tickUS
-			drain(r)
+		t.Run(m.String(), func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: m}, 1)
+			target := at(0.1, 0) // small: the soft path for midpoint-spring and ragsync
+			allocs := testing.AllocsPerRun(200, func() {
+				target[0].Pos.X = -target[0].Pos.X
+				c.SetTarget(target, r.now)
+				c.Apply(r.bs, r.now)
+				r.now += tickUS
+				drain(r)
+			})
+			want := 0.0
+			if m == MethodSnap || m == MethodMidpoint {
+				want = box2dOwn // one SetTransform per tick
+			}
+			if allocs > want {
+				t.Errorf("%v: SetTarget+Apply allocates %v times, box2d's own share is %v", m, allocs, want)
+			}
 		})
-		want := 0.0
-		if m == MethodSnap || m == MethodMidpoint {
-			want = box2dOwn // one SetTransform per tick
-		}
-		if allocs > want {
-			t.Errorf("%v: SetTarget+Apply allocates %v times, box2d's own share is %v", m, allocs, want)
-		}
 	}
 }
 
@@ -425,10 +459,10 @@ func TestMonitorCountsRuns(t *testing.T) {
 		t.Errorf("trips=%d disconnected=%v, want 1 and true", trips, m.Disconnected())
 	}
 	m.Observe(0)
-	if m.Disconnected() || m.Run() != 0 {
+	if m.Disconnected() || m.run != 0 {
 		t.Error("a good gap did not end the run")
 	}
-	if m.Observe(math.NaN()); m.Run() != 1 {
+	if m.Observe(math.NaN()); m.run != 1 {
 		t.Error("NaN gap not counted as critical")
 	}
 	s := m.Stats()
@@ -459,38 +493,40 @@ func TestSetTargetRefusesNonFinite(t *testing.T) {
 		{"angvel", func(s *physics.BodyState) { s.AngVel = math.Inf(1) }},
 	}
 	for _, m := range Methods {
-		for _, b := range bad {
-			r := newRig(t, 0, 0)
-			c := mustNew(t, Config{Method: m}, 2)
-			r.bs = append(r.bs, r.body)
-			good := []physics.BodyState{{Pos: physics.V(0.1, 0)}, {Pos: physics.V(0.1, 0)}}
-			if err := c.SetTarget(good, 0); err != nil {
-				t.Fatal(err)
-			}
-			st := append([]physics.BodyState(nil), good...)
-			b.set(&st[1])
-			err := c.SetTarget(st, r.now)
-			var te *TargetError
-			if !errors.Is(err, physics.ErrNotFinite) || !errors.As(err, &te) || te.Body != 1 || te.Field != b.field {
-				t.Errorf("%v: SetTarget with %s non-finite: %v, want a *TargetError for body 1, %s, wrapping physics.ErrNotFinite", m, b.field, err, b.field)
-			}
-			if got, _ := c.Target(1); got != good[1] {
-				t.Errorf("%v: the refused state replaced the target: %+v", m, got)
-			}
-			if c.Stats().Targets != 1 {
-				t.Errorf("%v: refused state counted as a target", m)
-			}
-			for range 3 {
-				c.Apply(r.bs, r.now)
-				r.step()
-			}
-			s := r.state()
-			for _, v := range []float64{s.Pos.X, s.Pos.Y, s.Angle, s.Vel.X, s.Vel.Y, s.AngVel} {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					t.Fatalf("%v: %s reached box2d: body state %+v", m, b.field, s)
+		t.Run(m.String(), func(t *testing.T) {
+			for _, b := range bad {
+				r := newRig(t, 0, 0)
+				c := mustNew(t, Config{Method: m}, 2)
+				r.bs = append(r.bs, r.body)
+				good := []physics.BodyState{{Pos: physics.V(0.1, 0)}, {Pos: physics.V(0.1, 0)}}
+				if err := c.SetTarget(good, 0); err != nil {
+					t.Fatal(err)
+				}
+				st := append([]physics.BodyState(nil), good...)
+				b.set(&st[1])
+				err := c.SetTarget(st, r.now)
+				var te *TargetError
+				if !errors.Is(err, physics.ErrNotFinite) || !errors.As(err, &te) || te.Body != 1 || te.Field != b.field {
+					t.Errorf("%v: SetTarget with %s non-finite: %v, want a *TargetError for body 1, %s, wrapping physics.ErrNotFinite", m, b.field, err, b.field)
+				}
+				if got, _ := c.Target(1); got != good[1] {
+					t.Errorf("%v: the refused state replaced the target: %+v", m, got)
+				}
+				if c.Stats().Targets != 1 {
+					t.Errorf("%v: refused state counted as a target", m)
+				}
+				for range 3 {
+					c.Apply(r.bs, r.now)
+					r.step()
+				}
+				s := r.state()
+				for _, v := range []float64{s.Pos.X, s.Pos.Y, s.Angle, s.Vel.X, s.Vel.Y, s.AngVel} {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Fatalf("%v: %s reached box2d: body state %+v", m, b.field, s)
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -498,21 +534,25 @@ func TestSetTargetRefusesNonFinite(t *testing.T) {
 // reported by Validate; its zero value and sane limits are fine.
 func TestMonitorValidate(t *testing.T) {
 	for _, m := range []Monitor{{}, {CriticalGap: 0.5, MaxRun: 1}, {CriticalGap: 100, MaxRun: 600}} {
-		if err := m.Validate(); err != nil {
-			t.Errorf("%+v: %v", m, err)
-		}
+		t.Run(fmt.Sprintf("%+v", m), func(t *testing.T) {
+			if err := m.Validate(); err != nil {
+				t.Errorf("%+v: %v", m, err)
+			}
+		})
 	}
 	for _, m := range []Monitor{{CriticalGap: -1}, {CriticalGap: math.NaN()}, {CriticalGap: math.Inf(1)}, {MaxRun: -3}} {
-		if err := m.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", m, err)
-		}
+		t.Run(fmt.Sprintf("%+v", m), func(t *testing.T) {
+			if err := m.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", m, err)
+			}
+		})
 	}
 }
 
 // A fast state next to a wall is not extrapolated through it.
 func TestRagsyncTargetClampedToBounds(t *testing.T) {
 	r := newRig(t, 0, 0)
-	c := mustNew(t, Config{Method: MethodRagsync, Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200_000}, 1)
+	c := mustNew(t, Config{Method: MethodRagsync, Bounds: physics.Rect{Min: physics.V(-1, -1), Max: physics.V(1, 1)}, MaxExtrapolation: 200 * time.Millisecond}, 1)
 	c.SetTarget([]physics.BodyState{{Pos: physics.V(0.9, 0), Vel: physics.V(40, 0)}}, 0)
 	r.now = 200_000
 	c.Apply(r.bs, r.now)
@@ -520,10 +560,12 @@ func TestRagsyncTargetClampedToBounds(t *testing.T) {
 	if e := c.Stats().Error[0]; math.Abs(e-1) > 1e-9 {
 		t.Errorf("error %v, want 1 (the target clamped to x = 1)", e)
 	}
-	for _, bad := range []Config{{MaxCorrectionSpeed: math.NaN()}, {MaxExtrapolation: 10_000_000}, {Bounds: physics.Rect{Max: physics.V(math.Inf(1), 0)}}} {
-		if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: %v", bad, err)
-		}
+	for _, bad := range []Config{{MaxCorrectionSpeed: math.NaN()}, {MaxExtrapolation: 10 * time.Second}, {Bounds: physics.Rect{Max: physics.V(math.Inf(1), 0)}}} {
+		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
+			if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%+v: %v", bad, err)
+			}
+		})
 	}
 }
 
@@ -565,13 +607,13 @@ func TestPopMeasuresTheCorrectionsOwnDisplacement(t *testing.T) {
 		t.Errorf("soft pop %v, want Δv·h = %v", got, dv*h)
 	}
 
-	// The seed's force F acts over the step: F/m·h².
+	// midpoint-spring's force F acts over the step: F/m·h².
 	r = newRig(t, 0, 0)
-	c = mustNew(t, Config{Method: MethodSeed, Stiffness: 1000}, 1)
+	c = mustNew(t, Config{Method: MethodMidpointSpring, Stiffness: 1000}, 1)
 	c.SetTarget(at(0.2, 0), 0)
 	c.Apply(r.bs, r.now)
 	if got, want := c.Stats().Pop[0], 1000*0.1*h*h; math.Abs(got-want) > 1e-12 {
-		t.Errorf("seed pop %v, want k·e·h² = %v", got, want)
+		t.Errorf("midpoint-spring pop %v, want k·e·h² = %v", got, want)
 	}
 }
 
@@ -582,24 +624,26 @@ func TestPopMeasuresTheCorrectionsOwnDisplacement(t *testing.T) {
 func TestFollowCompensatesLatencyAgainstItsPast(t *testing.T) {
 	const speed, ageUS = 3.0, 100_000
 	for _, start := range []float64{speed, 0} {
-		r := newRig(t, 0, 0)
-		r.body.SetLinearVelocity(box2d.MakeB2Vec2(start, 0))
-		c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 1)
-		for range 180 {
-			sent := r.now - ageUS
-			c.SetTarget([]physics.BodyState{{Pos: physics.V(speed*float64(sent)*1e-6, 0), Vel: physics.V(speed, 0)}}, sent)
-			c.Apply(r.bs, r.now)
-			r.step()
-		}
-		// The body's state now came out of the tick that began at
-		// r.now - tickUS, which the owner labels so.
-		lag := speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
-		if math.Abs(lag) > 0.005 {
-			t.Errorf("starting at %v m/s: the copy is %.4f m behind its owner, want < 5 mm", start, lag)
-		}
-		if v := r.state().Vel.X; math.Abs(v-speed) > 0.01 {
-			t.Errorf("starting at %v m/s: moves at %v m/s", start, v)
-		}
+		t.Run(fmt.Sprintf("from %v m/s", start), func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			r.body.SetLinearVelocity(box2d.MakeB2Vec2(start, 0))
+			c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 1)
+			for range 180 {
+				sent := r.now - ageUS
+				c.SetTarget([]physics.BodyState{{Pos: physics.V(speed*float64(sent)*1e-6, 0), Vel: physics.V(speed, 0)}}, sent)
+				c.Apply(r.bs, r.now)
+				r.step()
+			}
+			// The body's state now came out of the tick that began at
+			// r.now - tickUS, which the owner labels so.
+			lag := speed*float64(r.now-tickUS)*1e-6 - r.state().Pos.X
+			if math.Abs(lag) > 0.005 {
+				t.Errorf("the copy is %.4f m behind its owner, want < 5 mm", lag)
+			}
+			if v := r.state().Vel.X; math.Abs(v-speed) > 0.01 {
+				t.Errorf("moves at %v m/s", v)
+			}
+		})
 	}
 }
 
@@ -623,13 +667,30 @@ func TestFollowTargetsHoldTheJoints(t *testing.T) {
 	jd.Initialize(parent, child, box2d.MakeB2Vec2(0.5, 0))
 	w.CreateJoint(&jd)
 	bodies := []*box2d.B2Body{parent, child}
-	layout := physics.LayoutOf(bodies)
+	// The child hangs on the parent at the joint point (0.5, 0): (0.5, 0)
+	// in the parent's frame, (-0.5, 0) in its own.
+	layout := physics.Layout{Bodies: []physics.LayoutBody{
+		{Parent: -1},
+		{Parent: 0, AnchorParent: physics.V(0.5, 0), AnchorSelf: physics.V(-0.5, 0)},
+	}}
 	c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 2)
 	if err := c.SetLayout(&layout); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetLayout(&physics.Layout{Bodies: layout.Bodies[:1]}); !errors.Is(err, ErrBodyCount) {
-		t.Errorf("a layout of 1 body for 2: %v", err)
+	for _, bad := range []struct {
+		name   string
+		layout physics.Layout
+		err    error
+	}{
+		{"1 body for 2", physics.Layout{Bodies: layout.Bodies[:1]}, physics.ErrBodyCount},
+		{"child before parent", physics.Layout{Bodies: []physics.LayoutBody{{Parent: 1}, {Parent: -1}}}, ErrInvalidConfig},
+		{"NaN anchor", physics.Layout{Bodies: []physics.LayoutBody{{Parent: -1}, {Parent: 0, AnchorSelf: physics.V(math.NaN(), 0)}}}, ErrInvalidConfig},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			if err := c.SetLayout(&bad.layout); !errors.Is(err, bad.err) {
+				t.Errorf("SetLayout = %v, want %v", err, bad.err)
+			}
+		})
 	}
 	// The owner: the parent 0.2 m up, the child folded up by 90° at the
 	// joint, given inconsistently (the child's position 5 cm off its
@@ -638,14 +699,14 @@ func TestFollowTargetsHoldTheJoints(t *testing.T) {
 		{Pos: physics.V(0, 0.2)},
 		{Pos: physics.V(0.55, 0.7), Angle: math.Pi / 2},
 	}
-	var now int64
+	var now clocksync.GameTime
 	for range 60 {
 		c.SetTarget(target, now-tickUS)
 		c.Apply(bodies, now)
 		w.Step(1.0/physics.TickRate, 8, 3)
 		now += tickUS
 	}
-	ps, cs := physics.ReadBody(parent), physics.ReadBody(child)
+	ps, cs := readBody(parent), readBody(child)
 	if d := ps.Pos.Sub(physics.V(0, 0.2)).Len(); d > 0.01 {
 		t.Errorf("parent %.3f m from its target", d)
 	}
@@ -671,22 +732,22 @@ func TestFollowDrawnPoseSmoothsAJump(t *testing.T) {
 		t.Fatalf("physics body at %v, want moved to 0.9 at once", x)
 	}
 	drawn := func() float64 { d, _ := c.Offset(0); return r.state().Pos.X + d.X }
-	if p := c.Stats().Pop[0]; math.Abs(p-DefaultSmoothingMaxStep) > 1e-9 {
-		t.Errorf("pop %v, want the drawn pose to move %v", p, DefaultSmoothingMaxStep)
+	if p := c.Stats().Pop[0]; math.Abs(p-defaultSmoothingMaxStep) > 1e-9 {
+		t.Errorf("pop %v, want the drawn pose to move %v", p, defaultSmoothingMaxStep)
 	}
-	if x := drawn(); math.Abs(x-DefaultSmoothingMaxStep) > 1e-9 {
-		t.Errorf("drawn at %v, want %v", x, DefaultSmoothingMaxStep)
+	if x := drawn(); math.Abs(x-defaultSmoothingMaxStep) > 1e-9 {
+		t.Errorf("drawn at %v, want %v", x, defaultSmoothingMaxStep)
 	}
 	ticks := 0
 	for ; drawn() < 0.9-1e-9 && ticks < 100; ticks++ {
 		r.step()
 		c.SetTarget(at(0.9, 0), r.now)
 		c.Apply(r.bs, r.now)
-		if p := c.Stats().MaxPop; p > DefaultSmoothingMaxStep+1e-9 {
+		if p := c.Stats().MaxPop; p > defaultSmoothingMaxStep+1e-9 {
 			t.Fatalf("tick %d: the drawn pose popped %v", ticks, p)
 		}
 	}
-	if want := int(math.Ceil(0.9/DefaultSmoothingMaxStep)) - 1; ticks != want {
+	if want := int(math.Ceil(0.9/defaultSmoothingMaxStep)) - 1; ticks != want {
 		t.Errorf("the drawn pose caught up in %d ticks, want %d", ticks, want)
 	}
 	// Methods without a drawn pose have none.
@@ -702,7 +763,7 @@ func TestFollowHoldsThroughAnOutage(t *testing.T) {
 	r := newRig(t, 0, 0)
 	c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxStep: -1}, 1)
 	c.SetTarget(at(0, 0), r.now)
-	holdTicks := int(DefaultInputHold / tickUS)
+	holdTicks := int(defaultInputHold / physics.TickDuration)
 	var held float64
 	for i := range 60 { // the owner goes quiet at once
 		c.Apply(r.bs, r.now)
@@ -724,20 +785,29 @@ func TestFollowConfigValidate(t *testing.T) {
 	for _, c := range []Config{
 		{PositionGain: 1.5}, {VelocityGain: -0.1}, {PositionGain: math.NaN()},
 		{SmoothingMaxStep: math.NaN()}, {SmoothingMaxOffset: -1},
-		{InputHold: -1}, {VelocityFade: 11_000_000}, {GainAge: 11_000_000},
+		{InputHold: -1}, {InputHold: 2 * time.Minute}, {VelocityFade: 11 * time.Second}, {GainAge: 11 * time.Second},
 	} {
-		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
-		}
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Validate = %v, want ErrInvalidConfig", err)
+			}
+		})
 	}
 	d := Config{}.WithDefaults()
-	if d.PositionGain != DefaultPositionGain || d.SmoothingMaxStep != DefaultSmoothingMaxStep || d.InputHold != DefaultInputHold {
+	if d.Method != MethodFollow || d.PositionGain != defaultPositionGain || d.SmoothingMaxStep != defaultSmoothingMaxStep || d.InputHold != defaultInputHold {
 		t.Errorf("defaults %+v", d)
 	}
 	if r := (Config{Method: MethodRagsync}).WithDefaults(); r.SmoothingMaxStep >= 0 {
 		t.Errorf("ragsync draws a smoothed pose by default: %v", r.SmoothingMaxStep)
 	}
-	if !MethodFollow.Follows() || MethodRagsync.Follows() {
-		t.Error("Follows")
+}
+
+// readBody returns b's state, read from its fields.
+func readBody(b *box2d.B2Body) physics.BodyState {
+	return physics.BodyState{
+		Pos:    physics.V(b.M_xf.P.X, b.M_xf.P.Y),
+		Angle:  b.M_sweep.A,
+		Vel:    physics.V(b.M_linearVelocity.X, b.M_linearVelocity.Y),
+		AngVel: b.M_angularVelocity,
 	}
 }

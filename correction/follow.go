@@ -3,9 +3,11 @@ package correction
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ByteArena/box2d"
 
+	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -43,7 +45,7 @@ func (s snapshot) lerp(o snapshot, w float64) snapshot {
 // correction, and the corrections applied before it (running sums).
 type history struct {
 	n     int                                  // bodies
-	label []int64                              // [historyTicks]
+	label []clocksync.GameTime                 // [historyTicks]
 	rows  []histEntry                          // [historyTicks*n], a tick's bodies together
 	head  int                                  // next slot
 	count int                                  // filled slots
@@ -56,11 +58,11 @@ type history struct {
 }
 
 // newHistory returns the history of n bodies; a velocity difference fades
-// with time constant fade (µs; negative: it is not extrapolated).
-func newHistory(n int, fade int64) history {
-	h := history{n: n, label: make([]int64, historyTicks), rows: make([]histEntry, historyTicks*n)}
+// with time constant fade (negative: it is not extrapolated).
+func newHistory(n int, fade time.Duration) history {
+	h := history{n: n, label: make([]clocksync.GameTime, historyTicks), rows: make([]histEntry, historyTicks*n)}
 	if fade > 0 {
-		h.decay = math.Exp(-float64(tickMicros) / float64(fade))
+		h.decay = math.Exp(-float64(tickTime) / float64(clocksync.GameTimeOf(fade)))
 	}
 	return h
 }
@@ -77,7 +79,7 @@ func (h *history) reset() {
 type histEntry struct{ state, sum, drift snapshot }
 
 // record appends the bodies' present state, standing for game time label.
-func (h *history) record(bodies []*box2d.B2Body, label int64) {
+func (h *history) record(bodies []*box2d.B2Body, label clocksync.GameTime) {
 	k := h.head
 	h.label[k] = label
 	row := h.rows[k*h.n : (k+1)*h.n]
@@ -115,7 +117,7 @@ func (h *history) newest() []histEntry {
 // t) and k1 (after it) and the weight of k1, or k0 == k1 for the newest
 // tick when t is not older than it. ok is false if t is older than the
 // whole history.
-func (h *history) at(t int64) (k0, k1 int, w float64, ok bool) {
+func (h *history) at(t clocksync.GameTime) (k0, k1 int, w float64, ok bool) {
 	if h.count == 0 {
 		return 0, 0, 0, false
 	}
@@ -150,7 +152,7 @@ func (h *history) at(t int64) (k0, k1 int, w float64, ok bool) {
 // (they took some of that difference away). Likewise for angles. It
 // returns the target as it is (no latency compensation) if t is older than
 // the history.
-func (h *history) estimate(i int, target *physics.BodyState, t int64, present snapshot, innovate bool) snapshot {
+func (h *history) estimate(i int, target *physics.BodyState, t clocksync.GameTime, present snapshot, innovate bool) snapshot {
 	tgt := snapshot{pos: target.Pos, vel: target.Vel, angle: target.Angle, angVel: target.AngVel}
 	k0, k1, w, ok := h.at(t)
 	if !ok {
@@ -165,7 +167,7 @@ func (h *history) estimate(i int, target *physics.BodyState, t int64, present sn
 	own.angle = physics.AngleDiff(present.angle, past.angle) - (h.total[i].angle - sumThen.angle)
 	est := tgt.add(own)
 	newest := (h.head - 1 + historyTicks) % historyTicks
-	if n := float64(h.label[newest]-t) / tickMicros; innovate && n > 0 && h.decay > 0 {
+	if n := float64(h.label[newest]-t) / float64(tickTime); innovate && n > 0 && h.decay > 0 {
 		// A velocity difference fades like a velocity correction: over
 		// n ticks it moves the body by f times itself.
 		const dt = 1.0 / physics.TickRate
@@ -189,13 +191,22 @@ func (h *history) estimate(i int, target *physics.BodyState, t int64, present sn
 // angle, and each child to where its joint puts it on its corrected parent,
 // so a correction never pulls a limb off its joint. Without a layout every
 // body is corrected on its own. The layout must have as many bodies as the
-// corrector and pass physics.Layout.Validate; it is copied.
+// corrector (else the error wraps physics.ErrBodyCount), each body's parent
+// before it and finite anchors (else it wraps ErrInvalidConfig), as
+// physics.Object.Layout's are; it is copied.
 func (c *Corrector) SetLayout(l *physics.Layout) error {
-	if l.NumBodies() != c.n {
-		return fmt.Errorf("%w: layout of %d bodies for a corrector of %d", ErrBodyCount, l.NumBodies(), c.n)
+	if len(l.Bodies) != c.n {
+		return fmt.Errorf("correction: layout: %w: got %d, want %d", physics.ErrBodyCount, len(l.Bodies), c.n)
 	}
-	if err := l.Validate(); err != nil {
-		return err
+	for i, b := range l.Bodies {
+		if b.Parent < -1 || b.Parent >= i {
+			return fmt.Errorf("%w: layout body %d has parent %d, want -1 or 0..%d", ErrInvalidConfig, i, b.Parent, i-1)
+		}
+		for _, v := range [...]physics.Vec2{b.AnchorParent, b.AnchorSelf, b.LocalCenter} {
+			if !v.IsFinite() {
+				return fmt.Errorf("%w: layout body %d has anchor or centre %v", ErrInvalidConfig, i, v)
+			}
+		}
 	}
 	copy(c.layout[:], l.Bodies)
 	c.hasLayout = true
@@ -203,7 +214,7 @@ func (c *Corrector) SetLayout(l *physics.Layout) error {
 }
 
 // applyFollow is MethodFollow; see the package documentation.
-func (c *Corrector) applyFollow(bodies []*box2d.B2Body, age int64, quiet bool) {
+func (c *Corrector) applyFollow(bodies []*box2d.B2Body, age time.Duration, quiet bool) {
 	c.beginApply()
 	// The owner's state of every body now, as estimated, and the bodies'.
 	est, present, rot := &c.scratch.est, &c.scratch.present, &c.scratch.rot

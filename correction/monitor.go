@@ -30,8 +30,8 @@ type Monitor struct {
 
 // Defaults of Monitor.
 const (
-	DefaultCriticalGap = 1.5
-	DefaultMaxRun      = 30
+	defaultCriticalGap = 1.5
+	defaultMaxRun      = 30
 )
 
 // Validate reports unusable limits (wrapping ErrInvalidConfig): a negative,
@@ -39,10 +39,10 @@ const (
 // negative MaxRun. Zero fields take the defaults.
 func (m *Monitor) Validate() error {
 	if !(m.CriticalGap >= 0) || math.IsInf(m.CriticalGap, 0) {
-		return fmt.Errorf("%w: Monitor.CriticalGap = %g, want > 0 (0: %g)", ErrInvalidConfig, m.CriticalGap, DefaultCriticalGap)
+		return fmt.Errorf("%w: Monitor.CriticalGap = %g, want > 0 (0: %g)", ErrInvalidConfig, m.CriticalGap, defaultCriticalGap)
 	}
 	if m.MaxRun < 0 {
-		return fmt.Errorf("%w: Monitor.MaxRun = %d, want > 0 (0: %d)", ErrInvalidConfig, m.MaxRun, DefaultMaxRun)
+		return fmt.Errorf("%w: Monitor.MaxRun = %d, want > 0 (0: %d)", ErrInvalidConfig, m.MaxRun, defaultMaxRun)
 	}
 	return nil
 }
@@ -50,10 +50,10 @@ func (m *Monitor) Validate() error {
 func (m *Monitor) limits() (float64, int) {
 	g, n := m.CriticalGap, m.MaxRun
 	if g == 0 {
-		g = DefaultCriticalGap
+		g = defaultCriticalGap
 	}
 	if n == 0 {
-		n = DefaultMaxRun
+		n = defaultMaxRun
 	}
 	return g, n
 }
@@ -85,9 +85,6 @@ func (m *Monitor) Observe(gap float64) bool {
 // than MaxRun.
 func (m *Monitor) Disconnected() bool { return m.tripped }
 
-// Run is the length of the current run of critical gaps.
-func (m *Monitor) Run() int { return m.run }
-
 // MonitorStats summarises a Monitor.
 type MonitorStats struct {
 	// Critical counts critical gaps observed.
@@ -96,10 +93,6 @@ type MonitorStats struct {
 	LongestRun int
 	// Disconnects counts position disconnects (runs longer than MaxRun).
 	Disconnects uint64
-}
-
-func (s MonitorStats) String() string {
-	return fmt.Sprintf("critical=%d longest_run=%d disconnects=%d", s.Critical, s.LongestRun, s.Disconnects)
 }
 
 // Stats returns the monitor's counters.

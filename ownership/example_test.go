@@ -39,7 +39,7 @@ func Example_crate() {
 		if _, err := w.AddBodies(crateID, []*box2d.B2Body{body}, nil); err != nil {
 			panic(err)
 		}
-		r, err := ownership.New(w, ownership.Config{Local: local, Remote: remote})
+		r, err := ownership.New(w, local, remote, ownership.Config{})
 		if err != nil {
 			panic(err)
 		}

@@ -49,15 +49,14 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// Sentinel errors of the registry. Errors wrap one of them and name the
-// object and peer (see AuthorityError).
+// Sentinel errors of the registry. Errors wrap one of them, or
+// physics.ErrUnknownObject, physics.ErrDuplicateObject or
+// physics.ErrInvalidID, and name the object and peer (see AuthorityError).
 var (
 	// ErrNotOwner: a state for an object the sender does not own.
 	ErrNotOwner = errors.New("sender does not own the object")
 	// ErrLocalOnly: a state for an object that is never synced.
 	ErrLocalOnly = errors.New("object is local-only")
-	// ErrUnknownObject: no such object in the registry.
-	ErrUnknownObject = errors.New("unknown object")
 	// ErrClaimLost: a state of a shared object whose ownership claim lost
 	// against a newer or simultaneous claim (normal for a few ticks while
 	// claims cross the network).
@@ -67,8 +66,6 @@ var (
 	// their shared epoch plus one, so a claim can never skip epochs: this
 	// is a bug or a cheat, and it moves nothing.
 	ErrBadClaim = errors.New("ownership claim skips epochs")
-	// ErrDuplicate: the object id is already registered.
-	ErrDuplicate = errors.New("object already registered")
 	// ErrInvalidPeer: a zero PeerID, or one that is neither peer of the match.
 	ErrInvalidPeer = errors.New("invalid peer id")
 )
@@ -104,15 +101,16 @@ type entry struct {
 	// epoch counts ownership changes of a shared object. Both peers agree
 	// on (epoch, owner) once the claims have crossed.
 	epoch uint32
-	// cooldownUntil is the tick before which the local peer will not claim
-	// the object again.
+	// cooldownUntil is the world tick before which the local peer will not
+	// claim the object again.
 	cooldownUntil uint64
 }
 
 // Registry records who owns which object. Fighters are owned by their player
 // for the whole match; shared props change owner when a fighter touches them
-// (see Claim and Receive). It is a plain value driven by the game's tick, not
-// safe for concurrent use, and allocates only when objects are added.
+// (see Claim, Authorize and Commit). It is a plain value driven by the
+// world's tick (physics.World.Tick), not safe for concurrent use, and
+// allocates only when objects are added.
 //
 // # Ownership transfer
 //
@@ -122,28 +120,37 @@ type entry struct {
 // toucher sees no delay), and from then on its states carry the claim (id,
 // epoch). The rival accepts a claim whose epoch is newer than its own and
 // hands the object over (a claim more than one epoch ahead cannot happen
-// and is refused: ErrBadClaim). If both peers claim the same epoch at once, both
-// resolve the tie with the same rule (TieWinner), so they end up agreeing;
-// the loser's claim is refused (ErrClaimLost) and the loser reverts. After a
-// change, the local peer does not claim the object again for a cooldown, so
-// two fighters pressed against one crate do not bounce it back and forth
-// every tick.
+// and is refused: ErrBadClaim). If both peers claim the same epoch at once,
+// both resolve the tie with the same rule, so they end up agreeing: the
+// lower peer id keeps the object when the object id plus the epoch is even,
+// the higher one when it is odd (so neither peer always wins). The loser's
+// claim is refused (ErrClaimLost) and the loser reverts. After a change, the
+// local peer does not claim the object again for a cooldown, so two fighters
+// pressed against one crate do not bounce it back and forth every tick.
+//
+// # Receiving a state
+//
+// A state from the rival is judged in two steps, so that a state that turns
+// out to be invalid moves nothing: Authorize decides, without changing
+// anything, whether the rival may send it (it owns the object, or its claim
+// wins) and what accepting it would change; the caller then validates the
+// state, and only then calls Commit to record the change of owner, if any.
 type Registry struct {
 	local, remote PeerID
 	cooldown      uint64
 	entries       []entry // sorted by id
 
-	transfers uint64
-	ties      uint64
+	transfers uint64 // ownership changes, either way
+	ties      uint64 // simultaneous claims this peer's claim lost
 }
 
-// DefaultClaimCooldown is the default cooldown, in ticks, after an ownership
+// defaultClaimCooldown is the default cooldown, in ticks, after an ownership
 // change before the local peer claims the same object again (30 ticks: 0.5 s
 // at 60 Hz).
-const DefaultClaimCooldown = 30
+const defaultClaimCooldown = 30
 
 // NewRegistry returns an empty registry for the local peer and its rival.
-// cooldownTicks is the claim cooldown (0: DefaultClaimCooldown).
+// cooldownTicks is the claim cooldown in world ticks (0: 30, half a second).
 func NewRegistry(local, remote PeerID, cooldownTicks int) (*Registry, error) {
 	if local == 0 || remote == 0 || local == remote {
 		return nil, fmt.Errorf("ownership: %w: local %v, remote %v", ErrInvalidPeer, local, remote)
@@ -152,14 +159,10 @@ func NewRegistry(local, remote PeerID, cooldownTicks int) (*Registry, error) {
 		return nil, fmt.Errorf("ownership: negative claim cooldown %d", cooldownTicks)
 	}
 	if cooldownTicks == 0 {
-		cooldownTicks = DefaultClaimCooldown
+		cooldownTicks = defaultClaimCooldown
 	}
 	return &Registry{local: local, remote: remote, cooldown: uint64(cooldownTicks)}, nil
 }
-
-// Local returns the local peer's id; Remote the rival's.
-func (r *Registry) Local() PeerID  { return r.local }
-func (r *Registry) Remote() PeerID { return r.remote }
 
 func (r *Registry) find(id physics.ObjectID) (int, bool) {
 	return slices.BinarySearchFunc(r.entries, id, func(e entry, id physics.ObjectID) int {
@@ -194,14 +197,14 @@ func (r *Registry) insert(e entry) error {
 	}
 	i, ok := r.find(e.id)
 	if ok {
-		return fmt.Errorf("ownership: %v: %w", e.id, ErrDuplicate)
+		return fmt.Errorf("ownership: %v already registered: %w", e.id, physics.ErrDuplicateObject)
 	}
 	r.entries = slices.Insert(r.entries, i, e)
 	return nil
 }
 
-// Remove forgets an object.
-func (r *Registry) Remove(id physics.ObjectID) {
+// remove forgets an object.
+func (r *Registry) remove(id physics.ObjectID) {
 	if i, ok := r.find(id); ok {
 		r.entries = slices.Delete(r.entries, i, i+1)
 	}
@@ -231,21 +234,10 @@ func (r *Registry) Owner(id physics.ObjectID) (PeerID, uint32) {
 	return 0, 0
 }
 
-// Shared reports whether the object's ownership can change.
-func (r *Registry) Shared(id physics.ObjectID) bool {
-	e := r.get(id)
-	return e != nil && e.shared
-}
-
-// Transfers counts ownership changes (either way); Ties counts simultaneous
-// claims resolved by TieWinner.
-func (r *Registry) Transfers() uint64 { return r.transfers }
-func (r *Registry) Ties() uint64      { return r.ties }
-
-// TieWinner is the peer that keeps object id when both peers claimed it at the
+// tieWinner is the peer that keeps object id when both peers claimed it at the
 // same epoch. It alternates with the epoch (and the object id), so neither
 // peer always wins, and both peers compute the same answer.
-func TieWinner(id physics.ObjectID, epoch uint32, a, b PeerID) PeerID {
+func tieWinner(id physics.ObjectID, epoch uint32, a, b PeerID) PeerID {
 	lo, hi := min(a, b), max(a, b)
 	if (uint32(id)+epoch)%2 == 0 {
 		return lo
@@ -253,84 +245,106 @@ func TieWinner(id physics.ObjectID, epoch uint32, a, b PeerID) PeerID {
 	return hi
 }
 
-// Claim makes the local peer the owner of shared object id at tick now, if
-// the rival owns it and the cooldown since its last change has passed. It
-// reports whether the claim was made (the object is then ModeOwned with a new
-// epoch, and the caller's states carry the claim).
-func (r *Registry) Claim(id physics.ObjectID, now uint64) bool {
+// Claim makes the local peer the owner of shared object id at world tick
+// tick, if the rival owns it and the cooldown since its last change has
+// passed. It reports whether the claim was made (the object is then
+// ModeOwned with a new epoch, and the caller's states carry the claim).
+func (r *Registry) Claim(id physics.ObjectID, tick uint64) bool {
 	e := r.get(id)
-	if e == nil || !e.shared || e.owner != r.remote || now < e.cooldownUntil {
+	if e == nil || !e.shared || e.owner != r.remote || tick < e.cooldownUntil {
 		return false
 	}
 	e.epoch++
 	e.owner = r.local
-	e.cooldownUntil = now + r.cooldown
+	e.cooldownUntil = tick + r.cooldown
 	r.transfers++
 	return true
 }
 
-// Verdict is what Receive decided about one object of an incoming state.
-type Verdict uint8
+// A Decision is what Authorize decided about a state it accepts: the owner
+// and epoch the object has once the state is committed (see Commit). The
+// zero Decision commits nothing.
+type Decision struct {
+	id physics.ObjectID
+	// The object's owner and epoch when Authorize decided (Commit does
+	// nothing if they changed since), and after Commit.
+	fromOwner, owner PeerID
+	fromEpoch, epoch uint32
+	tie              bool // the sender won a simultaneous claim
+}
 
-// Verdicts of Receive.
-const (
-	VerdictUnknown Verdict = iota
-	// Accept: the sender owns the object; correct toward its state.
-	Accept
-	// AcceptTransfer: the state carried a winning claim; the object just
-	// changed owner to the sender (the caller resets its correction).
-	AcceptTransfer
-)
-
-// Receive decides whether sender's state for object id is authoritative, at
-// tick now. claimEpoch is the epoch the sender claims for a shared object it
-// says it owns (0 if the state carries no claim). It returns Accept, or
-// AcceptTransfer after moving ownership to the sender, or an *AuthorityError
-// wrapping ErrUnknownObject, ErrLocalOnly, ErrNotOwner, ErrClaimLost,
-// ErrBadClaim (a claim more than one epoch ahead) or ErrInvalidPeer.
-func (r *Registry) Receive(sender PeerID, id physics.ObjectID, claimEpoch uint32, now uint64) (Verdict, error) {
+// Authorize decides whether sender's state for object id is authoritative:
+// the sender owns the object, or the ownership claim the state carries
+// (claimEpoch: the epoch the sender claims for a shared object it says it
+// owns; 0 if the state carries no claim) takes the object over. It is a pure
+// check and changes nothing: accepting the state is Commit's job, once the
+// caller has validated the state. It returns the Decision to commit, or an
+// *AuthorityError wrapping physics.ErrUnknownObject, ErrLocalOnly,
+// ErrNotOwner (a state for an object the sender does not own, or a claim on
+// one that never changes hands), ErrBadClaim (a claim more than one epoch
+// ahead), ErrClaimLost (a stale claim, or one that lost a tie: normal for a
+// few ticks while claims cross) or ErrInvalidPeer (a sender that is not the
+// rival).
+func (r *Registry) Authorize(sender PeerID, id physics.ObjectID, claimEpoch uint32) (Decision, error) {
 	if sender != r.remote {
-		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrInvalidPeer}
+		return Decision{}, &AuthorityError{Object: id, Sender: sender, Err: ErrInvalidPeer}
 	}
 	e := r.get(id)
 	if e == nil {
-		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrUnknownObject}
+		return Decision{}, &AuthorityError{Object: id, Sender: sender, Err: physics.ErrUnknownObject}
 	}
 	if e.owner == 0 {
-		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Err: ErrLocalOnly}
+		return Decision{}, &AuthorityError{Object: id, Sender: sender, Err: ErrLocalOnly}
 	}
+	d := Decision{id: id, fromOwner: e.owner, owner: sender, fromEpoch: e.epoch, epoch: e.epoch}
 	if !e.shared {
 		if e.owner != sender || claimEpoch != 0 {
-			return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrNotOwner}
+			return Decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrNotOwner}
 		}
-		return Accept, nil
+		return d, nil
 	}
 	switch {
 	case uint64(claimEpoch) > uint64(e.epoch)+1:
-		return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrBadClaim}
+		return Decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrBadClaim}
 	case claimEpoch > e.epoch:
-		// A newer claim: the sender took the object over.
-		changed := e.owner != sender
-		e.owner, e.epoch = sender, claimEpoch
-		if changed {
-			e.cooldownUntil = now + r.cooldown
-			r.transfers++
-			return AcceptTransfer, nil
-		}
-		return Accept, nil
+		// A newer claim: the sender takes the object over (or, if it
+		// owns it already, moves on to the epoch it claims).
+		d.epoch = claimEpoch
+		return d, nil
 	case claimEpoch == e.epoch && e.owner == sender:
-		return Accept, nil
-	case claimEpoch == e.epoch && claimEpoch != 0:
-		// Both claimed this epoch at once: the same rule on both peers.
-		r.ties++
-		if TieWinner(id, e.epoch, r.local, sender) == sender {
-			e.owner = sender
-			e.cooldownUntil = now + r.cooldown
-			r.transfers++ // our claim is undone
-			return AcceptTransfer, nil
-		}
+		return d, nil
+	case claimEpoch == e.epoch && claimEpoch != 0 && tieWinner(id, e.epoch, r.local, sender) == sender:
+		// Both claimed this epoch at once, and the rule both peers
+		// share says the sender keeps it: this peer's claim is undone.
+		d.tie = true
+		return d, nil
 	}
 	// A stale claim (the sender has not yet seen the newer owner), or a
 	// tie the sender lost: normal while claims cross the network.
-	return VerdictUnknown, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrClaimLost}
+	return Decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrClaimLost}
+}
+
+// Commit records decision d, which Authorize returned for a state the caller
+// has since validated, at world tick tick: the object's new epoch and, if
+// its owner changes, the new owner (the local peer then does not claim it
+// back for the cooldown). It reports whether the owner changed: the caller
+// then treats the object as the rival's (and resets its correction). A
+// Decision that no longer matches the registry (the object changed owner or
+// epoch since Authorize, or was removed) commits nothing.
+func (r *Registry) Commit(d Decision, tick uint64) bool {
+	e := r.get(d.id)
+	if e == nil || d.owner == 0 || e.owner != d.fromOwner || e.epoch != d.fromEpoch {
+		return false
+	}
+	e.epoch = d.epoch
+	if d.tie {
+		r.ties++
+	}
+	if e.owner == d.owner {
+		return false
+	}
+	e.owner = d.owner
+	e.cooldownUntil = tick + r.cooldown
+	r.transfers++
+	return true
 }

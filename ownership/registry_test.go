@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/ragsync/ragsync/physics"
@@ -21,6 +22,17 @@ func newReg(t *testing.T, local, remote PeerID) *Registry {
 	return r
 }
 
+// receive is a valid state of object id from sender arriving at tick:
+// authorize, then (the state being valid) commit. It reports whether the
+// object changed hands.
+func receive(r *Registry, sender PeerID, id physics.ObjectID, claimEpoch uint32, tick uint64) (bool, error) {
+	d, err := r.Authorize(sender, id, claimEpoch)
+	if err != nil {
+		return false, err
+	}
+	return r.Commit(d, tick), nil
+}
+
 func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 	r := newReg(t, peerA, peerB)
 	must(t, r.Add(1, peerA, false)) // our fighter
@@ -28,56 +40,108 @@ func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 	must(t, r.AddLocalOnly(3))      // debris
 	must(t, r.Add(4, peerA, true))  // a crate we own
 
-	if v, err := r.Receive(peerB, 2, 0, 0); err != nil || v != Accept {
-		t.Errorf("state of the sender's own fighter: %v, %v", v, err)
+	if moved, err := receive(r, peerB, 2, 0, 0); err != nil || moved {
+		t.Errorf("state of the sender's own fighter: %v, %v", moved, err)
 	}
-	cases := []struct {
+	for _, c := range []struct {
+		name   string
 		id     physics.ObjectID
 		sender PeerID
+		epoch  uint32
 		want   error
 	}{
-		{1, peerB, ErrNotOwner},      // our fighter
-		{3, peerB, ErrLocalOnly},     // never synced
-		{9, peerB, ErrUnknownObject}, // no such object
-		{4, peerB, ErrClaimLost},     // our crate, no newer claim
-		{2, peerA, ErrInvalidPeer},   // "from" ourselves
-		{2, 7, ErrInvalidPeer},       // a third peer
+		{"our fighter", 1, peerB, 0, ErrNotOwner},
+		{"a claim on our fighter", 1, peerB, 5, ErrNotOwner}, // a fighter never changes hands
+		{"a claim on theirs", 2, peerB, 1, ErrNotOwner},
+		{"never synced", 3, peerB, 0, ErrLocalOnly},
+		{"no such object", 9, peerB, 0, physics.ErrUnknownObject},
+		{"our crate, no newer claim", 4, peerB, 0, ErrClaimLost},
+		{"from ourselves", 2, peerA, 0, ErrInvalidPeer},
+		{"from a third peer", 2, 7, 0, ErrInvalidPeer},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := r.Authorize(c.sender, c.id, c.epoch)
+			if !errors.Is(err, c.want) {
+				t.Errorf("Authorize = %v, want %v", err, c.want)
+			}
+			var ae *AuthorityError
+			if !errors.As(err, &ae) || ae.Object != c.id || ae.Sender != c.sender {
+				t.Errorf("error %v does not carry the object and sender", err)
+			}
+			if d != (Decision{}) || r.Commit(d, 0) {
+				t.Errorf("a refused state left a decision to commit: %+v", d)
+			}
+		})
 	}
-	for _, c := range cases {
-		_, err := r.Receive(c.sender, c.id, 0, 0)
-		if !errors.Is(err, c.want) {
-			t.Errorf("object %v from %v: %v, want %v", c.id, c.sender, err, c.want)
+	for id, want := range map[physics.ObjectID]PeerID{1: peerA, 2: peerB, 3: 0, 4: peerA} {
+		if owner, epoch := r.Owner(id); owner != want || epoch != 0 {
+			t.Errorf("%v: owner %v epoch %d, want %v and 0", id, owner, epoch, want)
 		}
-		var ae *AuthorityError
-		if !errors.As(err, &ae) || ae.Object != c.id || ae.Sender != c.sender {
-			t.Errorf("object %v from %v: error %v does not carry the object and sender", c.id, c.sender, err)
-		}
-	}
-	// A fighter's owner never changes, whatever the claim says.
-	if _, err := r.Receive(peerB, 1, 5, 0); !errors.Is(err, ErrNotOwner) {
-		t.Errorf("claim on a fighter: %v, want ErrNotOwner", err)
-	}
-	if owner, _ := r.Owner(1); owner != peerA {
-		t.Errorf("fighter owner became %v", owner)
 	}
 }
 
 func TestRegistryValidation(t *testing.T) {
 	for _, c := range [][2]PeerID{{0, 1}, {1, 0}, {1, 1}} {
-		if _, err := NewRegistry(c[0], c[1], 0); !errors.Is(err, ErrInvalidPeer) {
-			t.Errorf("NewRegistry(%v, %v): %v", c[0], c[1], err)
-		}
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			if _, err := NewRegistry(c[0], c[1], 0); !errors.Is(err, ErrInvalidPeer) {
+				t.Errorf("NewRegistry(%v, %v): %v", c[0], c[1], err)
+			}
+		})
+	}
+	if _, err := NewRegistry(1, 2, -1); err == nil {
+		t.Error("negative cooldown accepted")
 	}
 	r := newReg(t, peerA, peerB)
 	must(t, r.Add(1, peerA, false))
-	if err := r.Add(1, peerB, false); !errors.Is(err, ErrDuplicate) {
-		t.Errorf("duplicate: %v", err)
+	for _, c := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"duplicate", r.Add(1, peerB, false), physics.ErrDuplicateObject},
+		{"duplicate local-only", r.AddLocalOnly(1), physics.ErrDuplicateObject},
+		{"zero id", r.Add(0, peerA, false), physics.ErrInvalidID},
+		{"third peer as owner", r.Add(2, 9, false), ErrInvalidPeer},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
 	}
-	if err := r.Add(0, peerA, false); !errors.Is(err, physics.ErrInvalidID) {
-		t.Errorf("zero id: %v", err)
+}
+
+// Authorize is a pure check: however often a winning claim is authorized,
+// nothing moves until it is committed; a decision that no longer matches
+// the registry commits nothing.
+func TestAuthorizeChangesNothing(t *testing.T) {
+	a := newReg(t, peerA, peerB)
+	must(t, a.Add(5, peerA, true))
+	var d Decision
+	for range 3 {
+		var err error
+		if d, err = a.Authorize(peerB, 5, 1); err != nil {
+			t.Fatal(err)
+		}
+		if o, e := a.Owner(5); o != peerA || e != 0 || a.Mode(5) != ModeOwned || a.transfers != 0 {
+			t.Fatalf("Authorize moved the crate: owner %v epoch %d", o, e)
+		}
 	}
-	if err := r.Add(2, 9, false); !errors.Is(err, ErrInvalidPeer) {
-		t.Errorf("third peer as owner: %v", err)
+	// It commits once; committed again, it no longer matches the crate's
+	// owner and epoch, and changes nothing.
+	stale := d
+	if !a.Commit(d, 7) {
+		t.Fatal("a winning claim did not commit")
+	}
+	if o, e := a.Owner(5); o != peerB || e != 1 || a.Mode(5) != ModeRemote || a.transfers != 1 {
+		t.Fatalf("after Commit: owner %v epoch %d", o, e)
+	}
+	if a.Commit(stale, 8) || a.transfers != 1 {
+		t.Error("a decision committed twice")
+	}
+	if a.Claim(5, 7+9) {
+		t.Error("A re-claimed within the cooldown the commit started")
+	}
+	if a.Commit(Decision{}, 0) {
+		t.Error("the zero Decision committed something")
 	}
 }
 
@@ -98,14 +162,14 @@ func TestTransferByClaim(t *testing.T) {
 	}
 	// B's states now carry the claim (epoch 1): A hands the crate over.
 	_, epoch := b.Owner(5)
-	if v, err := a.Receive(peerB, 5, epoch, 102); err != nil || v != AcceptTransfer {
-		t.Fatalf("A on B's claim: %v, %v", v, err)
+	if moved, err := receive(a, peerB, 5, epoch, 102); err != nil || !moved {
+		t.Fatalf("A on B's claim: %v, %v", moved, err)
 	}
 	if a.Mode(5) != ModeRemote {
 		t.Error("A still owns the crate")
 	}
 	// A's old states (epoch 0) are now refused by B.
-	if _, err := b.Receive(peerA, 5, 0, 103); !errors.Is(err, ErrClaimLost) {
+	if _, err := receive(b, peerA, 5, 0, 103); !errors.Is(err, ErrClaimLost) {
 		t.Errorf("B on A's stale state: %v", err)
 	}
 	// Cooldown: A's fighter touches the crate right away, A may not take it back.
@@ -115,8 +179,8 @@ func TestTransferByClaim(t *testing.T) {
 	if !a.Claim(5, 102+10) {
 		t.Error("A could not claim after the cooldown")
 	}
-	if a.Transfers() != 2 || b.Transfers() != 1 {
-		t.Errorf("transfers A=%d B=%d, want 2 and 1", a.Transfers(), b.Transfers())
+	if a.transfers != 2 || b.transfers != 1 {
+		t.Errorf("transfers A=%d B=%d, want 2 and 1", a.transfers, b.transfers)
 	}
 }
 
@@ -135,19 +199,19 @@ func TestSimultaneousClaimsResolveTheSameOnBothPeers(t *testing.T) {
 			must(t, b.Add(id, owner, true))
 			// Walk both to the same epoch by alternating transfers,
 			// each after the cooldown.
-			now := uint64(0)
+			tick := uint64(0)
 			for range epochs {
-				now += 100
+				tick += 100
 				cur, _ := a.Owner(id)
 				claimer, other := a, b
 				if cur == peerA {
 					claimer, other = b, a
 				}
-				if !claimer.Claim(id, now) {
+				if !claimer.Claim(id, tick) {
 					t.Fatal("setup claim failed")
 				}
 				_, e := claimer.Owner(id)
-				if _, err := other.Receive(claimer.Local(), id, e, now); err != nil {
+				if _, err := receive(other, claimer.local, id, e, tick); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -160,41 +224,43 @@ func TestSimultaneousClaimsResolveTheSameOnBothPeers(t *testing.T) {
 			if cur == peerA {
 				x, y = b, a
 			}
-			now += 100
-			if !x.Claim(id, now) {
+			tick += 100
+			if !x.Claim(id, tick) {
 				t.Fatal("claim failed")
 			}
 			// y claims the same epoch (it did not see x's claim): model
 			// it directly.
 			ye := y.get(id)
-			ye.epoch, ye.owner = e0+1, y.Local()
+			ye.epoch, ye.owner = e0+1, y.local
 			_, ex := x.Owner(id)
 			_, ey := y.Owner(id)
 			if ex != ey {
 				t.Fatalf("epochs differ: %d %d", ex, ey)
 			}
 			// The states cross.
-			_, errX := x.Receive(y.Local(), id, ey, now)
-			_, errY := y.Receive(x.Local(), id, ex, now)
+			_, errX := receive(x, y.local, id, ey, tick)
+			_, errY := receive(y, x.local, id, ex, tick)
 			ox, _ := x.Owner(id)
 			oy, _ := y.Owner(id)
 			if ox != oy {
 				t.Fatalf("id %v epoch %d: peers disagree: %v vs %v (%v / %v)", id, ex, ox, oy, errX, errY)
 			}
-			if want := TieWinner(id, ex, peerA, peerB); ox != want {
+			if want := tieWinner(id, ex, peerA, peerB); ox != want {
 				t.Errorf("id %v epoch %d: owner %v, want tie winner %v", id, ex, ox, want)
 			}
-			// The loser's state is refused as a lost claim, the
-			// winner's accepted.
-			loserErr := errX
-			if ox == x.Local() {
-				loserErr = errY
+			// The loser's state is refused by the winner as a lost
+			// claim; the winner's is accepted by the loser, who hands
+			// the object over.
+			loser, atWinner, atLoser := y, errX, errY
+			if ox == y.local {
+				loser, atWinner, atLoser = x, errY, errX
 			}
-			if !errors.Is(loserErr, ErrClaimLost) && loserErr != nil {
-				t.Errorf("loser's state: %v", loserErr)
+			if !errors.Is(atWinner, ErrClaimLost) || atLoser != nil {
+				t.Errorf("the winner on the loser's state: %v, want ErrClaimLost; the loser on the winner's: %v, want nil", atWinner, atLoser)
 			}
-			if x.Ties()+y.Ties() != 2 {
-				t.Errorf("ties counted %d+%d, want 1 each", x.Ties(), y.Ties())
+			// The tie is counted once, by the peer whose claim lost.
+			if x.ties+y.ties != 1 || loser.ties != 1 {
+				t.Errorf("ties counted %d+%d, want 1 by the loser", x.ties, y.ties)
 			}
 			wins[ox]++
 		}
@@ -221,18 +287,20 @@ func TestRegistryRefusesClaimsThatSkipEpochs(t *testing.T) {
 	a := newReg(t, peerA, peerB)
 	must(t, a.Add(5, peerA, true))
 	for _, epoch := range []uint32{2, 1000, 1<<32 - 1} {
-		v, err := a.Receive(peerB, 5, epoch, 1)
-		var ae *AuthorityError
-		if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || v != VerdictUnknown {
-			t.Errorf("claim at epoch %d over epoch 0: %v, %v; want an *AuthorityError wrapping ErrBadClaim", epoch, v, err)
-		}
-		if o, e := a.Owner(5); o != peerA || e != 0 || a.Transfers() != 0 {
-			t.Fatalf("claim at epoch %d moved the crate: owner %v epoch %d", epoch, o, e)
-		}
+		t.Run(fmt.Sprint("epoch ", epoch), func(t *testing.T) {
+			d, err := a.Authorize(peerB, 5, epoch)
+			var ae *AuthorityError
+			if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || d != (Decision{}) {
+				t.Errorf("claim at epoch %d over epoch 0: %v, %+v; want an *AuthorityError wrapping ErrBadClaim", epoch, err, d)
+			}
+			if o, e := a.Owner(5); o != peerA || e != 0 || a.transfers != 0 {
+				t.Fatalf("claim at epoch %d moved the crate: owner %v epoch %d", epoch, o, e)
+			}
+		})
 	}
 	// The next epoch is a real claim.
-	if v, err := a.Receive(peerB, 5, 1, 2); err != nil || v != AcceptTransfer {
-		t.Fatalf("claim at epoch 1: %v, %v", v, err)
+	if moved, err := receive(a, peerB, 5, 1, 2); err != nil || !moved {
+		t.Fatalf("claim at epoch 1: %v, %v", moved, err)
 	}
 	// And A can take it back later, at epoch 2, which B accepts.
 	b := newReg(t, peerB, peerA)
@@ -244,7 +312,7 @@ func TestRegistryRefusesClaimsThatSkipEpochs(t *testing.T) {
 		t.Fatal("A could not claim back after the cooldown")
 	}
 	_, e := a.Owner(5)
-	if v, err := b.Receive(peerA, 5, e, 100); err != nil || v != AcceptTransfer || e != 2 {
-		t.Errorf("B on A's claim at epoch %d: %v, %v", e, v, err)
+	if moved, err := receive(b, peerA, 5, e, 100); err != nil || !moved || e != 2 {
+		t.Errorf("B on A's claim at epoch %d: %v, %v", e, moved, err)
 	}
 }

@@ -18,11 +18,11 @@ import (
 // clocksync.Magic, so the two can share a link.
 const KindState byte = 0x53 // 'S'
 
-// MaxClaims is the largest number of ownership claims one packet may carry.
-const MaxClaims = 64
+// maxClaims is the largest number of ownership claims one packet may carry.
+const maxClaims = 64
 
-// MaxInputs is the largest number of fighter inputs one packet may carry.
-const MaxInputs = 16
+// maxInputs is the largest number of fighter inputs one packet may carry.
+const maxInputs = 16
 
 // ErrMalformed is wrapped by the *PacketError HandlePacket returns for a packet
 // it cannot parse (a bad kind byte, a truncated or oversized claim list, or a
@@ -45,22 +45,20 @@ func (e *PacketError) Error() string {
 
 func (e *PacketError) Unwrap() error { return e.Err }
 
-// Config configures a Replicator. The zero value is not usable: Local and
-// Remote must be set. Every other field documents its zero-value default.
+// Config configures a Replicator. The zero value is the default; every
+// field documents its zero-value default.
 type Config struct {
-	// Local and Remote are the ids of this peer and its rival (see PeerID).
-	Local, Remote PeerID
-
-	// Correction configures the correctors of remote objects. Zero: the
-	// ragsync method with its defaults.
+	// Correction configures the correctors of remote objects. Zero:
+	// correction.MethodFollow with its defaults.
 	Correction correction.Config
 
 	// MaxDelay is the timestamp filter's largest accepted age of a state.
-	// Zero: clocksync.DefaultMaxDelay. Negative: no limit.
+	// Zero: 500 ms (clocksync.Filter's default). Negative: no limit.
 	MaxDelay time.Duration
 
-	// ClaimCooldown is the cooldown in ticks between ownership changes of
-	// one object. Zero: DefaultClaimCooldown.
+	// ClaimCooldown is the cooldown in world ticks after an ownership
+	// change of a shared object before this peer claims it again. Zero: 30
+	// (half a second).
 	ClaimCooldown int
 
 	// Divergence configures the position-disconnect monitor of every
@@ -71,9 +69,9 @@ type Config struct {
 	// the bodies of objects the rival owns have gravity scale 0: they are
 	// puppets moved by collisions and the correction only, so a limp remote
 	// ragdoll does not sag between states. Set it to let remote objects
-	// fall under gravity as well. A correction method that follows
-	// (correction.Method.Follows) always keeps gravity on: its remote
-	// fighters stand on their own muscles.
+	// fall under gravity as well. With correction.MethodFollow remote
+	// objects always keep gravity: its remote fighters stand on their own
+	// muscles.
 	RemoteGravity bool
 }
 
@@ -101,8 +99,9 @@ type Stats struct {
 	// Applied counts object states that became correction targets.
 	Applied uint64
 	// Claims counts shared objects this peer claimed; Transfers counts
-	// every ownership change (either way); Ties counts simultaneous
-	// claims.
+	// every ownership change (either way); Ties counts simultaneous claims
+	// this peer's claim lost (each tie is counted once, by the peer that
+	// gives the object up).
 	Claims, Transfers, Ties uint64
 	// HitsTaken counts hits on this peer's fighters, whose damage this peer
 	// applied; Damage is the total damage applied.
@@ -127,6 +126,7 @@ type replicated struct {
 	mon     correction.Monitor
 	mode    Mode                                // cached from the registry by setMode, for the per-tick paths
 	shared  bool                                // ownership can change (fixed at Track)
+	follow  bool                                // a remote fighter follows its owner (correction.MethodFollow)
 	idle    bool                                // a following fighter let go of its controls (no recent state)
 	heard   clocksync.GameTime                  // when its last state arrived
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
@@ -163,7 +163,6 @@ type header struct {
 // allocate nothing of their own.
 type Replicator struct {
 	world *physics.World
-	codec *physics.Codec
 	reg   *Registry
 	cfg   Config
 
@@ -172,24 +171,21 @@ type Replicator struct {
 	seq    uint32
 	out    physics.Snapshot
 	in     physics.Snapshot
-	claims [MaxClaims]claim
-	inputs [MaxInputs]input
+	claims [maxClaims]claim
+	inputs [maxInputs]input
 	body   []physics.BodyState // scratch
-	hits   []physics.HitEvent
 	stats  Stats
 
-	lastDrop  clocksync.Reason
-	now       clocksync.GameTime // of the packet being handled
-	inputHold int64              // the correction's InputHold
+	lastDrop  clocksync.Reason // the filter's verdict on the last parseable packet
+	follow    bool             // the correction is correction.MethodFollow
+	inputHold time.Duration    // the correction's InputHold
 }
 
-// LastVerdict returns the timestamp filter's verdict on the last parseable
-// packet given to HandlePacket (clocksync.Accepted if it was applied).
-func (r *Replicator) LastVerdict() clocksync.Reason { return r.lastDrop }
-
-// New returns a replicator for world. Register objects with Own, Track and
-// LocalOnly before the match starts.
-func New(world *physics.World, cfg Config) (*Replicator, error) {
+// New returns a replicator of world for peer local, whose rival is remote
+// (both peers use the same two ids; ragsync.Match uses 1 for the offerer and
+// 2 for the answerer). Register the world's objects with Track and LocalOnly
+// before the match starts.
+func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, error) {
 	if world == nil {
 		return nil, errors.New("ownership: nil world")
 	}
@@ -202,17 +198,18 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 	if err := cfg.Divergence.Validate(); err != nil {
 		return nil, err
 	}
-	reg, err := NewRegistry(cfg.Local, cfg.Remote, cfg.ClaimCooldown)
+	reg, err := NewRegistry(local, remote, cfg.ClaimCooldown)
 	if err != nil {
 		return nil, err
 	}
+	corr := cfg.Correction.WithDefaults()
 	return &Replicator{
 		world:     world,
-		codec:     world.Codec(),
 		reg:       reg,
 		cfg:       cfg,
 		filter:    clocksync.Filter{MaxDelay: cfg.MaxDelay},
-		inputHold: cfg.Correction.WithDefaults().InputHold,
+		follow:    corr.Method == correction.MethodFollow,
+		inputHold: corr.InputHold,
 		body:      make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
 	}, nil
 }
@@ -221,19 +218,13 @@ func New(world *physics.World, cfg Config) (*Replicator, error) {
 // props by owner).
 func (r *Replicator) Registry() *Registry { return r.reg }
 
-// World returns the replicated world.
-func (r *Replicator) World() *physics.World { return r.world }
-
-// Own registers an object of the world as owned by this peer for the whole
-// match (its fighter).
-func (r *Replicator) Own(id physics.ObjectID) error { return r.Track(id, r.cfg.Local, false) }
-
 // Track registers an object of the world owned by owner (this peer or the
-// rival). A shared object (a prop) changes owner when a fighter touches it.
+// rival). A shared object (a prop) changes owner when a fighter touches it;
+// the owner of one that is not shared never changes (a fighter).
 func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error {
 	obj := r.world.Object(id)
 	if obj == nil {
-		return fmt.Errorf("ownership: %v: %w", id, ErrUnknownObject)
+		return fmt.Errorf("ownership: %v: %w", id, physics.ErrUnknownObject)
 	}
 	if err := r.reg.Add(id, owner, shared); err != nil {
 		return err
@@ -243,7 +234,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 		err = corr.SetLayout(obj.Layout())
 	}
 	if err != nil {
-		r.reg.Remove(id)
+		r.reg.remove(id)
 		return err
 	}
 	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared}
@@ -258,7 +249,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 // LocalOnly registers an object of the world that is never synced.
 func (r *Replicator) LocalOnly(id physics.ObjectID) error {
 	if r.world.Object(id) == nil {
-		return fmt.Errorf("ownership: %v: %w", id, ErrUnknownObject)
+		return fmt.Errorf("ownership: %v: %w", id, physics.ErrUnknownObject)
 	}
 	return r.reg.AddLocalOnly(id)
 }
@@ -278,17 +269,18 @@ func (r *Replicator) lookup(id physics.ObjectID) *replicated {
 }
 
 // setMode makes o owned (simulated freely, controller on) or remote
-// (corrected; fighters limp; weightless unless RemoteGravity).
+// (corrected; with MethodFollow fighters follow their owners, otherwise
+// they are limp and weightless unless RemoteGravity).
 func (r *Replicator) setMode(o *replicated, m Mode) {
 	o.mode = m
 	o.corr.Reset()
 	o.mon.Reset()
 	o.idle = false
 	remote := m == ModeRemote
-	follow := o.corr.Method().Follows()
+	o.follow = remote && r.follow && o.fighter != nil
 	for i, b := range o.obj.Bodies() {
 		g := o.gravity[i]
-		if remote && !r.cfg.RemoteGravity && !follow {
+		if remote && !r.cfg.RemoteGravity && !r.follow {
 			g = 0
 		}
 		b.SetGravityScale(g)
@@ -296,7 +288,7 @@ func (r *Replicator) setMode(o *replicated, m Mode) {
 	}
 	if o.fighter != nil {
 		o.fighter.SetControlled(!remote)
-		o.fighter.SetFollowing(remote && follow)
+		o.fighter.SetFollowing(o.follow)
 	}
 }
 
@@ -310,7 +302,7 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
 // and inputs).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
 	start := len(dst)
-	r.out.Reset(int64(now), r.seq)
+	r.out.Reset(now, r.seq)
 	r.seq++
 	dst = append(dst, KindState)
 	n := 0
@@ -337,16 +329,16 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 			n++
 		}
 	}
-	dst = binary.AppendUvarint(dst, uint64(min(n, MaxInputs)))
+	dst = binary.AppendUvarint(dst, uint64(min(n, maxInputs)))
 	n = 0
-	for _, o := range r.objs {
-		if o.mode == ModeOwned && o.fighter != nil && n < MaxInputs {
+	for _, o := range r.objs { // in increasing id order
+		if o.mode == ModeOwned && o.fighter != nil && n < maxInputs {
 			dst = binary.AppendUvarint(dst, uint64(o.obj.ID()))
 			dst = append(dst, byte(o.fighter.Input()))
 			n++
 		}
 	}
-	dst, err := r.codec.AppendSnapshot(dst, &r.out)
+	dst, err := r.world.AppendSnapshot(dst, &r.out)
 	if err != nil {
 		return dst[:start], err
 	}
@@ -356,18 +348,29 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 }
 
 // HandlePacket processes one packet from the rival at game time now: parse,
-// timestamp filter, then for each object: authority (does the sender own
-// it?), validation, and finally it becomes the object's correction target
-// (and, for a fighter, its HP, action and attack). Objects that fail are
-// skipped and counted; the others are still applied, so one bad object loses
-// nothing else. It returns a *PacketError (ErrMalformed) for a packet it
+// then the timestamp filter, then for each object of the packet, in this
+// order:
+//
+//  1. authorize: does the rival own the object, or does its ownership claim
+//     win? (Registry.Authorize, a pure check: nothing changes yet)
+//  2. validate the whole object state: bodies finite, in bounds, at
+//     plausible speeds; a fighter's HP, action and attack consistent
+//     (physics.Object.Validate)
+//  3. commit: a winning claim moves the object to the rival
+//     (Registry.Commit), and the state becomes the object's correction
+//     target (and, for a fighter, its HP, action and attack).
+//
+// A state that fails a step is skipped and counted, and changes nothing;
+// one that is both unauthorized and invalid counts as unauthorized. The
+// packet's other objects are still applied, so one bad object loses nothing
+// else. HandlePacket returns a *PacketError (ErrMalformed) for a packet it
 // cannot parse, or else the first per-object error (an *AuthorityError, a
 // *physics.StateError), or nil. A packet the timestamp filter drops
 // (duplicate, out of order, too old, too far ahead) is not an error: it is
-// counted in Stats.Filter and LastVerdict says why. Neither is the state of
-// a shared object whose claim lost (the rival had not yet seen the object
-// change hands): it is skipped and counted in Stats.ClaimsLost. Nothing invalid reaches
-// box2d. Well-formed packets allocate nothing.
+// counted in Stats.Filter. Neither is the state of a shared object whose
+// claim lost (the rival had not yet seen the object change hands): it is
+// skipped and counted in Stats.ClaimsLost. Nothing invalid reaches box2d.
+// Well-formed packets allocate nothing.
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	r.stats.PacketsIn++
 	r.stats.BytesIn += uint64(len(p))
@@ -376,7 +379,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		r.stats.Malformed++
 		return err
 	}
-	if err := r.codec.DecodeSnapshot(body, &r.in); err != nil {
+	if err := r.world.DecodeSnapshot(body, &r.in); err != nil {
 		r.stats.Malformed++
 		var off int
 		var ce *physics.CodecError
@@ -385,15 +388,20 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		}
 		return &PacketError{Offset: len(p) - len(body) + off, Field: "snapshot", Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
-	r.now = now
-	r.lastDrop = r.filter.Check(clocksync.GameTime(r.in.Time), now)
+	r.lastDrop = r.filter.Check(r.in.Time, now)
 	r.stats.Filter = r.filter.Counts()
 	if r.lastDrop != clocksync.Accepted {
 		return nil // normal on an unreliable link: counted, not an error
 	}
 
 	var first error
+	fail := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
 	tick := r.world.Tick()
+	ins := h.inputs // increasing ids, like the objects
 	for i := range r.in.Objects {
 		os := &r.in.Objects[i]
 		var epoch uint32
@@ -403,34 +411,55 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 				break
 			}
 		}
-		in, hasInput := physics.Input(0), false
-		for _, x := range h.inputs {
-			if x.id == os.ID {
-				in, hasInput = x.in, true
-				break
-			}
+		for len(ins) > 0 && ins[0].id < os.ID {
+			fail(r.strayInput(ins[0]))
+			ins = ins[1:]
 		}
-		o := r.lookup(os.ID)
-		if err := r.apply(o, os, epoch, in, hasInput, tick); err != nil {
-			if first == nil {
-				first = err
-			}
+		var in *input
+		if len(ins) > 0 && ins[0].id == os.ID {
+			in, ins = &ins[0], ins[1:]
 		}
+		if err := r.apply(r.lookup(os.ID), os, epoch, in, tick, now); err != nil {
+			fail(err)
+		}
+	}
+	for i := range ins {
+		fail(r.strayInput(ins[i]))
 	}
 	return first
 }
 
-func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, in physics.Input, hasInput bool, tick uint64) error {
-	// Validate before touching ownership: an invalid state must not move
-	// anything.
-	if o != nil {
-		if err := o.obj.Validate(os.Bodies); err != nil {
-			r.stats.Invalid++
-			return err
-		}
+// errStrayInput is wrapped by the *physics.StateError of an input that
+// belongs to no fighter state of its packet.
+var errStrayInput = errors.New("input without its fighter's state")
+
+// strayInput counts and reports an input the packet carries no state of a
+// fighter for.
+func (r *Replicator) strayInput(in input) error {
+	r.stats.Invalid++
+	return &physics.StateError{Object: in.id, Body: -1, Field: "input", Value: float64(in.in), Err: errStrayInput}
+}
+
+// validateInput checks the input (nil: none) that came with state os of
+// object o: only the defined bits, and only for a fighter.
+func validateInput(o *replicated, os *physics.ObjectState, in *input) error {
+	switch {
+	case in == nil:
+		return nil
+	case o.fighter == nil:
+		return &physics.StateError{Object: os.ID, Body: -1, Field: "input", Value: float64(in.in), Err: errStrayInput}
+	case in.in&^physics.InputMask != 0:
+		return &physics.StateError{Object: os.ID, Body: -1, Field: "input", Value: float64(in.in), Err: physics.ErrOutOfRange}
 	}
-	verdict, err := r.reg.Receive(r.cfg.Remote, os.ID, epoch, tick)
-	r.stats.Ties = r.reg.Ties()
+	return nil
+}
+
+// apply judges and applies one object state of an accepted packet, with
+// its fighter's input if the packet carries one (in, else nil): authorize,
+// validate, commit (see HandlePacket). now is the game time.
+func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, in *input, tick uint64, now clocksync.GameTime) error {
+	// 1. Authorize. Nothing changes yet.
+	d, err := r.reg.Authorize(r.reg.remote, os.ID, epoch)
 	if err != nil {
 		if errors.Is(err, ErrClaimLost) {
 			// Normal while claims cross: the rival has not yet seen
@@ -443,34 +472,44 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	}
 	if o == nil { // registered but not tracked: cannot happen via Track
 		r.stats.Unauthorized++
-		return &AuthorityError{Object: os.ID, Sender: r.cfg.Remote, Err: ErrUnknownObject}
+		return &AuthorityError{Object: os.ID, Sender: r.reg.remote, Err: physics.ErrUnknownObject}
 	}
-	if verdict == AcceptTransfer {
+	// 2. Validate everything the state would change, the fighter's input
+	// included, so that what follows cannot fail half-way.
+	if err := o.obj.Validate(os); err != nil {
+		r.stats.Invalid++
+		return err
+	}
+	if err := validateInput(o, os, in); err != nil {
+		r.stats.Invalid++
+		return err
+	}
+	// 3. Commit: the transfer, then the state, then the input.
+	if r.reg.Commit(d, tick) {
 		r.setMode(o, ModeRemote)
-		r.stats.Transfers = r.reg.Transfers()
 	}
+	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	if o.fighter != nil {
 		var err error
-		if o.fighter.Following() {
+		if o.follow {
 			// Its attack runs on from where the owner was, this state's
 			// age ago.
-			const tick = int64(time.Second/time.Microsecond) / physics.TickRate
-			err = o.fighter.FollowRemoteState(os.Fighter, int((int64(r.now)-r.in.Time+tick/2)/tick))
+			err = o.fighter.FollowRemoteState(os.Fighter, now.Sub(r.in.Time))
 		} else {
 			err = o.fighter.SetRemoteState(os.Fighter)
 		}
 		if err != nil {
-			r.stats.Invalid++
+			r.stats.Invalid++ // cannot happen: validated above
 			return err
 		}
-		if hasInput {
-			o.fighter.SetInput(in) // parseHeader admits defined bits only
+		if in != nil {
+			o.fighter.SetInput(in.in)
 		}
 		o.idle = false
-		o.heard = r.now
+		o.heard = now
 	}
-	if err := o.corr.SetTarget(os.Bodies, int64(r.in.Time)); err != nil {
-		r.stats.Invalid++
+	if err := o.corr.SetTarget(os.Bodies, r.in.Time); err != nil {
+		r.stats.Invalid++ // cannot happen: validated above
 		return err
 	}
 	r.stats.Applied++
@@ -508,7 +547,7 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		}
 		return physics.ObjectID(v), nil
 	}
-	n, err := uv("claims", MaxClaims)
+	n, err := uv("claims", maxClaims)
 	if err != nil {
 		return header{}, nil, err
 	}
@@ -524,7 +563,7 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		r.claims[i] = claim{id: cid, epoch: uint32(epoch)}
 	}
 	h := header{claims: r.claims[:n]}
-	m, err := uv("inputs", MaxInputs)
+	m, err := uv("inputs", maxInputs)
 	if err != nil {
 		return header{}, nil, err
 	}
@@ -533,15 +572,15 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		if err != nil {
 			return header{}, nil, err
 		}
+		if i > 0 && iid <= r.inputs[i-1].id {
+			return header{}, nil, &PacketError{Offset: off - 1, Field: "input id", Value: uint64(iid), Err: fmt.Errorf("%w: input ids not increasing", ErrMalformed)}
+		}
 		if off >= len(p) {
 			return header{}, nil, &PacketError{Offset: off, Field: "input", Err: fmt.Errorf("%w: truncated", ErrMalformed)}
 		}
-		in := physics.Input(p[off])
-		if in&^physics.InputMask != 0 {
-			return header{}, nil, &PacketError{Offset: off, Field: "input", Value: uint64(in), Err: fmt.Errorf("%w: undefined input bits", ErrMalformed)}
-		}
+		// Its bits are judged with its fighter's state (validateInput).
+		r.inputs[i] = input{id: iid, in: physics.Input(p[off])}
 		off++
-		r.inputs[i] = input{id: iid, in: in}
 	}
 	h.inputs = r.inputs[:m]
 	return h, p[off:], nil
@@ -549,24 +588,24 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 
 // BeforeStep corrects every remote object toward its owner's latest state at
 // game time now, and feeds the divergence monitors. A remote fighter that
-// follows its owner (correction.Method.Follows) and has received no state
-// for longer than the correction's InputHold lets go of its controls and
-// stands idle until one comes. Call it after the tick's HandlePacket calls and
-// before world.Step.
+// follows its owner (correction.MethodFollow) and has received no state for
+// longer than the correction's InputHold lets go of its controls and stands
+// idle until one comes. It sets the world's clock (physics.World.SetClock)
+// to now, so both peers' fighters walk in step. Call it after the tick's
+// HandlePacket calls and before world.Step.
 func (r *Replicator) BeforeStep(now clocksync.GameTime) {
-	r.world.SetClock(int64(now)) // both peers' fighters walk in step
+	r.world.SetClock(now) // both peers' fighters walk in step
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false
 	for _, o := range r.objs {
 		if o.mode != ModeRemote {
 			continue
 		}
-		if o.fighter != nil && !o.idle && o.fighter.Following() && o.corr.HasTarget() &&
-			int64(now-o.heard) > r.inputHold {
+		if o.follow && !o.idle && o.corr.HasTarget() && now.Sub(o.heard) > r.inputHold {
 			r.letGo(o.fighter)
 			o.idle = true
 		}
-		if o.corr.Apply(o.obj.Bodies(), int64(now)) {
+		if o.corr.Apply(o.obj.Bodies(), now) {
 			e := o.corr.MaxError()
 			r.stats.Correction.MaxError = math.Max(r.stats.Correction.MaxError, e)
 			if o.mon.Observe(e) {
@@ -608,14 +647,12 @@ func (r *Replicator) Shown(id physics.ObjectID, i int) (pos physics.Vec2, angle 
 // applied (the victim's owner decides damage), and shared props the local
 // fighters touch are claimed. Call it right after world.Step.
 func (r *Replicator) AfterStep() {
-	r.hits = r.hits[:0]
 	for _, h := range r.world.Hits() {
 		switch r.reg.Mode(h.Victim) {
 		case ModeOwned:
 			if f := r.world.Fighter(h.Victim); f != nil {
 				r.stats.Damage += uint64(f.ApplyHit(h))
 				r.stats.HitsTaken++
-				r.hits = append(r.hits, h)
 			}
 		case ModeRemote:
 			if r.reg.Mode(h.Attacker) == ModeOwned {
@@ -630,17 +667,13 @@ func (r *Replicator) AfterStep() {
 		}
 		if r.reg.Claim(c.B, tick) {
 			r.stats.Claims++
-			r.stats.Transfers = r.reg.Transfers()
+			r.stats.Transfers = r.reg.transfers
 			if o := r.lookup(c.B); o != nil {
 				r.setMode(o, ModeOwned)
 			}
 		}
 	}
 }
-
-// HitsTaken returns the hits on this peer's fighters applied by the last
-// AfterStep. The slice is reused by the next call.
-func (r *Replicator) HitsTaken() []physics.HitEvent { return r.hits }
 
 // Stats returns the replicator's counters, with the correction counters summed
 // over every remote object.
@@ -662,12 +695,4 @@ func (r *Replicator) Corrector(id physics.ObjectID) *correction.Corrector {
 		return o.corr
 	}
 	return nil
-}
-
-// Divergence returns the position-disconnect monitor statistics of object id.
-func (r *Replicator) Divergence(id physics.ObjectID) correction.MonitorStats {
-	if o := r.lookup(id); o != nil {
-		return o.mon.Stats()
-	}
-	return correction.MonitorStats{}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -48,11 +49,11 @@ func newPeer(t testing.TB, local, remote PeerID, mutate func(*Config)) *peer {
 	if _, err := w.AddBall(debris, physics.PropConfig{Pos: physics.V(-5, 0.15)}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Local: local, Remote: remote}
+	var cfg Config
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	r, err := New(w, cfg)
+	r, err := New(w, local, remote, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +180,104 @@ func TestReplicatorRejectsUnownedStates(t *testing.T) {
 	}
 }
 
+// Each object state is judged in the documented order: authorize (a pure
+// check), validate, commit. A state that fails a step changes nothing, not
+// even ownership when it carries a winning claim; a state both unauthorized
+// and invalid counts as unauthorized.
+func TestReplicatorReceiveOrder(t *testing.T) {
+	nan := math.NaN()
+	// states of each object: valid ones read from B's world, which is
+	// A's world too at the start.
+	b := newPeer(t, peerB, peerA, nil)
+	valid := func(id physics.ObjectID) physics.ObjectState {
+		s := physics.ObjectState{ID: id, Bodies: b.w.Object(id).ReadState(nil)}
+		if f := b.w.Fighter(id); f != nil {
+			s.Fighter = f.State()
+		}
+		return s
+	}
+	invalid := func(id physics.ObjectID) physics.ObjectState {
+		s := valid(id)
+		s.Bodies[0].Pos.X = nan
+		return s
+	}
+	hpTooHigh := func(id physics.ObjectID) physics.ObjectState {
+		s := valid(id)
+		s.Fighter.HP = 500 // on the wire (≤ 1000) but above the fighter's 100
+		return s
+	}
+	for _, c := range []struct {
+		name    string
+		state   physics.ObjectState
+		epoch   uint32 // the claim the state carries
+		err     error
+		counter func(Stats) uint64 // the one counter that must move
+		owner   PeerID             // the crate's owner afterwards
+	}{
+		{"B's fighter", valid(fighterB), 0, nil, func(s Stats) uint64 { return s.Applied }, peerA},
+		{"B's fighter, NaN", invalid(fighterB), 0, physics.ErrNotFinite, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"B's fighter, HP above its max", hpTooHigh(fighterB), 0, physics.ErrOutOfRange, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"A's fighter", valid(fighterA), 0, ErrNotOwner, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"A's fighter, NaN: unauthorized, not invalid", invalid(fighterA), 0, ErrNotOwner, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"A's fighter, HP above its max", hpTooHigh(fighterA), 0, ErrNotOwner, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"debris, NaN", invalid(debris), 0, ErrLocalOnly, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"crate, claim skipping epochs, NaN", invalid(crate), 5, ErrBadClaim, func(s Stats) uint64 { return s.Unauthorized }, peerA},
+		{"crate, stale claim, NaN", invalid(crate), 0, nil, func(s Stats) uint64 { return s.ClaimsLost }, peerA},
+		{"crate, winning claim, NaN: no transfer", invalid(crate), 1, physics.ErrNotFinite, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"crate, winning claim", valid(crate), 1, nil, func(s Stats) uint64 { return s.Applied }, peerB},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newPeer(t, peerA, peerB, nil)
+			before := a.r.Stats()
+			o := a.r.lookup(c.state.ID) // nil for the local-only debris
+			targets := func() uint64 {
+				if o == nil {
+					return 0
+				}
+				return o.corr.Stats().Targets
+			}
+			targetsBefore := targets()
+			err := a.r.apply(o, &c.state, c.epoch, nil, a.w.Tick(), 0)
+			if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+				t.Fatalf("apply = %v, want %v", err, c.err)
+			}
+			after := a.r.Stats()
+			if c.counter(after) != c.counter(before)+1 {
+				t.Errorf("the expected counter did not move: %+v", after)
+			}
+			if moved := after.Applied + after.Invalid + after.Unauthorized + after.ClaimsLost -
+				(before.Applied + before.Invalid + before.Unauthorized + before.ClaimsLost); moved != 1 {
+				t.Errorf("%d counters moved, want 1: %+v", moved, after)
+			}
+			if owner, _ := a.r.Registry().Owner(crate); owner != c.owner {
+				t.Errorf("crate owner %v, want %v", owner, c.owner)
+			}
+			applied := after.Applied != before.Applied
+			if got := targets() - targetsBefore; applied != (got == 1) {
+				t.Errorf("%d targets set; applied: %v", got, applied)
+			}
+		})
+	}
+	// The same through HandlePacket: B's fighter with HP above its max
+	// encodes (the wire allows up to 1000) and is refused as invalid.
+	a := newPeer(t, peerA, peerB, nil)
+	liar := newPeer(t, peerB, peerA, nil)
+	hp := hpTooHigh(fighterB)
+	var snap physics.Snapshot
+	snap.Reset(0, 0)
+	snap.Objects = append(snap.Objects, hp)
+	pkt, err := liar.w.AppendSnapshot([]byte{KindState, 0, 0}, &snap) // no claims, no inputs
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.r.HandlePacket(pkt, 0); !errors.Is(err, physics.ErrOutOfRange) {
+		t.Errorf("HandlePacket of a fighter with HP 500 of 100: %v, want ErrOutOfRange", err)
+	}
+	if s := a.r.Stats(); s.Invalid != 1 || s.Applied != 0 || a.w.Fighter(fighterB).HP() != 100 {
+		t.Errorf("invalid %d applied %d HP %d; want 1, 0, 100", s.Invalid, s.Applied, a.w.Fighter(fighterB).HP())
+	}
+}
+
 func TestReplicatorBadPackets(t *testing.T) {
 	a := newPeer(t, peerA, peerB, nil)
 	b := newPeer(t, peerB, peerA, nil)
@@ -205,46 +304,48 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"empty":           {},
 		"wrong kind":      append([]byte{0x00}, good[1:]...),
 		"truncated claim": {KindState, 1, 3},
-		"too many claims": claimsPkt(MaxClaims+1, 3, 1),
+		"too many claims": claimsPkt(maxClaims+1, 3, 1),
 		"claim id 0":      claimsPkt(1, 0, 1),
 		"claim id > u16":  claimsPkt(1, 70000, 1),
 		"overlong varint": append([]byte{KindState, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, snap...),
 		"truncated snap":  good[:len(good)/2],
 		"garbage snap":    append([]byte{KindState, 0}, []byte("definitely not a snapshot")...),
 		"trailing bytes":  append(append([]byte(nil), good...), 1, 2, 3),
-		"undefined input": inputsPkt(1, byte(fighterB), 0x80),
 		"truncated input": {KindState, 0, 1, byte(fighterB)},
 		"input id 0":      inputsPkt(1, 0, byte(physics.InputLeft)),
-		"too many inputs": inputsPkt(MaxInputs + 1),
+		"input ids twice": inputsPkt(2, byte(fighterB), 0, byte(fighterB), 0),
+		"too many inputs": inputsPkt(maxInputs + 1),
 	}
 	for name, p := range cases {
-		before := a.r.Stats()
-		err := a.r.HandlePacket(p, 0)
-		if !errors.Is(err, ErrMalformed) {
-			t.Errorf("%s: %v, want ErrMalformed", name, err)
-			continue
-		}
-		var pe *PacketError
-		if !errors.As(err, &pe) {
-			t.Errorf("%s: %T is not a *PacketError", name, err)
-		}
-		s := a.r.Stats()
-		if s.Malformed != before.Malformed+1 || s.Applied != before.Applied {
-			t.Errorf("%s: malformed %d→%d applied %d→%d", name, before.Malformed, s.Malformed, before.Applied, s.Applied)
-		}
+		t.Run(name, func(t *testing.T) {
+			before := a.r.Stats()
+			err := a.r.HandlePacket(p, 0)
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s: %v, want ErrMalformed", name, err)
+				return
+			}
+			var pe *PacketError
+			if !errors.As(err, &pe) {
+				t.Errorf("%s: %T is not a *PacketError", name, err)
+			}
+			s := a.r.Stats()
+			if s.Malformed != before.Malformed+1 || s.Applied != before.Applied {
+				t.Errorf("%s: malformed %d→%d applied %d→%d", name, before.Malformed, s.Malformed, before.Applied, s.Applied)
+			}
+		})
 	}
 	// The good packet still works afterwards, once; the duplicate is dropped.
 	if err := a.r.HandlePacket(good, 0); err != nil {
 		t.Fatalf("good packet after the bad ones: %v", err)
 	}
 	applied := a.r.Stats().Applied
-	if err := a.r.HandlePacket(good, 0); err != nil || a.r.LastVerdict() != clocksync.Duplicate {
-		t.Errorf("duplicate: %v, verdict %v, want no error and Duplicate", err, a.r.LastVerdict())
+	if err := a.r.HandlePacket(good, 0); err != nil || a.r.lastDrop != clocksync.Duplicate {
+		t.Errorf("duplicate: %v, verdict %v, want no error and Duplicate", err, a.r.lastDrop)
 	}
 	// Too old: B's state from 0 arrives at A's game time 2 s.
 	b2 := b.tick(t, tickUS)
-	if err := a.r.HandlePacket(b2, 2_000_000); err != nil || a.r.LastVerdict() != clocksync.TooOld {
-		t.Errorf("old state: %v, verdict %v, want no error and TooOld", err, a.r.LastVerdict())
+	if err := a.r.HandlePacket(b2, 2_000_000); err != nil || a.r.lastDrop != clocksync.TooOld {
+		t.Errorf("old state: %v, verdict %v, want no error and TooOld", err, a.r.lastDrop)
 	}
 	if got := a.r.Stats().Applied; got != applied {
 		t.Errorf("dropped packets were applied: %d -> %d", applied, got)
@@ -365,18 +466,24 @@ func TestReplicatorConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(w, Config{Local: 1, Remote: 1}); !errors.Is(err, ErrInvalidPeer) {
+	if _, err := New(w, 1, 1, Config{}); !errors.Is(err, ErrInvalidPeer) {
 		t.Errorf("same peers: %v", err)
 	}
-	if _, err := New(nil, Config{Local: 1, Remote: 2}); err == nil {
+	if _, err := New(w, 0, 2, Config{}); !errors.Is(err, ErrInvalidPeer) {
+		t.Errorf("zero peer: %v", err)
+	}
+	if _, err := New(nil, 1, 2, Config{}); err == nil {
 		t.Error("nil world accepted")
 	}
-	r, err := New(w, Config{Local: 1, Remote: 2})
+	r, err := New(w, 1, 2, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Own(42); !errors.Is(err, ErrUnknownObject) {
-		t.Errorf("Own of a missing object: %v", err)
+	if err := r.Track(42, 1, false); !errors.Is(err, physics.ErrUnknownObject) {
+		t.Errorf("Track of a missing object: %v", err)
+	}
+	if err := r.LocalOnly(42); !errors.Is(err, physics.ErrUnknownObject) {
+		t.Errorf("LocalOnly of a missing object: %v", err)
 	}
 }
 
@@ -388,9 +495,11 @@ func TestReplicatorRefusesBadDivergenceMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []correction.Monitor{{CriticalGap: -1}, {CriticalGap: math.NaN()}, {MaxRun: -1}} {
-		if _, err := New(w, Config{Local: 1, Remote: 2, Divergence: m}); !errors.Is(err, correction.ErrInvalidConfig) {
-			t.Errorf("Divergence %+v: New = %v, want correction.ErrInvalidConfig", m, err)
-		}
+		t.Run(fmt.Sprintf("%+v", m), func(t *testing.T) {
+			if _, err := New(w, 1, 2, Config{Divergence: m}); !errors.Is(err, correction.ErrInvalidConfig) {
+				t.Errorf("New = %v, want correction.ErrInvalidConfig", err)
+			}
+		})
 	}
 }
 
@@ -408,20 +517,57 @@ func TestReplicatorCarriesInputs(t *testing.T) {
 	if in := a.w.Fighter(fighterB).Input(); in != physics.InputLeft|physics.InputKick {
 		t.Errorf("A's copy of B has input %v", in)
 	}
-	// An input for a fighter whose state the packet does not carry (A's
-	// own, here) is ignored.
-	p2 := b.tick(t, tickUS)
-	forged := append([]byte{KindState, 0, 1, byte(fighterA), byte(physics.InputJump)}, p2[5:]...)
-	a.w.Fighter(fighterA).SetInput(physics.InputBlock)
-	before := a.r.Stats().Applied
-	if err := a.r.HandlePacket(forged, 2*tickUS); err != nil {
-		t.Fatal(err)
+}
+
+// An input is judged with its fighter's state: an undefined bit, an input
+// for an object that is no fighter, or one without its fighter's state in the
+// packet is invalid, counted, and changes nothing; the packet's other states
+// are still applied.
+func TestReplicatorValidatesInputs(t *testing.T) {
+	b := newPeer(t, peerB, peerA, nil)
+	b.w.Fighter(fighterB).SetInput(physics.InputLeft)
+	p := b.tick(t, 0)
+	snap := p[5:] // after the kind, no claims, one input
+	forge := func(entries ...byte) []byte {
+		return append(append([]byte{KindState, 0}, entries...), snap...)
 	}
-	if in := a.w.Fighter(fighterA).Input(); in != physics.InputBlock {
-		t.Errorf("an input for A's own fighter from B was applied: %v", in)
+	for _, c := range []struct {
+		name    string
+		pkt     []byte
+		err     error
+		applied uint64 // states applied
+	}{
+		{"undefined bit", forge(1, byte(fighterB), byte(physics.InputLeft)|0x80), physics.ErrOutOfRange, 0},
+		{"no state for it", forge(1, byte(fighterA), byte(physics.InputJump)), errStrayInput, 1},
+		{"after the states", forge(2, byte(fighterB), byte(physics.InputRight), 9, byte(physics.InputJump)), errStrayInput, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newPeer(t, peerA, peerB, nil)
+			a.w.Fighter(fighterA).SetInput(physics.InputBlock)
+			before := a.r.Stats()
+			err := a.r.HandlePacket(c.pkt, tickUS)
+			var se *physics.StateError
+			if !errors.Is(err, c.err) || !errors.As(err, &se) || se.Field != "input" {
+				t.Fatalf("HandlePacket = %v, want a *physics.StateError of the input wrapping %v", err, c.err)
+			}
+			s := a.r.Stats()
+			if s.Invalid != before.Invalid+1 || s.Applied != before.Applied+c.applied {
+				t.Errorf("invalid %d→%d, applied %d→%d, want one invalid and %d applied", before.Invalid, s.Invalid, before.Applied, s.Applied, c.applied)
+			}
+			if in := a.w.Fighter(fighterA).Input(); in != physics.InputBlock {
+				t.Errorf("A's own fighter's input became %v", in)
+			}
+			if in := a.w.Fighter(fighterB).Input(); c.applied == 0 && in != 0 {
+				t.Errorf("B's copy took the input %v of a refused state", in)
+			}
+		})
 	}
-	if a.r.Stats().Applied != before+1 {
-		t.Errorf("the forged packet's own state was not applied")
+	// An input for a prop: the prop's state is refused with it.
+	a := newPeer(t, peerA, peerB, nil)
+	crateState := physics.ObjectState{ID: crate, Bodies: a.w.Object(crate).ReadState(nil)}
+	err := a.r.apply(a.r.lookup(crate), &crateState, 1, &input{id: crate, in: physics.InputLeft}, a.w.Tick(), 0)
+	if !errors.Is(err, errStrayInput) || a.r.Mode(crate) != ModeOwned || a.r.Stats().Invalid != 1 {
+		t.Errorf("a crate's state with an input: %v, mode %v, %d invalid; want refused, still A's", err, a.r.Mode(crate), a.r.Stats().Invalid)
 	}
 }
 
@@ -432,15 +578,17 @@ func following(c *Config) { c.Correction.Method = correction.MethodFollow }
 // that does not follow, it is a weightless puppet.
 func TestReplicatorSetsUpFollowing(t *testing.T) {
 	for _, m := range []correction.Method{correction.MethodFollow, correction.MethodRagsync} {
-		a := newPeer(t, peerA, peerB, func(c *Config) { c.Correction.Method = m })
-		f := a.w.Fighter(fighterB)
-		g := f.Object().Body(0).M_gravityScale
-		if m.Follows() != f.Following() || f.Controlled() || (g != 0) != m.Follows() {
-			t.Errorf("%v: B's copy following %v, controlled %v, gravity scale %v", m, f.Following(), f.Controlled(), g)
-		}
-		if own := a.w.Fighter(fighterA); own.Following() || !own.Controlled() {
-			t.Errorf("%v: A's own fighter following %v, controlled %v", m, own.Following(), own.Controlled())
-		}
+		t.Run(m.String(), func(t *testing.T) {
+			a := newPeer(t, peerA, peerB, func(c *Config) { c.Correction.Method = m })
+			g := a.w.Object(fighterB).Body(0).M_gravityScale
+			follows := m == correction.MethodFollow
+			if o := a.r.lookup(fighterB); o.follow != follows || (g != 0) != follows {
+				t.Errorf("B's copy following %v, gravity scale %v", o.follow, g)
+			}
+			if own := a.r.lookup(fighterA); own.follow || own.obj.Body(0).M_gravityScale == 0 {
+				t.Errorf("A's own fighter following %v", own.follow)
+			}
+		})
 	}
 }
 
@@ -461,7 +609,7 @@ func TestReplicatorLetsGoWhenTheOwnerIsQuiet(t *testing.T) {
 	if copyB.Input() != physics.InputLeft || copyB.Action() != physics.ActionWalk {
 		t.Fatalf("B's copy: input %v, action %v, want walking left", copyB.Input(), copyB.Action())
 	}
-	hold := clocksync.GameTime(a.r.Corrector(fighterB).Config().InputHold)
+	hold := clocksync.GameTimeOf(correction.Config{Method: correction.MethodFollow}.WithDefaults().InputHold)
 	quiet := now
 	for now-quiet <= hold+tickUS {
 		now += tickUS

@@ -1,50 +1,15 @@
 package p2p
 
 import (
-	"context"
-	"net"
+	"errors"
 	"runtime"
 	"testing"
-	"time"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
 )
 
-// newPipeSessions connects two sessions in-process over net.Pipe, with
-// the TCP transport only: everything on the data path is this package's
-// code plus signaling/relay framing, with no pion underneath, so
-// allocation counts are ours.
-func newPipeSessions(t testing.TB, cfg Config) (a, b *Session) {
-	t.Helper()
-	c, err := cfg.withDefaults("http://127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, cb := net.Pipe()
-	mk := func(role Role, conn net.Conn) *Session {
-		s, err := newSession(sessionParams{
-			cfg:     c,
-			role:    role,
-			dialTCP: func(context.Context) (net.Conn, error) { return conn, nil },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b = mk(RoleOfferer, ca), mk(RoleAnswerer, cb)
-	t.Cleanup(func() { a.Close(); b.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := a.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
-}
-
 func TestPipeSessions(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, b := newPipeSessions(t, Config{})
 	if a.Stats().Transport != TransportTCP || b.Stats().Transport != TransportTCP {
 		t.Fatal("not on tcp")
@@ -56,65 +21,94 @@ func TestPipeSessions(t *testing.T) {
 }
 
 // TestDataPathDoesNotAllocate: Send, the receive path (transport read loop,
-// header decode, sequence tracking, the ring) and Poll, TryRecv, Recv and
-// Stats allocate nothing in steady state.
+// header decode, sequence tracking, the ring), Poll, Stats and GameTime
+// allocate nothing in steady state.
 func TestDataPathDoesNotAllocate(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, b := newPipeSessions(t, Config{})
-	msg := make([]byte, 200)
-	buf := make([]byte, 2048)
+	state := make([]byte, 200)
+	msg := append([]byte{'G'}, state[1:]...) // another kind: never replaces a state
 	var got int
 	fn := func(p []byte) { got += len(p) }
-	ctx := context.Background()
+	await := func(s *Session) {
+		for s.Poll(fn) == 0 {
+			runtime.Gosched()
+		}
+	}
 	roundTrip := func() {
-		if err := a.Send(msg); err != nil {
+		if err := a.Send(state); err != nil {
 			t.Fatal(err)
 		}
-		for b.Poll(fn) == 0 {
-			runtime.Gosched()
-		}
-		if err := b.SendClass(1, msg); err != nil {
+		await(b)
+		if err := b.Send(msg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Recv(ctx, buf); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Send(msg); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, ok, _ := b.TryRecv(buf); ok {
-				break
-			}
-			runtime.Gosched()
-		}
+		await(a)
 		_ = a.Stats()
 		_, _ = b.GameTime()
 	}
-	for i := 0; i < 100; i++ { // warm up: buffers, calibrator, rate windows
+	for range 100 { // warm up: buffers, calibrator, rate windows
 		roundTrip()
 	}
 	if n := testing.AllocsPerRun(500, roundTrip); n != 0 {
-		t.Errorf("%v allocations per round (3 messages, Poll, Recv, TryRecv, Stats)", n)
+		t.Errorf("%v allocations per round (2 messages, Poll, Stats, GameTime)", n)
 	}
 }
 
 func TestSendErrors(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, _ := newPipeSessions(t, Config{MaxMessageSize: 100})
 	err := a.Send(make([]byte, 101))
 	var se *MessageSizeError
-	if !errorsAs(err, &se) || se.Size != 101 || se.Limit != 100 {
+	if !errors.As(err, &se) || se.Size != 101 || se.Limit != 100 || !errors.Is(err, ErrMessageTooLarge) {
 		t.Errorf("oversized Send: %v", err)
 	}
-	if err := a.SendClass(TCPClasses, nil); err == nil {
-		t.Error("class out of range accepted")
-	}
-	if n, ok, err := a.TryRecv(nil); n != 0 || ok || err != nil {
-		t.Errorf("TryRecv on an empty queue: %d %v %v", n, ok, err)
+	if n := a.Poll(func([]byte) { t.Error("a message from nowhere") }); n != 0 {
+		t.Errorf("Poll on an empty queue: %d", n)
 	}
 	a.Close()
 	if err := a.Send(nil); err != ErrClosed {
 		t.Errorf("Send after Close: %v", err)
 	}
+}
+
+// TestTCPLatestOnlyByKind: on the TCP fallback, while the writer is busy a
+// message replaces only an unsent one with the same first byte: of a burst
+// of states only the newest may arrive, but a game message sent between
+// them always does.
+func TestTCPLatestOnlyByKind(t *testing.T) {
+	leaktest.Check(t)
+	a, b := newPipeSessions(t, Config{})
+	const state, game = 'S', 'G'
+	for round := range 20 {
+		for i := range 10 {
+			a.Send([]byte{state, byte(round), byte(i)})
+			if i == 5 {
+				a.Send([]byte{game, byte(round)})
+			}
+		}
+		waitUntil(t, "the TCP writer", func() bool { return tcpWritten(a) })
+	}
+	var games, states int
+	lastState := -1
+	waitUntil(t, "every game message", func() bool {
+		b.Poll(func(p []byte) {
+			switch p[0] {
+			case game:
+				games++
+			case state:
+				states++
+				v := int(p[1])<<8 | int(p[2])
+				if v <= lastState {
+					t.Errorf("state %d after %d", v, lastState)
+				}
+				lastState = v
+			}
+		})
+		return games == 20 && lastState == 19<<8|9
+	})
+	if st := a.Stats(); st.Sent != 220 || st.SendDropped != uint64(200-states) {
+		t.Errorf("sent %d, dropped %d; %d states arrived", st.Sent, st.SendDropped, states)
+	}
+	t.Logf("%d of 200 states arrived, all 20 game messages", states)
 }

@@ -2,54 +2,55 @@ package p2p
 
 import (
 	"bytes"
-	"context"
 	"testing"
 	"time"
 
-	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/clockwire"
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/p2p/internal/wire"
 )
 
 // TestMalformedInput: garbage from the peer is dropped and counted, never
 // delivered, and the session goes on.
 func TestMalformedInput(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, b := newPipeSessions(t, Config{MaxMessageSize: 100})
-	ping := clocksync.AppendPing(nil, clocksync.Ping{Seq: 1, T1: time.Second, Leader: true})
-	garbage := [][]byte{
-		{},                                   // empty
-		{0x11, 0, 0},                         // short header
-		{0x21, 0, 0, 0, 1, 'x'},              // wrong version
-		{0x17, 0, 0, 0, 1},                   // unknown type
-		{0x14, 0, 0, 0, 1, 9, 9},             // unknown control
-		{0x14, 0, 0, 0, 1, 1, 0, 0, 0},       // truncated select
-		{0x14, 0, 0, 0, 1, 1, 0, 0, 0, 1, 7}, // select of an unknown transport
-		append([]byte{0x12, 0, 0, 0, 1}, 0xC5, 1),               // truncated clocksync ping
-		append([]byte{0x13, 0, 0, 0, 1}, ping...),               // a ping where a pong belongs
-		append([]byte{0x11, 0, 0, 0, 1}, make([]byte, 101)...),  // data over MaxMessageSize
-		append([]byte{0x11, 0, 0, 0, 1}, make([]byte, 5000)...), // a frame far over it
-	}
+	ping := clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: time.Second, Leader: true})
 	tcp := a.tcp.Load()
-	for _, g := range garbage {
-		if err := tcp.send(g); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond) // FIFO, but keep the queue short
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Stats().Malformed < uint64(len(garbage)) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if m := b.Stats().Malformed; m != uint64(len(garbage)) {
-		t.Errorf("Malformed = %d, want %d", m, len(garbage))
+	for _, g := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"empty", []byte{}},
+		{"short header", []byte{0x11, 0, 0}},
+		{"wrong version", []byte{0x21, 0, 0, 0, 1, 'x'}},
+		{"unknown type", []byte{0x17, 0, 0, 0, 1}},
+		{"unknown control", []byte{0x14, 0, 0, 0, 1, 9, 9}},
+		{"truncated select", []byte{0x14, 0, 0, 0, 1, 1, 0, 0, 0}},
+		{"select of an unknown transport", []byte{0x14, 0, 0, 0, 1, 1, 0, 0, 0, 1, 7}},
+		{"truncated clocksync ping", append([]byte{0x12, 0, 0, 0, 1}, 0xC5, 1)},
+		{"a ping where a pong belongs", append([]byte{0x13, 0, 0, 0, 1}, ping...)},
+		{"data over MaxMessageSize", append([]byte{0x11, 0, 0, 0, 1}, make([]byte, 101)...)},
+		{"a frame far over it", append([]byte{0x11, 0, 0, 0, 1}, make([]byte, 5000)...)},
+	} {
+		t.Run(g.name, func(t *testing.T) {
+			before := b.Stats().Malformed
+			if err := tcp.send(g.msg); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the garbage counted", func() bool { return b.Stats().Malformed > before })
+			if m := b.Stats().Malformed; m != before+1 {
+				t.Errorf("Malformed went from %d to %d", before, m)
+			}
+		})
 	}
 	// A ping claiming to come from the leader, sent to the leader: two
 	// leaders cannot agree on a game clock.
 	if err := b.tcp.Load().send(append([]byte{0x12, 0, 0, 0, 1}, ping...)); err != nil {
 		t.Fatal(err)
 	}
-	for a.Stats().Malformed < 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "the role conflict counted", func() bool { return a.Stats().Malformed >= 1 })
 	if m := a.Stats().Malformed; m != 1 {
 		t.Errorf("leader: Malformed = %d after a role conflict", m)
 	}
@@ -60,50 +61,27 @@ func TestMalformedInput(t *testing.T) {
 	if err := a.Send([]byte("still here")); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 100)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	n, err := b.Recv(ctx, buf)
-	if err != nil || string(buf[:n]) != "still here" {
-		t.Errorf("after garbage: %q, %v", buf[:n], err)
+	if got := recvOne(t, b); string(got) != "still here" {
+		t.Errorf("after garbage: %q", got)
 	}
 	if st := b.Stats(); st.State != StateConnected || st.Received != 1 {
 		t.Errorf("state %v, received %d", st.State, st.Received)
 	}
 }
 
-// TestRecvShortBuffer: a buffer too small for the next message is an error
-// and the message stays queued.
-func TestRecvShortBuffer(t *testing.T) {
-	checkLeaks(t)
-	a, b := newPipeSessions(t, Config{})
-	a.Send(bytes.Repeat([]byte{7}, 50))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := b.Recv(ctx, make([]byte, 10))
-	var se *MessageSizeError
-	if !errorsAs(err, &se) || se.Size != 50 || se.Limit != 10 {
-		t.Fatalf("short buffer: %v", err)
-	}
-	n, err := b.Recv(ctx, make([]byte, 64))
-	if err != nil || n != 50 {
-		t.Errorf("retry: %d, %v", n, err)
-	}
-}
-
 // TestRecvQueueOverflow: a game that does not drain loses the oldest
 // messages, counted, never the newest.
 func TestRecvQueueOverflow(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	a, b := newPipeSessions(t, Config{RecvQueue: 8})
 	for i := 0; i < 20; i++ {
 		a.Send([]byte{byte(i)})
-		time.Sleep(time.Millisecond)
+		// Each message must be written before the next is sent: the TCP
+		// sender is latest-only, and a loaded machine runs its writer
+		// later than any fixed pause.
+		waitUntil(t, "the TCP writer", func() bool { return tcpWritten(a) })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Stats().Received < 20 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "20 messages received", func() bool { return b.Stats().Received >= 20 })
 	var got []byte
 	b.Poll(func(p []byte) { got = append(got, p[0]) })
 	if st := b.Stats(); st.Received != 20 || st.RecvOverflow != 12 {
@@ -117,7 +95,7 @@ func TestRecvQueueOverflow(t *testing.T) {
 // TestRTCOversizedMessage: a data-channel message larger than the maximum
 // is read, dropped and counted; the channel goes on.
 func TestRTCOversizedMessage(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	cfg := testConfig()
 	cfg.MaxMessageSize = 100
 	a, _, _, hb := newRTCPair(t, cfg)
@@ -134,8 +112,8 @@ func TestRTCOversizedMessage(t *testing.T) {
 		}
 	case err := <-hb.down:
 		t.Fatalf("transport died: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing arrived")
+	case <-testwait.Chan(t):
+		t.Fatal("nothing arrived (gave up near the test binary's deadline)")
 	}
 	if n := hb.malformed.Load(); n != 1 {
 		t.Errorf("%d malformed", n)
@@ -146,8 +124,8 @@ func TestRTCOversizedMessage(t *testing.T) {
 // as if they had arrived on a transport: it must never panic, and only a
 // well-formed data message may reach the application, intact.
 func FuzzSessionInput(f *testing.F) {
-	ping := clocksync.AppendPing(nil, clocksync.Ping{Seq: 1, T1: time.Second, Leader: true})
-	pong := clocksync.AppendPong(nil, clocksync.Pong{Seq: 1, T1: time.Second, T2: 2 * time.Second, T3: 2 * time.Second, Leader: true, GameValid: true})
+	ping := clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: time.Second, Leader: true})
+	pong := clockwire.AppendPong(nil, clockwire.Pong{Seq: 1, T1: time.Second, T2: 2 * time.Second, T3: 2 * time.Second, Leader: true, GameValid: true})
 	f.Add(append([]byte{0x11, 0, 0, 0, 1}, "hello"...))
 	f.Add(append([]byte{0x12, 0, 0, 0, 1}, ping...))
 	f.Add(append([]byte{0x13, 0, 0, 0, 1}, pong...))
@@ -162,8 +140,8 @@ func FuzzSessionInput(f *testing.F) {
 		// transport (each transport has its own reader and pong buffer).
 		b.onMessage(TransportWebRTC, in)
 		b.Poll(func(p []byte) {
-			h, payload, err := ParseHeader(in)
-			if err != nil || h.Type != MsgData || !bytes.Equal(p, payload) {
+			h, payload, err := wire.ParseHeader(in)
+			if err != nil || h.Type != wire.MsgData || !bytes.Equal(p, payload) {
 				t.Fatalf("delivered % x for input % x", p, in)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // latencies records per-message one-way latencies and reports quantiles.
@@ -71,8 +74,6 @@ func BenchmarkOneWayLatency(b *testing.B) {
 			url := startSignaling(b)
 			a, s := pairByRoom(b, url, cfgWith(tc.cfg), cfgWith(tc.cfg))
 			msg := make([]byte, 100)
-			buf := make([]byte, 2048)
-			ctx := context.Background()
 			lat := make(latencies, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -81,9 +82,7 @@ func BenchmarkOneWayLatency(b *testing.B) {
 				if err := a.Send(msg); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.Recv(ctx, buf); err != nil {
-					b.Fatal(err)
-				}
+				awaitMessage(s)
 				lat = append(lat, time.Since(t0))
 			}
 			b.StopTimer()
@@ -168,19 +167,20 @@ func BenchmarkSend(b *testing.B) {
 func BenchmarkPipeRoundTrip(b *testing.B) {
 	a, s := newPipeSessions(b, Config{})
 	msg := make([]byte, 100)
-	buf := make([]byte, 2048)
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a.Send(msg)
-		if _, err := s.Recv(ctx, buf); err != nil {
-			b.Fatal(err)
-		}
+		awaitMessage(s)
 		s.Send(msg)
-		if _, err := a.Recv(ctx, buf); err != nil {
-			b.Fatal(err)
-		}
+		awaitMessage(a)
+	}
+}
+
+// awaitMessage spins on Poll until s has received a message.
+func awaitMessage(s *Session) {
+	for s.Poll(func([]byte) {}) == 0 {
+		runtime.Gosched()
 	}
 }
 
@@ -198,9 +198,8 @@ func BenchmarkConnectToFirstMessage(b *testing.B) {
 		{"tcp-only", func(c *Config) { c.DisableWebRTC = true }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			buf := make([]byte, 64)
 			for i := 0; i < b.N; i++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := testwait.ContextFrom(context.Background(), b)
 				room, err := CreateRoom(ctx, url, cfgWith(tc.cfg))
 				if err != nil {
 					b.Fatal(err)
@@ -217,9 +216,7 @@ func BenchmarkConnectToFirstMessage(b *testing.B) {
 				if err := host.Send([]byte("hello")); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := guest.Recv(ctx, buf); err != nil {
-					b.Fatal(err)
-				}
+				recvOne(b, guest)
 				b.StopTimer()
 				host.Close()
 				guest.Close()
@@ -275,13 +272,13 @@ func barePionPair(b testing.TB) (wa, rb datachannel.ReadWriteCloser, cleanup fun
 	pa.SetRemoteDescription(*pb.LocalDescription())
 	select {
 	case wa = <-gotA:
-	case <-time.After(10 * time.Second):
-		b.Fatal("bare pion: no open")
+	case <-testwait.Chan(b):
+		b.Fatal("bare pion: no open (gave up near the test binary's deadline)")
 	}
 	select {
 	case rb = <-gotB:
-	case <-time.After(10 * time.Second):
-		b.Fatal("bare pion: no open")
+	case <-testwait.Chan(b):
+		b.Fatal("bare pion: no open (gave up near the test binary's deadline)")
 	}
 	// A must read too: pion applies the channel's reliability parameters
 	// on the dialling side only when its read sees the peer's DCEP ACK.

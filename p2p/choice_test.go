@@ -1,14 +1,15 @@
 package p2p
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 )
 
-// The seed's rule with a tie margin: the lower 3-probe maximum wins, but TCP
-// must beat WebRTC by more than SwitchMargin and 10 %; closer is a tie, and
-// WebRTC takes ties.
+// The initial choice: the lower 3-probe maximum wins, but TCP must beat
+// WebRTC by more than SwitchMargin and 10 %; closer is a tie, and WebRTC
+// takes ties.
 func TestInitialChoice(t *testing.T) {
 	ms := time.Millisecond
 	for _, c := range []struct {
@@ -24,15 +25,17 @@ func TestInitialChoice(t *testing.T) {
 		{20 * ms, 30 * ms, TransportWebRTC, "lower or equal"},
 		{20 * ms, 20 * ms, TransportWebRTC, "lower or equal"},
 	} {
-		s := &Session{cfg: Config{SwitchMargin: DefaultSwitchMargin}}
-		for i, d := range []time.Duration{c.webrtc, c.tcp} {
-			ls := &s.links[i]
-			ls.state = LinkUp
-			ls.probe.n, ls.probe.max = 3, d
-		}
-		got, reason := s.initialChoice()
-		if got != c.want || !strings.Contains(reason, c.reason) {
-			t.Errorf("webrtc %v tcp %v: %v (%s), want %v (%s)", c.webrtc, c.tcp, got, reason, c.want, c.reason)
-		}
+		t.Run(fmt.Sprintf("webrtc %v tcp %v", c.webrtc, c.tcp), func(t *testing.T) {
+			s := &Session{cfg: Config{SwitchMargin: defaultSwitchMargin}}
+			for i, d := range []time.Duration{c.webrtc, c.tcp} {
+				ls := &s.links[i]
+				ls.state = LinkUp
+				ls.probe.n, ls.probe.max = 3, d
+			}
+			got, reason := s.initialChoice()
+			if got != c.want || !strings.Contains(reason, c.reason) {
+				t.Errorf("%v (%s), want %v (%s)", got, reason, c.want, c.reason)
+			}
+		})
 	}
 }

@@ -95,8 +95,8 @@ type Config struct {
 	// ---- Transport choice and failover ----
 
 	// Prefer, if set, is the transport to use whenever it works, regardless
-	// of ping; the other one is then only a fallback. Zero means the
-	// seed's rule: the lower 3-probe ping wins (ties go to WebRTC).
+	// of ping; the other one is then only a fallback. Zero means the lower
+	// 3-probe ping wins (ties go to WebRTC).
 	Prefer TransportKind
 	// ProbeTimeout is how long one probe ping may take before it counts as
 	// lost. Zero means 1s.
@@ -133,11 +133,12 @@ type Config struct {
 
 	// ---- Data path ----
 
-	// MaxMessageSize is the largest payload Send accepts and Recv returns.
-	// Zero means 1200 bytes (one SCTP packet on a typical path). At most
-	// MaxMessageSizeLimit.
+	// MaxMessageSize is the largest payload Send accepts; a longer data
+	// message from the peer is dropped (Stats.Malformed), so both peers
+	// should use the same. Zero means DefaultMaxMessageSize (1200 bytes).
+	// At most MaxMessageSizeLimit.
 	MaxMessageSize int
-	// RecvQueue is how many received messages are kept for Poll/Recv; when
+	// RecvQueue is how many received messages are kept for Poll; when
 	// the game does not drain them, the oldest is dropped (counted in
 	// Stats.RecvOverflow). Zero means 256.
 	RecvQueue int
@@ -152,7 +153,7 @@ type Config struct {
 	// real wall-clock difference.
 	Clock clocksync.Clock
 	// ClockSync configures the clock calibrator (pings, estimator, game
-	// clock). Its Role is ignored: the offerer is the clock leader, the
+	// clock). Its Leader is ignored: the offerer is the clock leader, the
 	// answerer follows.
 	ClockSync clocksync.Config
 
@@ -167,21 +168,24 @@ const MaxMessageSizeLimit = 16 << 10
 // ErrBadConfig is wrapped by configuration errors.
 var ErrBadConfig = errors.New("p2p: bad config")
 
-// Defaults.
+// DefaultMaxMessageSize is Config.MaxMessageSize's default: one SCTP
+// packet on a typical path.
+const DefaultMaxMessageSize = 1200
+
+// Defaults of the other Config fields (documented there).
 const (
-	DefaultWebRTCTimeout       = 5 * time.Second
-	DefaultSendBuffer          = 64 << 10
-	DefaultTCPTimeout          = 10 * time.Second
-	DefaultProbeTimeout        = time.Second
-	DefaultSwitchMargin        = 5 * time.Millisecond
-	DefaultPingInterval        = 100 * time.Millisecond
-	DefaultStandbyPingInterval = 500 * time.Millisecond
-	DefaultFailoverAfter       = 300 * time.Millisecond
-	DefaultInterruptAfter      = 500 * time.Millisecond
-	DefaultDisconnectAfter     = 5 * time.Second
-	DefaultMaxMessageSize      = 1200
-	DefaultRecvQueue           = 256
-	DefaultEventBuffer         = 64
+	defaultWebRTCTimeout       = 5 * time.Second
+	defaultSendBuffer          = 64 << 10
+	defaultTCPTimeout          = 10 * time.Second
+	defaultProbeTimeout        = time.Second
+	defaultSwitchMargin        = 5 * time.Millisecond
+	defaultPingInterval        = 100 * time.Millisecond
+	defaultStandbyPingInterval = 500 * time.Millisecond
+	defaultFailoverAfter       = 300 * time.Millisecond
+	defaultInterruptAfter      = 500 * time.Millisecond
+	defaultDisconnectAfter     = 5 * time.Second
+	defaultRecvQueue           = 256
+	defaultEventBuffer         = 64
 )
 
 func badConfig(format string, args ...any) error {
@@ -196,15 +200,15 @@ func (c Config) withDefaults(signalingURL string) (Config, error) {
 		p    *time.Duration
 		def  time.Duration
 	}{
-		{"WebRTCTimeout", &c.WebRTCTimeout, DefaultWebRTCTimeout},
-		{"TCPTimeout", &c.TCPTimeout, DefaultTCPTimeout},
-		{"ProbeTimeout", &c.ProbeTimeout, DefaultProbeTimeout},
-		{"SwitchMargin", &c.SwitchMargin, DefaultSwitchMargin},
-		{"PingInterval", &c.PingInterval, DefaultPingInterval},
-		{"StandbyPingInterval", &c.StandbyPingInterval, DefaultStandbyPingInterval},
-		{"FailoverAfter", &c.FailoverAfter, DefaultFailoverAfter},
-		{"InterruptAfter", &c.InterruptAfter, DefaultInterruptAfter},
-		{"DisconnectAfter", &c.DisconnectAfter, DefaultDisconnectAfter},
+		{"WebRTCTimeout", &c.WebRTCTimeout, defaultWebRTCTimeout},
+		{"TCPTimeout", &c.TCPTimeout, defaultTCPTimeout},
+		{"ProbeTimeout", &c.ProbeTimeout, defaultProbeTimeout},
+		{"SwitchMargin", &c.SwitchMargin, defaultSwitchMargin},
+		{"PingInterval", &c.PingInterval, defaultPingInterval},
+		{"StandbyPingInterval", &c.StandbyPingInterval, defaultStandbyPingInterval},
+		{"FailoverAfter", &c.FailoverAfter, defaultFailoverAfter},
+		{"InterruptAfter", &c.InterruptAfter, defaultInterruptAfter},
+		{"DisconnectAfter", &c.DisconnectAfter, defaultDisconnectAfter},
 	}
 	for _, d := range durs {
 		if *d.p < 0 {
@@ -219,10 +223,10 @@ func (c Config) withDefaults(signalingURL string) (Config, error) {
 		p    *int
 		def  int
 	}{
-		{"SendBuffer", &c.SendBuffer, DefaultSendBuffer},
+		{"SendBuffer", &c.SendBuffer, defaultSendBuffer},
 		{"MaxMessageSize", &c.MaxMessageSize, DefaultMaxMessageSize},
-		{"RecvQueue", &c.RecvQueue, DefaultRecvQueue},
-		{"EventBuffer", &c.EventBuffer, DefaultEventBuffer},
+		{"RecvQueue", &c.RecvQueue, defaultRecvQueue},
+		{"EventBuffer", &c.EventBuffer, defaultEventBuffer},
 	}
 	for _, d := range ints {
 		if *d.p < 0 {

@@ -130,18 +130,14 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			early = append(early, ev)
 		}
 	}
-	role := RoleOfferer
-	if pairing.Role == signaling.RoleAnswerer {
-		role = RoleAnswerer
-	}
 	sig := &clientSignaler{cl: cl}
 	p := sessionParams{
 		cfg:  cfg,
-		role: role,
+		role: pairing.Role,
 		room: string(pairing.Room),
 		sig:  sig,
 		dialTCP: func(ctx context.Context) (net.Conn, error) {
-			return signaling.DialRelay(ctx, url, pairing.Token)
+			return signaling.DialRelay(ctx, url, pairing.Token, cfg.Signaling)
 		},
 		closeSig: func() { cl.Close() },
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
-	"github.com/pion/logging"
 	"github.com/pion/transport/v5/vnet"
 	"github.com/pion/webrtc/v4"
 )
@@ -63,25 +62,10 @@ func ptr[T any](v T) *T { return &v }
 // the 20 never arrived and how long the last message took, in virtual time.
 func blackoutChannel(t *testing.T, init *webrtc.DataChannelInit) (lost int, lateDelay time.Duration) {
 	const delay = pathDelay
-	r, err := vnet.NewRouter(&vnet.RouterConfig{CIDR: "192.0.2.0/24", MinDelay: delay, LoggerFactory: logging.NewDefaultLoggerFactory()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var blackout atomic.Bool
-	r.AddChunkFilter(func(c vnet.Chunk) bool {
-		return !blackout.Load() || !strings.HasPrefix(c.SourceAddr().String(), "192.0.2.1:")
+	na, nb := newVNet(t, delay, func(c vnet.Chunk) bool {
+		return !blackout.Load() || !strings.HasPrefix(c.SourceAddr().String(), vnetIPA+":")
 	})
-	na, _ := vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{"192.0.2.1"}})
-	nb, _ := vnet.NewNet(&vnet.NetConfig{StaticIPs: []string{"192.0.2.2"}})
-	for _, n := range []*vnet.Net{na, nb} {
-		if err := r.AddNet(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop()
 
 	newPC := func(n *vnet.Net) (*webrtc.PeerConnection, *webrtc.DataChannel) {
 		se := webrtc.SettingEngine{}

@@ -23,12 +23,13 @@
 // Connect returns once the first transport is chosen. Send copies the
 // message, never blocks and does not allocate; received messages wait in a
 // bounded ring of reused buffers (Config.RecvQueue; when the game does not
-// drain it the oldest are dropped and counted) and are read with Poll,
-// TryRecv or the blocking Recv. Role says whether this peer is the offerer
-// (it decides the transport and leads the clock; use it as the game's
-// tie-breaker too) or the answerer. Events reports transport changes,
-// interruptions and the disconnect. Close tells the peer and frees
-// everything.
+// drain it the oldest are dropped and counted) and are read with Poll.
+// Role says whether this peer is the offerer (it decides the transport and
+// leads the clock; use it as the game's tie-breaker too) or the answerer:
+// it is signaling.Role, assigned at pairing. GameTime is the shared game
+// clock, StartMatch tells it the match began. Events reports transport
+// changes, interruptions and the disconnect. Close tells the peer and
+// frees everything. A Session is what a ragsync.Match runs over.
 //
 // # Transports
 //
@@ -53,46 +54,25 @@
 //
 // TCP: the signaling server's relay (signaling.DialRelay with the token
 // from the pairing) carries session messages as length-prefixed frames
-// (package signaling/relay: 2-byte big-endian length, then the message).
-// Data messages go through the relay's latest-only sender: while the
-// socket is busy, a new message replaces an unsent one of the same class
-// (Session.SendClass), so stale game states never queue behind each other
-// (the seed game's TCP problem). Pings, pongs and control messages go
-// through its FIFO control queue, written first and never superseded.
+// (2-byte big-endian length, then the message). Data messages go through
+// a latest-only sender: while the socket is busy, a message replaces an
+// unsent one whose payload has the same first byte (its kind), so stale
+// game states never queue up behind each other (plain TCP's head-of-line
+// pile-up), and a message of another kind, a round result say, is never
+// replaced by a state. Pings, pongs and control messages go through a FIFO
+// control queue, written first and never superseded.
 //
 // # Wire format
 //
-// Every session message, on either transport, is a 5-byte header and a
-// payload:
-//
-//	 0        1        2        3        4        5
-//	+--------+--------+--------+--------+--------+---------------
-//	|ver|type|          seq (uint32, big endian)  | payload ...
-//	+--------+--------+--------+--------+--------+---------------
-//
-//	ver  high nibble of byte 0: WireVersion (1). Another version is refused.
-//	type low nibble: 1 data, 2 ping, 3 pong, 4 control (MsgType).
-//	seq  data: the per-session data sequence number, 0 for the first data
-//	     message and +1 for each data message handed to a transport (it
-//	     wraps at 2^32); the receiver derives loss, duplicates and
-//	     reordering from it and drops duplicates (see SeqTracker).
-//	     Other types: a separate per-session control counter, diagnostics
-//	     only.
-//
-// Payloads:
-//
-//	data     the application's bytes (at most Config.MaxMessageSize).
-//	ping     a clocksync ping (15 bytes: magic, kind, flags, seq, t1).
-//	pong     a clocksync pong (39 bytes: the ping's seq and t1, t2, t3,
-//	         the responder's game time and flags), sent back at once on the
-//	         transport the ping came in on.
-//	control  kind byte, then:
-//	           1 select      epoch uint32 BE, transport byte (1 webrtc, 2 tcp)
-//	           2 select-ack  epoch uint32 BE, transport byte
-//	           3 bye         reason byte (1: closed by the application)
-//	           4 hello       bitmask of the sender's enabled transports
-//	                         (bit 0 webrtc, bit 1 tcp), sent on each
-//	                         transport as it opens
+// Every session message, on either transport, is a 5-byte header (wire
+// version 1, message type, a sequence number) and a payload: data (the
+// application's bytes, at most Config.MaxMessageSize), ping and pong
+// (clocksync's calibration messages, 15 and 39 bytes), or control: select
+// and select-ack (an epoch and a transport), bye, and hello (the sender's
+// enabled transports, sent on each transport as it opens). Data messages
+// are numbered 0, 1, 2, ... per session, and the receiver derives loss,
+// duplicates and reordering from the numbers and drops duplicates. The
+// byte layout is documented in p2p/internal/wire.
 //
 // Malformed messages (short, wrong version or type, bad control, clocksync
 // wire errors, impossible timestamps, a second clock leader, data longer
@@ -104,15 +84,17 @@
 // # Pings and the clock
 //
 // Both peers ping both open transports; the four timestamps of each
-// exchange give the round trip without the peer's processing time,
-// (t4−t1) − (t3−t2), RFC 3550 jitter in each direction (from t2−t1 and
-// t4−t3), and a clock sample for the session's clocksync.Calibrator
-// (offerer = leader). The active transport is pinged when the calibrator
+// exchange are a clock sample for the session's clocksync.Calibrator
+// (offerer = leader), which returns its round trip without the peer's
+// processing time, (t4−t1) − (t3−t2): each transport keeps a
+// clocksync.RTTEstimator of them (LinkStats.RTT: smoothed, and p50/p95
+// over the last 10 s). The timestamps also give RFC 3550 jitter in each
+// direction (from t2−t1 and t4−t3). The active transport is pinged when the calibrator
 // wants (16 Hz while calibrating, 4 Hz in the match) and at least every
 // Config.PingInterval (100 ms), which bounds failure detection; the
 // standby transport every Config.StandbyPingInterval (500 ms). Stats
 // carries the offset of the peer's clock and its uncertainty;
-// Session.GameTime and friends expose the game clock. The default session
+// Session.GameTime exposes the game clock. The default session
 // clock reads as the wall time since 2020-01-01 UTC and then runs
 // monotonically, so the offset is the two machines' real clock difference.
 //
@@ -122,17 +104,18 @@
 // until each is open, has failed, or has timed out (Config.WebRTCTimeout,
 // 5 s, and Config.TCPTimeout, 10 s; with Config.Prefer set, it stops
 // waiting as soon as the preferred one is open; a transport the peer's
-// hello says it disabled is not waited for). Then, as the seed game
-// did, it pings each open transport three times in a row (one round trip
-// after another; a probe unanswered within Config.ProbeTimeout, 1 s, is
-// lost and counts as ProbeTimeout) and takes the maximum. A transport that
+// hello says it disabled is not waited for). Then it pings each open
+// transport three times in a row (one round trip after another; a probe
+// unanswered within Config.ProbeTimeout, 1 s, is lost and counts as
+// ProbeTimeout) and takes the maximum: the 3-probe ping, which weighs a
+// transport by its worst recent round trip rather than its best. A transport that
 // answered at least one probe is usable; the usable one with the lower
 // 3-probe maximum wins, and Config.Prefer overrides the comparison. Pings
 // within Config.SwitchMargin (5 ms) or 10 % of each other are a tie, and
 // ties go to WebRTC: at equal ping its unordered, unreliable channel is the
-// better one for game states (no head-of-line blocking, the seed's TCP
-// problem), and a few hundred µs of probe noise on a LAN must not decide. The answerer probes too (for its statistics) but does not
-// decide.
+// better one for game states (no head-of-line blocking), and a few
+// hundred µs of probe noise on a LAN must not decide. The answerer probes
+// too (for its statistics) but does not decide.
 //
 // Agreement: the offerer numbers each decision with an epoch (1 for the
 // initial choice, +1 for each switch) and sends select(epoch, transport) on
@@ -198,17 +181,17 @@
 // # Statistics
 //
 // Stats is a value copied under the session's locks, without allocation:
-// read it every frame if you like. Its estimators are plain types fed with
-// samples, usable on their own: SeqTracker (loss, duplicates, reordering,
-// late drops from sequence numbers), RTTEstimator (last, min, RFC 6298
-// smoothed and variance, p50/p95/max over the last 256 samples), Jitter
-// (RFC 3550 interarrival jitter) and RateMeter (packets and bytes per
-// second).
+// read it every frame if you like. Its figures come from plain estimators
+// fed with samples: loss, duplicates, reordering and late drops from the
+// data sequence numbers (in the manner of RFC 3550 §6.4.1), round trips
+// from clocksync.RTTEstimator (RFC 6298 smoothing; min, p50, p95 and max
+// over the last 10 s), RFC 3550 interarrival jitter, and packets and bytes
+// per second.
 //
 // # Allocation
 //
-// Send, the receive path of both transports up to the ring, Poll, TryRecv,
-// Recv, Stats and GameTime do not allocate in this package's code (tested
-// with testing.AllocsPerRun over the TCP transport). pion allocates inside
+// Send, the receive path of both transports up to the ring, Poll, Stats
+// and GameTime do not allocate in this package's code (tested with
+// testing.AllocsPerRun over the TCP transport). pion allocates inside
 // its SCTP/DTLS stack for every WebRTC message; see the benchmarks.
 package p2p

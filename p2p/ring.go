@@ -15,9 +15,8 @@ type msgRing struct {
 	n       int      // messages stored
 	maxLen  int
 	dropped uint64
-	notify  chan struct{} // cap 1: signalled on push
 
-	consMu sync.Mutex // serialises consumers (Poll/TryRecv/Recv)
+	consMu sync.Mutex // serialises consumers (Poll)
 	spare  []byte     // owned by the consumer holding consMu
 }
 
@@ -25,7 +24,6 @@ func newMsgRing(slots, maxLen int) *msgRing {
 	r := &msgRing{
 		slots:  make([][]byte, slots),
 		maxLen: maxLen,
-		notify: make(chan struct{}, 1),
 		spare:  make([]byte, 0, maxLen),
 	}
 	backing := make([]byte, slots*maxLen)
@@ -51,10 +49,6 @@ func (r *msgRing) push(p []byte) (dropped bool) {
 	}
 	r.slots[i] = append(r.slots[i][:0], p...)
 	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
 	return dropped
 }
 
@@ -73,22 +67,6 @@ func (r *msgRing) popSwap() ([]byte, bool) {
 	r.n--
 	r.mu.Unlock()
 	return m, true
-}
-
-// peekLen returns the length of the oldest message.
-func (r *msgRing) peekLen() (int, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == 0 {
-		return 0, false
-	}
-	return len(r.slots[r.head]), true
-}
-
-func (r *msgRing) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n
 }
 
 func (r *msgRing) droppedCount() uint64 {

@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,10 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/clockwire"
+	"github.com/ragsync/ragsync/p2p/internal/stats"
+	"github.com/ragsync/ragsync/p2p/internal/wire"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Session errors.
@@ -28,9 +31,8 @@ var (
 	ErrMessageTooLarge = errors.New("p2p: message too large")
 )
 
-// MessageSizeError reports a message longer than Config.MaxMessageSize
-// (from Send) or a receive buffer shorter than the next message (from
-// TryRecv/Recv; the message stays queued).
+// MessageSizeError reports a message longer than Config.MaxMessageSize,
+// passed to Send.
 type MessageSizeError struct {
 	Size, Limit int
 }
@@ -76,9 +78,9 @@ type linkState struct {
 	lastActivePing  time.Duration
 	streak          int // consecutive answered pings
 
-	rtt     RTTEstimator
-	jin     Jitter
-	jout    Jitter
+	rtt     clocksync.RTTEstimator
+	jin     stats.Jitter // peer → us, from t4 − t3
+	jout    stats.Jitter // us → peer, from t2 − t1
 	last3   [3]time.Duration
 	n3, i3  int
 	pings   uint64
@@ -134,18 +136,15 @@ func (l *linkState) unansweredFor(now time.Duration) time.Duration {
 // active (both peers agree which); the other is kept warm as a standby.
 // See the package doc for the protocol.
 //
-// Send, SendClass, Poll, TryRecv, Recv and Stats are safe for concurrent
-// use and do not allocate. Poll, TryRecv and Recv consume the same queue.
+// Send, Poll and Stats are safe for concurrent use and do not allocate.
 type Session struct {
 	cfg   Config
-	role  Role
+	role  signaling.Role
 	room  string
 	log   *slog.Logger
 	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
-
-	minClockSamples int
 
 	rtc      *rtcTransport
 	tcp      atomic.Pointer[tcpTransport]
@@ -158,12 +157,11 @@ type Session struct {
 	dataSeq     uint32
 	sent        uint64
 	sendDropped uint64
-	txRate      RateMeter // under sendMu (all messages sent)
-	txLink      [2]uint64 // under sendMu: messages sent per link
+	txRate      stats.RateMeter // under sendMu (all messages sent)
+	txLink      [2]uint64       // under sendMu: messages sent per link
 	txLinkB     [2]uint64
 	active      atomic.Uint32
 	ended       atomic.Bool
-	testMute    atomic.Bool // drop everything this peer sends
 
 	ring *msgRing
 
@@ -171,8 +169,8 @@ type Session struct {
 	phase         phase
 	state         ConnState
 	links         [2]linkState
-	seq           SeqTracker
-	rxRate        RateMeter
+	seq           stats.SeqTracker
+	rxRate        stats.RateMeter
 	lossBase      [2]uint64 // expected, received at the last rate window
 	lossRecent    float64
 	malformed     uint64
@@ -217,7 +215,7 @@ type linkBox struct{ l link }
 // it from the signaling client, tests from in-process pipes.
 type sessionParams struct {
 	cfg      Config // already through withDefaults
-	role     Role
+	role     signaling.Role
 	room     string
 	sig      signaler                                    // for WebRTC negotiation
 	dialTCP  func(ctx context.Context) (net.Conn, error) // nil: no TCP
@@ -253,31 +251,27 @@ func newSession(p sessionParams) (*Session, error) {
 		p.clock = newWallClock()
 	}
 	cc := p.cfg.ClockSync
-	cc.Role = clocksync.RoleFollower
-	if p.role == RoleOfferer {
-		cc.Role = clocksync.RoleLeader
-	}
+	cc.Leader = p.role == signaling.RoleOfferer
 	cal, err := clocksync.NewCalibrator(cc, p.clock)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
 	}
 	s := &Session{
-		cfg:             p.cfg,
-		role:            p.role,
-		room:            p.room,
-		log:             p.cfg.Logger.With("role", p.role.String()),
-		clock:           p.clock,
-		cal:             cal,
-		minClockSamples: cmp.Or(cc.MinSamples, clocksync.DefaultMinSamples),
-		closeSig:        p.closeSig,
-		sendBuf:         make([]byte, 0, HeaderLen+p.cfg.MaxMessageSize),
-		ring:            newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:          make(chan Event, p.cfg.EventBuffer),
-		ready:           make(chan struct{}),
-		done:            make(chan struct{}),
-		closing:         make(chan struct{}),
-		loopBuf:         make([]byte, 0, 256),
-		state:           StateConnecting,
+		cfg:      p.cfg,
+		role:     p.role,
+		room:     p.room,
+		log:      p.cfg.Logger.With("role", p.role.String()),
+		clock:    p.clock,
+		cal:      cal,
+		closeSig: p.closeSig,
+		sendBuf:  make([]byte, 0, wire.HeaderLen+p.cfg.MaxMessageSize),
+		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
+		events:   make(chan Event, p.cfg.EventBuffer),
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		closing:  make(chan struct{}),
+		loopBuf:  make([]byte, 0, 256),
+		state:    StateConnecting,
 	}
 	for i := range s.pongBufs {
 		s.pongBufs[i] = make([]byte, 0, 256)
@@ -320,7 +314,7 @@ func newSession(p sessionParams) (*Session, error) {
 	} else {
 		s.cancelTCP()
 	}
-	if s.rtc != nil && p.role == RoleOfferer {
+	if s.rtc != nil && p.role == signaling.RoleOfferer {
 		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
 		err := s.rtc.start(ctx)
 		cancel()
@@ -354,10 +348,11 @@ func (s *Session) dialTCP(ctx context.Context, dial func(context.Context) (net.C
 	t.start()
 }
 
-// Role returns this peer's role (offerer or answerer), which both peers
-// agree on. The offerer decides the active transport and is the clock
-// leader; use Role as a tie-breaker in game logic too.
-func (s *Session) Role() Role { return s.role }
+// Role returns this peer's role, signaling.RoleOfferer or
+// signaling.RoleAnswerer, which both peers agree on. The offerer decides
+// the active transport and is the clock leader; use Role as a tie-breaker
+// in game logic too (ragsync.NewMatch makes the offerer side 1).
+func (s *Session) Role() signaling.Role { return s.role }
 
 // Room returns the room code the session was paired in ("" for quick
 // match without a code or for in-process sessions).
@@ -438,8 +433,8 @@ func (s *Session) onUp(k TransportKind) {
 	s.linkPtr[k.idx()].Store(&linkBox{l: l})
 	// Tell the peer which transports we have, so that it does not wait for
 	// one we disabled.
-	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgControl, Seq: s.nextCtrlSeq()})
-	b = appendControl(b, control{Kind: ctrlHello, Enabled: s.enabled})
+	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
+	b = wire.AppendControl(b, wire.Control{Kind: wire.CtrlHello, Enabled: s.enabled})
 	s.loopBuf = b
 	s.xmit(k, b)
 	if s.phase == phaseLinks {
@@ -484,7 +479,7 @@ func (s *Session) onMalformed(TransportKind) {
 
 func (s *Session) onMessage(k TransportKind, p []byte) {
 	now := s.now()
-	h, payload, err := ParseHeader(p)
+	h, payload, err := wire.ParseHeader(p)
 	if err != nil {
 		s.mu.Lock()
 		s.malformed++
@@ -492,7 +487,7 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		return
 	}
 	switch h.Type {
-	case MsgData:
+	case wire.MsgData:
 		if len(payload) > s.cfg.MaxMessageSize {
 			s.mu.Lock()
 			s.malformed++
@@ -506,12 +501,12 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		if res.Deliver() {
 			s.ring.push(payload)
 		}
-	case MsgPing:
+	case wire.MsgPing:
 		// Answer at once, on the link it came in on. The calibrator stamps
 		// t2 and t3.
 		buf := s.pongBufs[k.idx()]
 		s.mu.Lock()
-		buf = AppendHeader(buf[:0], Header{Type: MsgPong, Seq: s.nextCtrlSeq()})
+		buf = wire.AppendHeader(buf[:0], wire.Header{Type: wire.MsgPong, Seq: s.nextCtrlSeq()})
 		buf, err = s.cal.HandlePing(payload, buf)
 		if err != nil {
 			s.badClockMsg(err)
@@ -522,21 +517,22 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		s.mu.Unlock()
 		s.pongBufs[k.idx()] = buf
 		s.xmit(k, buf)
-	case MsgPong:
-		pg, err := clocksync.ParsePong(payload)
+	case wire.MsgPong:
+		pg, err := clockwire.ParsePong(payload)
 		s.mu.Lock()
+		var smp clocksync.Sample
 		if err == nil {
-			err = s.cal.HandlePong(payload)
+			smp, err = s.cal.HandlePong(payload)
 		}
 		if err != nil {
 			s.badClockMsg(err)
 		} else {
 			s.received(k, now, len(p))
-			s.pong(k, now, pg.T1, pg.T2, pg.T3)
+			s.pong(k, pg, smp)
 		}
 		s.mu.Unlock()
-	case MsgControl:
-		c, err := parseControl(payload)
+	case wire.MsgControl:
+		c, err := wire.ParseControl(payload)
 		s.mu.Lock()
 		if err != nil {
 			s.malformed++
@@ -571,24 +567,21 @@ func (s *Session) nextCtrlSeq() uint32 {
 	return s.ctrlSeq
 }
 
-// pong processes the four timestamps of an answered ping. Called with mu
-// held.
-func (s *Session) pong(k TransportKind, t4, t1, t2, t3 time.Duration) {
-	rtt := (t4 - t1) - (t3 - t2)
-	if rtt < 0 || t1 > t4 {
-		s.malformed++
-		return
-	}
+// pong processes an answered ping: the pong's timestamps and the sample
+// the calibrator made of them (its round trip, its t4 in At). Called with
+// mu held.
+func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample) {
+	t4, rtt := smp.At, smp.Delay
 	ls := &s.links[k.idx()]
 	ls.pongs++
 	ls.lastPong = t4
 	ls.firstUnanswered = 0
 	ls.streak++
-	ls.rtt.Add(rtt)
+	ls.rtt.Add(t4, rtt)
 	ls.add3(rtt)
-	ls.jout.Add(t2 - t1)
-	ls.jin.Add(t4 - t3)
-	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == t1 {
+	ls.jout.Add(pg.T2 - pg.T1)
+	ls.jin.Add(t4 - pg.T3)
+	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == pg.T1 {
 		pr.res[pr.n] = rtt
 		pr.n++
 		pr.outstanding = false
@@ -601,40 +594,41 @@ func (s *Session) pong(k TransportKind, t4, t1, t2, t3 time.Duration) {
 }
 
 // control handles a control message. Called with mu held.
-func (s *Session) control(k TransportKind, now time.Duration, c control) {
+func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 	if s.phase == phaseEnded {
 		return
 	}
 	switch c.Kind {
-	case ctrlSelect:
-		if s.role != RoleAnswerer {
+	case wire.CtrlSelect:
+		if s.role != signaling.RoleAnswerer {
 			s.malformed++
 			return
 		}
+		tr := TransportKind(c.Transport)
 		if c.Epoch > s.epoch || s.phase != phaseRunning {
 			from := TransportKind(s.active.Load())
 			s.epoch = c.Epoch
-			s.active.Store(uint32(c.Transport))
+			s.active.Store(uint32(tr))
 			if s.phase != phaseRunning {
-				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", c.Transport)
+				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", tr)
 				s.becomeRunning(now)
-			} else if from != c.Transport {
+			} else if from != tr {
 				s.switches++
-				s.choiceReason = fmt.Sprintf("offerer switched to %v (epoch %d)", c.Transport, c.Epoch)
-				s.emit(Event{Kind: EventTransportChanged, From: from, Transport: c.Transport, Reason: "chosen by the offerer"})
+				s.choiceReason = fmt.Sprintf("offerer switched to %v (epoch %d)", tr, c.Epoch)
+				s.emit(Event{Kind: EventTransportChanged, From: from, Transport: tr, Reason: "chosen by the offerer"})
 			}
 		}
 		// Acknowledge every select (also repeats: our ack may have been lost).
 		if c.Epoch == s.epoch {
-			s.sendControlLocked(control{Kind: ctrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
+			s.sendControlLocked(wire.Control{Kind: wire.CtrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
 		}
-	case ctrlSelectAck:
-		if s.role == RoleOfferer && c.Epoch == s.epoch {
+	case wire.CtrlSelectAck:
+		if s.role == signaling.RoleOfferer && c.Epoch == s.epoch {
 			s.acked = true
 		}
-	case ctrlBye:
+	case wire.CtrlBye:
 		s.endLocked(fmt.Errorf("%w: the peer closed the session", ErrDisconnected), "the peer closed the session", 0)
-	case ctrlHello:
+	case wire.CtrlHello:
 		for i := range s.links {
 			ls := &s.links[i]
 			if c.Enabled&(1<<i) == 0 && ls.state == LinkConnecting {
@@ -657,18 +651,16 @@ func (s *Session) control(k TransportKind, now time.Duration, c control) {
 // mu held.
 func (s *Session) badClockMsg(err error) {
 	s.log.Debug("p2p: clock message refused", "err", err)
-	var we *clocksync.WireError
-	var te *clocksync.TimestampError
-	if errors.As(err, &we) || errors.As(err, &te) || errors.Is(err, clocksync.ErrRoleConflict) {
+	if errors.Is(err, clocksync.ErrMalformed) || errors.Is(err, clocksync.ErrBadTimestamps) || errors.Is(err, clocksync.ErrRoleConflict) {
 		s.malformed++
 	}
 }
 
 // sendControlLocked sends c on every open link (through the loop buffer).
 // Called with mu held; transports' sends do not block.
-func (s *Session) sendControlLocked(c control) {
-	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgControl, Seq: s.nextCtrlSeq()})
-	b = appendControl(b, c)
+func (s *Session) sendControlLocked(c wire.Control) {
+	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
+	b = wire.AppendControl(b, c)
 	s.loopBuf = b
 	for i := range s.links {
 		if s.links[i].up() {
@@ -680,7 +672,7 @@ func (s *Session) sendControlLocked(c control) {
 // xmit sends a non-data message on link k, counting it.
 func (s *Session) xmit(k TransportKind, p []byte) {
 	b := s.linkPtr[k.idx()].Load()
-	if b == nil || s.testMute.Load() {
+	if b == nil {
 		return
 	}
 	if b.l.send(p) == nil {
@@ -818,7 +810,7 @@ func (s *Session) tickLinks(now time.Duration) {
 		resolved = true
 	}
 	if !resolved {
-		if s.role == RoleAnswerer && now > s.awaitDeadline {
+		if s.role == signaling.RoleAnswerer && now > s.awaitDeadline {
 			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
 		}
 		return
@@ -889,7 +881,7 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.t1 = s.sendPing(ls.kind, now)
 		}
 	}
-	if s.role == RoleAnswerer {
+	if s.role == signaling.RoleAnswerer {
 		if done {
 			s.phase = phaseAwait
 		}
@@ -911,7 +903,7 @@ func (s *Session) tickProbe(now time.Duration) {
 	s.becomeRunning(now)
 }
 
-// initialChoice applies the seed's rule to the probe results: a transport
+// initialChoice applies the 3-probe rule to the probe results: a transport
 // that answered at least one probe is usable; with Config.Prefer set and
 // usable, it wins; otherwise the lower 3-probe maximum wins, ties to WebRTC.
 func (s *Session) initialChoice() (TransportKind, string) {
@@ -963,7 +955,7 @@ func (s *Session) decide(now time.Duration, k TransportKind) {
 }
 
 func (s *Session) sendSelect(now time.Duration) {
-	s.sendControlLocked(control{Kind: ctrlSelect, Epoch: s.epoch, Transport: TransportKind(s.active.Load())})
+	s.sendControlLocked(wire.Control{Kind: wire.CtrlSelect, Epoch: s.epoch, Transport: uint8(s.active.Load())})
 	s.nextSelect = now + s.cfg.PingInterval
 }
 
@@ -971,11 +963,11 @@ func (s *Session) sendSelect(now time.Duration) {
 // Called with mu held.
 func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 	ls := &s.links[k.idx()]
-	b := AppendHeader(s.loopBuf[:0], Header{Type: MsgPing, Seq: s.nextCtrlSeq()})
+	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgPing, Seq: s.nextCtrlSeq()})
 	b = s.cal.AppendPing(b)
 	s.loopBuf = b
 	t1 := now
-	if pg, err := clocksync.ParsePing(b[HeaderLen:]); err == nil {
+	if pg, err := clockwire.ParsePing(b[wire.HeaderLen:]); err == nil {
 		t1 = pg.T1
 	}
 	ls.pings++
@@ -1004,7 +996,7 @@ func (s *Session) tickRunning(now time.Duration) {
 	}
 
 	active := TransportKind(s.active.Load())
-	if s.role == RoleOfferer {
+	if s.role == signaling.RoleOfferer {
 		s.policy(now, active)
 		active = TransportKind(s.active.Load())
 		if !s.acked && now >= s.nextSelect {
@@ -1040,7 +1032,7 @@ func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
 		return true, fmt.Sprintf("%v down", ls.kind)
 	case ls.silentFor(now) > s.cfg.FailoverAfter:
 		return true, fmt.Sprintf("%v silent for %v", ls.kind, ls.silentFor(now).Round(time.Millisecond))
-	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.s.Smoothed:
+	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.Stats(now).Smoothed:
 		return true, fmt.Sprintf("%v pings unanswered for %v", ls.kind, ls.unansweredFor(now).Round(time.Millisecond))
 	}
 	return false, ""
@@ -1049,7 +1041,7 @@ func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
 // works reports whether a standby link is fit to take over: open, and its
 // last ping was answered recently.
 func (s *Session) works(now time.Duration, ls *linkState) bool {
-	window := 3*s.cfg.StandbyPingInterval + ls.rtt.s.Smoothed
+	window := 3*s.cfg.StandbyPingInterval + ls.rtt.Stats(now).Smoothed
 	return ls.up() && ls.streak >= 1 && now-ls.lastPong < window && ls.silentFor(now) < window
 }
 
@@ -1102,7 +1094,7 @@ func (s *Session) teardown() {
 	s.mu.Lock()
 	closedByUs := errors.Is(s.endErr, ErrClosed)
 	if closedByUs {
-		s.sendControlLocked(control{Kind: ctrlBye, Reason: byeClosed})
+		s.sendControlLocked(wire.Control{Kind: wire.CtrlBye, Reason: wire.ByeClosed})
 	}
 	s.mu.Unlock()
 	if closedByUs {
@@ -1149,7 +1141,7 @@ func (s *Session) flushBye() {
 // Close ends the session: it tells the peer (a bye message on every open
 // transport, best effort), closes both transports and the signaling
 // connection, and waits for the session's goroutines. Messages still
-// queued can be drained with Poll/TryRecv after Close. It is idempotent and
+// queued can be drained with Poll after Close. It is idempotent and
 // returns nil.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
@@ -1170,38 +1162,30 @@ func (s *Session) Close() error {
 // *MessageSizeError for len(p) > Config.MaxMessageSize, ErrClosed after
 // Close, an error wrapping ErrDisconnected once the peer is gone.
 //
-// Send is SendClass(0, p).
-func (s *Session) Send(p []byte) error { return s.SendClass(0, p) }
-
-// SendClass is Send with a latest-only class for the TCP transport: while
-// the TCP socket is busy, a message replaces an unsent older message of the
-// same class, so stale game states never queue up. Use one class per
-// independent stream of states (class 0..TCPClasses-1). "Busy" includes
-// the moment the writer goroutine is writing the previous frame, so a burst
-// of messages of one class sent back to back keeps only its last one on
-// TCP: send at most one message per class per tick, or give messages that
-// must not replace each other different classes. On WebRTC the class is
-// ignored.
-func (s *Session) SendClass(class int, p []byte) error {
+// On the TCP fallback, messages are latest-only by their first byte (their
+// kind): while the socket is busy, a message replaces an unsent one with
+// the same first byte, so stale game states never queue up behind each
+// other, and a message of another kind is never replaced by a state.
+// "Busy" includes the moment the previous write is under way, so of a
+// burst of same-kind messages sent back to back only the last may arrive
+// on TCP: send at most one message of each kind per tick.
+func (s *Session) Send(p []byte) error {
 	if len(p) > s.cfg.MaxMessageSize {
 		return &MessageSizeError{Size: len(p), Limit: s.cfg.MaxMessageSize}
-	}
-	if class < 0 || class >= TCPClasses {
-		return fmt.Errorf("p2p: class %d out of range [0,%d)", class, TCPClasses)
 	}
 	if s.ended.Load() {
 		return s.endError()
 	}
 	s.sendMu.Lock()
 	b := s.sendLink()
-	if b == nil || s.testMute.Load() {
+	if b == nil {
 		s.sendDropped++
 		s.sendMu.Unlock()
 		return nil
 	}
-	buf := AppendHeader(s.sendBuf[:0], Header{Type: MsgData, Seq: s.dataSeq})
+	buf := wire.AppendHeader(s.sendBuf[:0], wire.Header{Type: wire.MsgData, Seq: s.dataSeq})
 	buf = append(buf, p...)
-	if err := b.l.sendData(class, buf); err != nil {
+	if err := b.l.sendData(buf); err != nil {
 		s.sendDropped++
 		s.sendMu.Unlock()
 		return nil
@@ -1237,9 +1221,11 @@ func (s *Session) endError() error {
 	return s.endErr
 }
 
-// Poll hands every queued message to fn, oldest first, and returns how many
-// it handed over. It never blocks; p is valid only during the call. Use it
-// once per game tick. It does not allocate.
+// Poll hands every received message to fn, oldest first, and returns how
+// many it handed over. It never blocks; p is valid only during the call.
+// Use it once per game tick. It does not allocate. Messages wait for it in
+// a bounded queue (Config.RecvQueue; when it is full the oldest are
+// dropped, counted in Stats.RecvOverflow), also after the session ended.
 func (s *Session) Poll(fn func(p []byte)) int {
 	s.ring.consMu.Lock()
 	defer s.ring.consMu.Unlock()
@@ -1251,44 +1237,6 @@ func (s *Session) Poll(fn func(p []byte)) int {
 		}
 		fn(m)
 		n++
-	}
-}
-
-// TryRecv copies the oldest queued message into buf and returns its length
-// and true, or 0 and false if there is none. It never blocks. If buf is too
-// short the message stays queued and a *MessageSizeError is returned.
-func (s *Session) TryRecv(buf []byte) (int, bool, error) {
-	s.ring.consMu.Lock()
-	defer s.ring.consMu.Unlock()
-	n, ok := s.ring.peekLen()
-	if !ok {
-		return 0, false, nil
-	}
-	if n > len(buf) {
-		return 0, false, &MessageSizeError{Size: n, Limit: len(buf)}
-	}
-	m, _ := s.ring.popSwap()
-	return copy(buf, m), true, nil
-}
-
-// Recv waits for a message and copies it into buf. It returns ctx.Err()
-// when ctx ends, and the session's error once it has ended and the queue is
-// empty (so nothing received before the end is lost).
-func (s *Session) Recv(ctx context.Context, buf []byte) (int, error) {
-	for {
-		n, ok, err := s.TryRecv(buf)
-		if ok || err != nil {
-			return n, err
-		}
-		select {
-		case <-s.ring.notify:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-s.done:
-			if s.ring.len() == 0 {
-				return 0, s.endError()
-			}
-		}
 	}
 }
 
@@ -1317,12 +1265,12 @@ func (s *Session) Stats() Stats {
 	st.Malformed = s.malformed
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
-	est := s.cal.Estimate()
-	if est.Samples > 0 {
+	cs := s.cal.Stats()
+	if est := cs.Estimate; est.Samples > 0 {
 		st.ClockOffset = est.OffsetAt(now)
 		st.ClockUncertainty = est.UncertaintyAt(now)
 	}
-	st.ClockSynced = s.cal.Synced() && est.Samples >= s.minClockSamples
+	st.ClockSynced = cs.Synced && cs.Calibrated
 	for i := range s.links {
 		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
 	}
@@ -1367,7 +1315,7 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.ProbeMax = ls.probe.max
 	out.ProbeLost = ls.probe.lost
 	out.Last3Max = ls.max3()
-	out.RTT = ls.rtt.Stats()
+	out.RTT = ls.rtt.Stats(now)
 	out.Jitter = ls.jin.Value()
 	out.JitterOut = ls.jout.Value()
 	out.PingsSent = ls.pings

@@ -3,6 +3,9 @@ package p2p
 import (
 	"fmt"
 	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // LinkState is the state of one transport.
@@ -43,8 +46,8 @@ type LinkStats struct {
 	Err     string // why it is down, if it is
 
 	// Probe holds the initial three probe round trips (0 = lost), ProbeMax
-	// their maximum (the seed's estimate; a lost probe counts as
-	// Config.ProbeTimeout) and ProbeLost how many were lost. Zero if the
+	// their maximum (the figure the initial choice compares; a lost probe
+	// counts as Config.ProbeTimeout) and ProbeLost how many were lost. Zero if the
 	// transport was not up when the session chose.
 	Probe     [3]time.Duration
 	ProbeMax  time.Duration
@@ -53,7 +56,9 @@ type LinkStats struct {
 	// figure that mid-session switching compares.
 	Last3Max time.Duration
 
-	RTT       RTTStats
+	// RTT: the round trips of this transport's pings (clocksync's
+	// samples), smoothed, and their quantiles over the last 10 s.
+	RTT       clocksync.RTTStats
 	Jitter    time.Duration // peer → us, RFC 3550 over ping/pong timestamps
 	JitterOut time.Duration // us → peer
 
@@ -70,7 +75,7 @@ type LinkStats struct {
 // it without allocating; reading it every frame is fine.
 type Stats struct {
 	State     ConnState
-	Role      Role
+	Role      signaling.Role
 	Transport TransportKind // the active transport both peers agreed on
 	// ChoiceReason says why Transport is active (the initial choice or the
 	// last switch).
@@ -83,7 +88,7 @@ type Stats struct {
 
 	// RTT, Jitter and JitterOut are those of the active transport (see
 	// LinkStats).
-	RTT       RTTStats
+	RTT       clocksync.RTTStats
 	Jitter    time.Duration
 	JitterOut time.Duration
 
@@ -97,7 +102,7 @@ type Stats struct {
 	LossRecent  float64 // over the last second, 0..1
 	Duplicates  uint64  // dropped: already received
 	Reordered   uint64  // arrived after a newer one (delivered)
-	Late        uint64  // dropped: older than the duplicate window (SeqWindow)
+	Late        uint64  // dropped: older than the duplicate window (1024 messages)
 	// RecvOverflow counts messages dropped from the receive queue because
 	// the game did not drain it (oldest first).
 	RecvOverflow uint64

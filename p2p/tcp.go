@@ -8,18 +8,16 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ragsync/ragsync/signaling/relay"
+	"github.com/ragsync/ragsync/p2p/internal/relay"
+	"github.com/ragsync/ragsync/p2p/internal/wire"
 )
 
-// TCPClasses is the number of latest-only message classes on the TCP
-// transport (see Session.SendClass).
-const TCPClasses = 4
-
 // tcpTransport is the TCP fallback: session messages as length-prefixed
-// frames (package signaling/relay) over a stream relayed by the signaling
-// server. Data messages go through the relay's latest-only sender, one slot
-// per class, so while the socket is busy only the newest message of each
-// class waits; pings, pongs and control messages go through its small FIFO
+// frames (package p2p/internal/relay) over a stream relayed by the
+// signaling server. Data messages go through the relay's latest-only
+// sender, keyed by the first byte of their payload (the game message's
+// kind), so while the socket is busy only the newest message of each kind
+// waits; pings, pongs and control messages go through its small FIFO
 // control queue, written first, so they are never superseded.
 type tcpTransport struct {
 	conn net.Conn
@@ -38,21 +36,18 @@ type tcpTransport struct {
 	closed   bool
 	downOnce sync.Once
 	wg       sync.WaitGroup
-
-	// testDrop drops every message sent or received at this layer.
-	testDrop dropFlag
 }
 
 func newTCPTransport(conn net.Conn, maxMsg int, h linkHandler) *tcpTransport {
 	t := &tcpTransport{
 		conn: conn,
-		snd:  relay.NewSender(conn, relay.SenderConfig{Classes: TCPClasses, ControlQueue: 32}),
+		snd:  relay.NewSender(conn, relay.SenderConfig{ControlQueue: 32}),
 		// Frames up to the relay's maximum are read (and those longer
 		// than a session message skipped and counted), so an oversized
 		// frame does not cost the stream.
 		rd:  relay.NewReader(conn, relay.MaxFrameLen),
 		h:   h,
-		max: maxMsg + HeaderLen,
+		max: maxMsg + wire.HeaderLen,
 	}
 	return t
 }
@@ -86,40 +81,33 @@ func (t *tcpTransport) readLoop(max int) {
 			t.down(err)
 			return
 		}
-		if t.testDrop.Load() {
-			continue
-		}
 		t.h.onMessage(TransportTCP, p)
 	}
 }
 
-// send queues a session message. class < 0 means the control FIFO (pings,
-// pongs, control); otherwise the latest-only slot of that class.
-func (t *tcpTransport) send(p []byte) error { return t.sendClass(-1, p) }
+// send queues a ping, pong or control message on the control FIFO.
+func (t *tcpTransport) send(p []byte) error { return t.queued1(t.snd.SendControl(p)) }
 
-func (t *tcpTransport) sendData(class int, p []byte) error { return t.sendClass(class, p) }
-
-func (t *tcpTransport) setTestDrop(drop bool) { t.testDrop.Store(drop) }
-
-func (t *tcpTransport) sendClass(class int, p []byte) error {
-	if t.testDrop.Load() {
-		return nil
+// sendData queues a data message (header and payload) in the latest-only
+// slot of its payload's first byte (one more slot for empty payloads).
+func (t *tcpTransport) sendData(p []byte) error {
+	key := relay.NumKeys - 1
+	if len(p) > wire.HeaderLen {
+		key = int(p[wire.HeaderLen])
 	}
-	var err error
-	if class < 0 {
-		err = t.snd.SendControl(p)
-	} else {
-		err = t.snd.Send(class, p)
-	}
+	return t.queued1(t.snd.Send(key, p))
+}
+
+func (t *tcpTransport) queued1(err error) error {
 	switch {
 	case err == nil:
 		t.queued.Add(1)
 		return nil
 	case errors.Is(err, relay.ErrControlQueueFull):
-		return ErrTransportBusy
+		return errTransportBusy
 	default:
 		t.fail(fmt.Errorf("p2p: tcp: send: %w", err))
-		return ErrTransportDown
+		return errTransportDown
 	}
 }
 
@@ -167,6 +155,3 @@ func (t *tcpTransport) close() error {
 	t.wg.Wait()
 	return err
 }
-
-// testKill closes the stream without marking the transport closed (test hook).
-func (t *tcpTransport) testKill() { _ = t.conn.Close() }

@@ -1,13 +1,15 @@
 package p2p
 
 import (
-	"context"
 	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // failWriteConn is a net.Conn whose writes fail once failing is set, while
@@ -46,7 +48,7 @@ func (h *lockedHandler) onDown(k TransportKind, err error) {
 // session's lock inside its own: a deadlock); the read loop reports it,
 // with the write error.
 func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	ca, cb := net.Pipe()
 	defer cb.Close()
 	fc := &failWriteConn{Conn: ca}
@@ -66,26 +68,22 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 	fc.failing.Store(true)
 	// Make the writer hit the broken stream, then wait until the sender
 	// reports its error.
-	deadline := time.Now().Add(5 * time.Second)
-	for tr.snd.Err() == nil && time.Now().Before(deadline) {
+	waitUntil(t, "the sender seeing the write error", func() bool {
 		_ = tr.send([]byte{1})
-		time.Sleep(time.Millisecond)
-	}
-	if tr.snd.Err() == nil {
-		t.Fatal("the sender never saw the write error")
-	}
+		return tr.snd.Err() != nil
+	})
 
 	h.mu.Lock() // as the session loop holds its lock while it pings
 	res := make(chan error, 1)
 	go func() { res <- tr.send([]byte{2}) }()
 	select {
 	case err := <-res:
-		if !errors.Is(err, ErrTransportDown) {
-			t.Errorf("send on a broken stream: %v, want ErrTransportDown", err)
+		if !errors.Is(err, errTransportDown) {
+			t.Errorf("send on a broken stream: %v, want errTransportDown", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-testwait.Chan(t):
 		h.mu.Unlock()
-		t.Fatal("send on a broken stream called onDown under the caller's lock (deadlock)")
+		t.Fatal("send on a broken stream called onDown under the caller's lock (deadlock; gave up near the test binary's deadline)")
 	}
 	h.mu.Unlock()
 	select {
@@ -93,41 +91,17 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 		if !errors.Is(err, errWriteBroken) {
 			t.Errorf("onDown(%v), want the write error", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("onDown never called")
+	case <-testwait.Chan(t):
+		t.Fatal("onDown never called (gave up near the test binary's deadline)")
 	}
 }
 
 // TestTCPWriteErrorDoesNotDeadlock: a session whose TCP stream breaks on
 // the sending side first notices it, and Close returns.
 func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
-	checkLeaks(t)
-	c, err := Config{}.withDefaults("http://127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, cb := net.Pipe()
-	fb := &failWriteConn{Conn: cb}
-	mk := func(role Role, conn net.Conn) *Session {
-		s, err := newSession(sessionParams{
-			cfg:     c,
-			role:    role,
-			dialTCP: func(context.Context) (net.Conn, error) { return conn, nil },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b := mk(RoleOfferer, ca), mk(RoleAnswerer, fb)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := a.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.waitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	leaktest.Check(t)
+	var fb *failWriteConn
+	a, b := newPipeSessionsWrapped(t, Config{}, func(c net.Conn) net.Conn { fb = &failWriteConn{Conn: c}; return fb })
 
 	fb.failing.Store(true)
 	done := make(chan struct{})
@@ -139,8 +113,8 @@ func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the session deadlocked on a TCP write error (its transport never went down)")
+	case <-testwait.Chan(t):
+		t.Fatal("the session deadlocked on a TCP write error (its transport never went down; gave up near the test binary's deadline)")
 	}
 	if st := b.Stats(); st.TCP.Err == "" {
 		t.Errorf("TCP went down without a reason")
@@ -149,7 +123,7 @@ func TestTCPWriteErrorDoesNotDeadlock(t *testing.T) {
 	go func() { a.Close(); b.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close hung after a TCP write error")
+	case <-testwait.Chan(t):
+		t.Fatal("Close hung after a TCP write error (gave up near the test binary's deadline)")
 	}
 }

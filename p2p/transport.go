@@ -3,7 +3,6 @@ package p2p
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 
 	"github.com/pion/webrtc/v4"
 )
@@ -15,18 +14,11 @@ type link interface {
 	// send sends a ping, pong or control message (on TCP: the FIFO
 	// control queue, never superseded).
 	send(p []byte) error
-	// sendData sends a data message of the given latest-only class (on
-	// TCP, a newer message of the class replaces an unsent older one).
-	sendData(class int, p []byte) error
+	// sendData sends a data message (on TCP, latest-only: it replaces an
+	// unsent data message whose payload has the same first byte).
+	sendData(p []byte) error
 	close() error
-	// testKill makes the transport die as if the network had failed.
-	testKill()
-	// setTestDrop makes the transport drop everything it sends and
-	// receives, while staying open (a silent path).
-	setTestDrop(drop bool)
 }
-
-type dropFlag = atomic.Bool
 
 // linkHandler receives what transports read. onMessage is called from the
 // transport's read goroutine; p is valid only during the call. onDown is
@@ -48,11 +40,12 @@ type signaler interface {
 	sendCandidate(ctx context.Context, c webrtc.ICECandidateInit) error
 }
 
-// Transport errors.
+// Transport errors. Send counts them (Stats.SendDropped) and returns nil,
+// as for a lost packet.
 var (
-	// ErrTransportBusy: the transport's send buffer is full; the message
-	// was dropped (counted in Stats.SendDropped).
-	ErrTransportBusy = errors.New("p2p: transport busy, message dropped")
-	// ErrTransportDown: the transport is not open.
-	ErrTransportDown = errors.New("p2p: transport not open")
+	// errTransportBusy: the transport's send buffer is full; the message
+	// was dropped.
+	errTransportBusy = errors.New("p2p: transport busy, message dropped")
+	// errTransportDown: the transport is not open.
+	errTransportDown = errors.New("p2p: transport not open")
 )

@@ -40,31 +40,6 @@ func (k TransportKind) other() TransportKind {
 // idx maps a valid kind to 0 (WebRTC) or 1 (TCP).
 func (k TransportKind) idx() int { return int(k) - 1 }
 
-// Role is this peer's role in the session, assigned by the signaling server
-// and agreed by both peers. The offerer creates the WebRTC offer, decides
-// the active transport and is the clock leader; the answerer follows.
-type Role uint8
-
-const (
-	RoleUnknown  Role = 0
-	RoleOfferer  Role = 1
-	RoleAnswerer Role = 2
-)
-
-// String returns "offerer", "answerer" or "unknown".
-func (r Role) String() string {
-	switch r {
-	case RoleOfferer:
-		return "offerer"
-	case RoleAnswerer:
-		return "answerer"
-	case RoleUnknown:
-		return "unknown"
-	default:
-		return fmt.Sprintf("Role(%d)", uint8(r))
-	}
-}
-
 // ConnState is the session's connection state as the game should show it.
 type ConnState uint8
 

@@ -14,6 +14,9 @@ import (
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/ragsync/ragsync/p2p/internal/wire"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // dataChannelLabel names the session's data channel.
@@ -39,7 +42,7 @@ const sctpReceiveBuffer = 1 << 20
 // go into a reused buffer.
 type rtcTransport struct {
 	cfg  *Config
-	role Role
+	role signaling.Role
 	sig  signaler
 	h    linkHandler
 	log  *slog.Logger
@@ -61,10 +64,6 @@ type rtcTransport struct {
 
 	localCand  atomic.Uint32 // CandidateType
 	remoteCand atomic.Uint32
-
-	// testDrop, when set, drops every message sent or received at this
-	// layer, as if the path had died while ICE stays up.
-	testDrop dropFlag
 }
 
 type rawChannel struct {
@@ -75,7 +74,7 @@ type rawChannel struct {
 // newRTCTransport creates the PeerConnection and the data channel. The
 // offerer then calls start to send its offer; the answerer waits for
 // handleOffer.
-func newRTCTransport(cfg *Config, role Role, sig signaler, h linkHandler) (*rtcTransport, error) {
+func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler) (*rtcTransport, error) {
 	se := webrtc.SettingEngine{}
 	se.DetachDataChannels()
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
@@ -216,7 +215,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 
 // handleOffer applies the peer's offer and sends the answer (answerer only).
 func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
-	if t.role != RoleAnswerer {
+	if t.role != signaling.RoleAnswerer {
 		return fmt.Errorf("p2p: webrtc: unexpected offer for the %s", t.role)
 	}
 	if err := t.setRemote(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sdp}); err != nil {
@@ -237,7 +236,7 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 
 // handleAnswer applies the peer's answer (offerer only).
 func (t *rtcTransport) handleAnswer(sdp string) error {
-	if t.role != RoleOfferer {
+	if t.role != signaling.RoleOfferer {
 		return fmt.Errorf("p2p: webrtc: unexpected answer for the %s", t.role)
 	}
 	return t.setRemote(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: sdp})
@@ -280,7 +279,7 @@ func (t *rtcTransport) handleCandidate(c webrtc.ICECandidateInit) {
 
 func (t *rtcTransport) readLoop(rw datachannel.ReadWriteCloser) {
 	defer t.wg.Done()
-	buf := make([]byte, t.cfg.MaxMessageSize+HeaderLen)
+	buf := make([]byte, t.cfg.MaxMessageSize+wire.HeaderLen)
 	var discard []byte
 	for {
 		n, isString, err := rw.ReadDataChannel(buf)
@@ -305,9 +304,6 @@ func (t *rtcTransport) readLoop(rw datachannel.ReadWriteCloser) {
 			t.down(fmt.Errorf("p2p: webrtc: read: %w", err))
 			return
 		}
-		if t.testDrop.Load() {
-			continue
-		}
 		if isString {
 			t.h.onMalformed(TransportWebRTC)
 			continue
@@ -318,17 +314,14 @@ func (t *rtcTransport) readLoop(rw datachannel.ReadWriteCloser) {
 
 // send writes one message. It never blocks: when more than SendBuffer bytes
 // are queued in SCTP (the path is congested or dead), it drops the message
-// and returns ErrTransportBusy.
+// and returns errTransportBusy.
 func (t *rtcTransport) send(p []byte) error {
 	r := t.raw.Load()
 	if r == nil {
-		return ErrTransportDown
-	}
-	if t.testDrop.Load() {
-		return nil
+		return errTransportDown
 	}
 	if r.dc.BufferedAmount() > uint64(t.cfg.SendBuffer) {
-		return ErrTransportBusy
+		return errTransportBusy
 	}
 	_, err := r.rw.Write(p)
 	return err
@@ -366,12 +359,4 @@ func (t *rtcTransport) close() error {
 	return err
 }
 
-func (t *rtcTransport) sendData(_ int, p []byte) error { return t.send(p) }
-
-func (t *rtcTransport) setTestDrop(drop bool) { t.testDrop.Store(drop) }
-
-// testKill closes the PeerConnection without marking the transport closed,
-// so the session sees it die (test hook).
-func (t *rtcTransport) testKill() {
-	_ = t.pc.Close()
-}
+func (t *rtcTransport) sendData(p []byte) error { return t.send(p) }

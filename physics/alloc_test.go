@@ -9,7 +9,7 @@ func TestCodecAllocatesNothing(t *testing.T) {
 	w.AddBall(3, PropConfig{Pos: V(0, 3)})
 	a.SetInput(InputKick)
 	steps(w, 20)
-	c := w.Codec()
+	c := w.codec
 	var s, d Snapshot
 	buf := make([]byte, 0, MaxPacketSize)
 	fill := func() {
@@ -20,17 +20,17 @@ func TestCodecAllocatesNothing(t *testing.T) {
 	}
 	fill()
 	var err error
-	buf, _ = c.AppendSnapshot(buf[:0], &s)
-	if err = c.DecodeSnapshot(buf, &d); err != nil {
+	buf, _ = c.appendSnapshot(buf[:0], &s)
+	if err = c.decodeSnapshot(buf, &d); err != nil {
 		t.Fatal(err)
 	}
 	if n := testing.AllocsPerRun(100, fill); n != 0 {
 		t.Errorf("Snapshot.Reset+Add: %v allocs", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { buf, err = c.AppendSnapshot(buf[:0], &s) }); n != 0 || err != nil {
+	if n := testing.AllocsPerRun(100, func() { buf, err = c.appendSnapshot(buf[:0], &s) }); n != 0 || err != nil {
 		t.Errorf("AppendSnapshot: %v allocs (%v)", n, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { err = c.DecodeSnapshot(buf, &d) }); n != 0 || err != nil {
+	if n := testing.AllocsPerRun(100, func() { err = c.decodeSnapshot(buf, &d) }); n != 0 || err != nil {
 		t.Errorf("DecodeSnapshot: %v allocs (%v)", n, err)
 	}
 	_ = b

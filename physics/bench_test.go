@@ -21,12 +21,12 @@ func BenchmarkWorldStep(b *testing.B) {
 		f1.SetInput(in[i/20%len(in)])
 		w.Step()
 		for _, h := range w.Hits() {
-			w.Fighter(h.Victim).SetHP(w.Fighter(h.Victim).MaxHP()) // keep both standing
+			w.Fighter(h.Victim).setHP(w.Fighter(h.Victim).MaxHP()) // keep both standing
 		}
 	}
 }
 
-func benchSnapshot(b *testing.B) (*Codec, *Snapshot) {
+func benchSnapshot(b *testing.B) (*snapshotCodec, *Snapshot) {
 	w := newWorld(b)
 	f := addFighter(b, w, 1, 0)
 	f.SetInput(InputRight)
@@ -34,7 +34,7 @@ func benchSnapshot(b *testing.B) (*Codec, *Snapshot) {
 	var s Snapshot
 	s.Reset(3_600_000_000, 216_000)
 	s.Add(f.Object())
-	return w.Codec(), &s
+	return w.codec, &s
 }
 
 func BenchmarkSnapshotAppend(b *testing.B) {
@@ -44,7 +44,7 @@ func BenchmarkSnapshotAppend(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		buf, err = c.AppendSnapshot(buf[:0], s)
+		buf, err = c.appendSnapshot(buf[:0], s)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func BenchmarkSnapshotAppend(b *testing.B) {
 
 func BenchmarkSnapshotDecode(b *testing.B) {
 	c, s := benchSnapshot(b)
-	buf, err := c.AppendSnapshot(nil, s)
+	buf, err := c.appendSnapshot(nil, s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func BenchmarkSnapshotDecode(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := c.DecodeSnapshot(buf, &d); err != nil {
+		if err := c.decodeSnapshot(buf, &d); err != nil {
 			b.Fatal(err)
 		}
 	}

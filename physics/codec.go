@@ -8,52 +8,54 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // Wire format constants. See the package documentation for the layout.
 const (
-	// SnapshotVersion is the first byte of every snapshot.
-	SnapshotVersion = 1
+	// snapshotVersion is the first byte of every snapshot.
+	snapshotVersion = 1
 	// MaxPacketSize is the largest snapshot the codec writes or accepts, in
 	// bytes (fits one UDP datagram on any path).
 	MaxPacketSize = 1200
-	// MaxSnapshotObjects is the most objects one snapshot may carry.
-	MaxSnapshotObjects = 64
-	// MaxSnapshotBodies is the most bodies one snapshot may carry.
-	MaxSnapshotBodies = 512
+	// maxSnapshotObjects is the most objects one snapshot may carry.
+	maxSnapshotObjects = 64
+	// maxSnapshotBodies is the most bodies one snapshot may carry.
+	maxSnapshotBodies = 512
 )
 
-// Quantization steps. Positions are quantized to PosStep (root bodies over the
-// bounds, child bodies as residuals), angles to 2π/2^RootAngleBits (roots) and
-// 2π/2^ChildAngleBits (children), linear velocities to VelStep and angular
-// velocities to AngVelStep.
+// Quantization steps. Positions are quantized to posQuantum (root bodies over
+// the bounds, child bodies as residuals), angles to 2π/2^rootAngleBits (roots)
+// and 2π/2^childAngleBits (children), linear velocities to velQuantum and
+// angular velocities to angVelQuantum.
 const (
-	PosStep        = 0.001    // m
-	VelStep        = 1.0 / 64 // m/s
-	AngVelStep     = 1.0 / 32 // rad/s
-	RootAngleBits  = 14       // bits per root angle
-	ChildAngleBits = 11       // bits per child angle
-	rootAngleStep  = 2 * math.Pi / (1 << RootAngleBits)
-	childAngleStep = 2 * math.Pi / (1 << ChildAngleBits)
+	posQuantum     = 0.001    // m
+	velQuantum     = 1.0 / 64 // m/s
+	angVelQuantum  = 1.0 / 32 // rad/s
+	rootAngleBits  = 14       // bits per root angle
+	childAngleBits = 11       // bits per child angle
+	rootAngleStep  = 2 * math.Pi / (1 << rootAngleBits)
+	childAngleStep = 2 * math.Pi / (1 << childAngleBits)
 )
 
 // Worst-case quantization errors of a snapshot round trip at level
 // (ObjectState.VelShift) 0, for states inside the limits by at least one step.
 // At level s, child bodies' velocity and angular velocity errors are 2^s times
-// these, and at level 3 child position errors are 2·MaxPosError (1 mm). At the
+// these, and at level 3 child position errors are 2·maxPosError (1 mm). At the
 // very edge of the bounds or the speed limits the encoder moves a value one
 // more step inward so that the decoded state still validates; the error there
 // is at most twice these, except for a linear velocity at the speed limit:
 // both of its components step toward zero, so a component's error is at most
-// three times MaxVelError (times 2^s for a child). A few 1e-12 of float
+// three times maxVelError (times 2^s for a child). A few 1e-12 of float
 // rounding come on top.
 const (
-	MaxPosError        = PosStep / 2        // 0.5 mm
-	MaxRootAngleError  = rootAngleStep / 2  // 0.011°
-	MaxChildAngleError = childAngleStep / 2 // 0.088°
-	MaxAngleError      = MaxChildAngleError // the larger of the two
-	MaxVelError        = VelStep / 2        // 7.8 mm/s
-	MaxAngVelError     = AngVelStep / 2     // 0.016 rad/s (0.9°/s)
+	maxPosError        = posQuantum / 2     // 0.5 mm
+	maxRootAngleError  = rootAngleStep / 2  // 0.011°
+	maxChildAngleError = childAngleStep / 2 // 0.088°
+	maxAngleError      = maxChildAngleError // the larger of the two
+	maxVelError        = velQuantum / 2     // 7.8 mm/s
+	maxAngVelError     = angVelQuantum / 2  // 0.016 rad/s (0.9°/s)
 )
 
 // Wire widths of the object header. The Exp-Golomb orders are chosen per
@@ -79,27 +81,28 @@ const (
 	maxVelShift  = 3
 )
 
-// SnapshotTarget is the size the encoder aims at for a snapshot of one
+// snapshotTarget is the size the encoder aims at for a snapshot of one
 // object, in bytes. Each object gets the bits a lone object would have in a
-// SnapshotTarget-byte snapshot with the same header. When an object would
+// snapshotTarget-byte snapshot with the same header. When an object would
 // take more (violent motion: fast limbs, large solver errors), the encoder
 // sends its child bodies' velocity residuals with quanta 2, 4 or 8 times
 // coarser (ObjectState.VelShift 1..3), and at level 3 also child position
 // residuals in 2 mm quanta, until it fits. Angles and root bodies are never
 // coarsened. At level 3 the budget is not enforced further, so the target is
 // not a hard limit (MaxPacketSize is).
-const SnapshotTarget = 64
+const snapshotTarget = 64
 
 // Codec errors. Every codec error is a *CodecError wrapping one of these or
 // one of ErrNotFinite, ErrOutOfRange, ErrBodyCount, ErrUnknownObject,
-// ErrInvalidID.
+// ErrInvalidID. ErrVersion and ErrConfigMismatch say the peer runs another
+// wire version or another arena; the others that its packet is damaged.
 var (
-	ErrTruncated      = errors.New("truncated")
-	ErrTooLarge       = errors.New("too large")
+	errTruncated      = errors.New("truncated")
+	errTooLarge       = errors.New("too large")
 	ErrVersion        = errors.New("unsupported version")
 	ErrConfigMismatch = errors.New("codec configuration mismatch")
-	ErrTrailingData   = errors.New("trailing data")
-	ErrOrder          = errors.New("object ids not strictly increasing")
+	errTrailingData   = errors.New("trailing data")
+	errOrder          = errors.New("object ids not strictly increasing")
 )
 
 // CodecError reports a bad snapshot: what was wrong (Err), where (byte
@@ -136,9 +139,9 @@ func (e *CodecError) Unwrap() error { return e.Err }
 // time. Decoding into a Snapshot reuses its slices, so a Snapshot kept and
 // decoded into again allocates nothing once it has grown.
 type Snapshot struct {
-	// Time is the sender's game time in microseconds (the sync layer
-	// defines the clock).
-	Time int64
+	// Time is the sender's game time: the clock both peers share (package
+	// clocksync keeps it; physics only carries it).
+	Time clocksync.GameTime
 	// Seq is the sender's sequence number.
 	Seq uint32
 	// Objects in strictly increasing ID order.
@@ -153,14 +156,15 @@ type ObjectState struct {
 	Bodies  []BodyState
 	// VelShift is the precision level, set by AppendSnapshot and
 	// DecodeSnapshot: child bodies' velocities and angular velocities were
-	// sent with quanta 2^VelShift times VelStep and AngVelStep, and at level
-	// 3 child positions with 2 mm quanta (0 normally; see SnapshotTarget).
+	// sent with quanta 2^VelShift times 1/64 m/s and 1/32 rad/s, and at
+	// level 3 child positions with 2 mm quanta (0 normally; see the package
+	// documentation).
 	// Their error bounds scale alike.
 	VelShift uint8
 }
 
 // Reset empties s for reuse, keeping its capacity.
-func (s *Snapshot) Reset(time int64, seq uint32) {
+func (s *Snapshot) Reset(time clocksync.GameTime, seq uint32) {
 	s.Time, s.Seq = time, seq
 	s.Objects = s.Objects[:0]
 }
@@ -191,29 +195,20 @@ func (s *Snapshot) Add(o *Object) {
 	}
 }
 
-// Object returns the state of object id in s, or nil.
-func (s *Snapshot) Object(id ObjectID) *ObjectState {
-	for i := range s.Objects {
-		if s.Objects[i].ID == id {
-			return &s.Objects[i]
-		}
-	}
-	return nil
+// layoutSource finds the layout of an object by id (nil if unknown). A World
+// and a *layoutTable are layoutSources.
+type layoutSource interface {
+	layout(id ObjectID) *Layout
 }
 
-// LayoutSource finds the layout of an object by id (nil if unknown). A World
-// and a *LayoutTable are LayoutSources.
-type LayoutSource interface {
-	Layout(id ObjectID) *Layout
-}
-
-// Codec encodes and decodes snapshots. Both peers must use the same limits
-// (the arena bounds and speed limits: a one-byte fingerprint in every packet
-// catches a mismatch) and the same layouts for the same ids. A Codec holds no
-// per-call state: it is safe for concurrent use if its LayoutSource is.
-type Codec struct {
-	limits  Limits
-	layouts LayoutSource
+// snapshotCodec encodes and decodes snapshots. Both peers must use the same
+// limits (the arena bounds and speed limits: a one-byte fingerprint in every
+// packet catches a mismatch) and the same layouts for the same ids. A codec
+// holds no per-call state: it is safe for concurrent use if its layoutSource
+// is.
+type snapshotCodec struct {
+	limits  bodyLimits
+	layouts layoutSource
 	tag     byte
 
 	nx, ny uint64 // root position quantum counts over the bounds
@@ -221,23 +216,23 @@ type Codec struct {
 	nv, nw int64  // largest |q| of root linear / angular velocity
 }
 
-// NewCodec returns a codec quantizing over limits (defaults filled in; Bounds
+// newCodec returns a codec quantizing over limits (defaults filled in; Bounds
 // must be set) and finding layouts in layouts.
-func NewCodec(limits Limits, layouts LayoutSource) (*Codec, error) {
+func newCodec(limits bodyLimits, layouts layoutSource) (*snapshotCodec, error) {
 	limits = limits.withDefaults()
 	if err := limits.check(); err != nil {
 		return nil, err
 	}
 	if layouts == nil {
-		return nil, fmt.Errorf("%w: codec needs a LayoutSource", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: codec needs a layout source", ErrInvalidConfig)
 	}
-	c := &Codec{limits: limits, layouts: layouts}
+	c := &snapshotCodec{limits: limits, layouts: layouts}
 	size := limits.Bounds.Size()
-	c.nx = uint64(math.Floor(size.X / PosStep))
-	c.ny = uint64(math.Floor(size.Y / PosStep))
+	c.nx = uint64(math.Floor(size.X / posQuantum))
+	c.ny = uint64(math.Floor(size.Y / posQuantum))
 	c.bx, c.by = uint(bits.Len64(c.nx)), uint(bits.Len64(c.ny))
-	c.nv = int64(math.Floor(limits.MaxSpeed / VelStep))
-	c.nw = int64(math.Floor(limits.MaxAngularSpeed / AngVelStep))
+	c.nv = int64(math.Floor(limits.MaxSpeed / velQuantum))
+	c.nw = int64(math.Floor(limits.MaxAngularSpeed / angVelQuantum))
 	h := fnv.New32a()
 	var b [8]byte
 	for _, v := range [...]float64{limits.Bounds.Min.X, limits.Bounds.Min.Y, limits.Bounds.Max.X,
@@ -250,52 +245,67 @@ func NewCodec(limits Limits, layouts LayoutSource) (*Codec, error) {
 	return c, nil
 }
 
-// Codec returns a codec for this world's limits and objects.
-func (w *World) Codec() *Codec {
-	c, err := NewCodec(w.limits, w)
-	if err != nil {
-		panic("physics: world limits rejected by codec: " + err.Error()) // validated in NewWorld
-	}
-	return c
+// AppendSnapshot appends the encoding of s to dst (see the package
+// documentation for the format) and returns the extended slice. The peer
+// decodes it with DecodeSnapshot on a world built the same way: the same
+// arena and the same objects under the same ids. On error it returns dst
+// unchanged and a *CodecError: an object the world does not have
+// (ErrUnknownObject), ids not strictly increasing, a body count that does not
+// match the object (ErrBodyCount), a NaN/Inf or out-of-limits state
+// (ErrNotFinite, ErrOutOfRange), too many objects or bodies, or an encoding
+// longer than MaxPacketSize. It allocates only if dst lacks capacity.
+func (w *World) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
+	return w.codec.appendSnapshot(dst, s)
 }
 
-// Limits returns the codec's limits.
-func (c *Codec) Limits() Limits { return c.limits }
+// DecodeSnapshot decodes src, a snapshot the peer's world encoded, into s,
+// reusing s's slices. Every decoded body state passes this world's limits
+// (the same check as Object.WriteState), so it is safe to write into the
+// world. On error s holds partial data and the error is a *CodecError
+// saying which field of which object at which byte offset was wrong:
+// ErrVersion (another wire version), ErrConfigMismatch (the peer's arena
+// differs), ErrUnknownObject (an id this world does not have),
+// ErrBodyCount (the peer's object differs), ErrOutOfRange, or a truncated,
+// oversized or malformed packet. It never panics, and allocates nothing
+// once s has grown.
+func (w *World) DecodeSnapshot(src []byte, s *Snapshot) error {
+	return w.codec.decodeSnapshot(src, s)
+}
 
-// AppendSnapshot appends the encoding of s to dst and returns the extended
+// appendSnapshot appends the encoding of s to dst and returns the extended
 // slice. On error it returns dst unchanged (same length) and a *CodecError:
 // an object without a layout (ErrUnknownObject), ids not increasing
-// (ErrOrder), a body count that does not match the layout (ErrBodyCount), a
+// (errOrder), a body count that does not match the layout (ErrBodyCount), a
 // NaN/Inf or out-of-limits state, too many objects or bodies, or an encoding
-// longer than MaxPacketSize (ErrTooLarge). It allocates only if dst lacks
+// longer than MaxPacketSize (errTooLarge). It allocates only if dst lacks
 // capacity.
-func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
+func (c *snapshotCodec) appendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 	start := len(dst)
 	fail := func(id ObjectID, body int, field string, v float64, err error) ([]byte, error) {
 		return dst[:start], &CodecError{Op: "encode", Offset: 0, Object: id, Body: body, Field: field, Value: v, Err: err}
 	}
-	if len(s.Objects) > MaxSnapshotObjects {
-		return fail(0, -1, "objects", float64(len(s.Objects)), ErrTooLarge)
+	if len(s.Objects) > maxSnapshotObjects {
+		return fail(0, -1, "objects", float64(len(s.Objects)), errTooLarge)
 	}
-	dst = append(dst, SnapshotVersion, c.tag)
-	dst = binary.AppendVarint(dst, s.Time)
+	dst = append(dst, snapshotVersion, c.tag)
+	dst = binary.AppendVarint(dst, int64(s.Time))
 	dst = binary.AppendUvarint(dst, uint64(s.Seq))
 	w := bitWriter{buf: dst}
 	w.writeUE(uint64(len(s.Objects)), egCount)
-	// Each object may use what one object can in a SnapshotTarget-byte
+	// Each object may use what one object can in a snapshotTarget-byte
 	// snapshot with this header.
 	budget := objectBudget(len(dst)-start, uint64(len(s.Objects)))
 	var prev ObjectID
 	total := 0
 	for oi := range s.Objects {
 		o := &s.Objects[oi]
-		if !o.ID.IsValid() {
+		if o.ID == 0 {
 			return fail(o.ID, -1, "id", 0, ErrInvalidID)
 		}
 		if o.ID <= prev {
-			return fail(o.ID, -1, "id", float64(o.ID), ErrOrder)
+			return fail(o.ID, -1, "id", float64(o.ID), errOrder)
 		}
-		l := c.layouts.Layout(o.ID)
+		l := c.layouts.layout(o.ID)
 		if l == nil {
 			return fail(o.ID, -1, "id", float64(o.ID), ErrUnknownObject)
 		}
@@ -303,10 +313,10 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 		if len(o.Bodies) != n {
 			return fail(o.ID, -1, "count", float64(len(o.Bodies)), ErrBodyCount)
 		}
-		if total += n; total > MaxSnapshotBodies {
-			return fail(o.ID, -1, "bodies", float64(total), ErrTooLarge)
+		if total += n; total > maxSnapshotBodies {
+			return fail(o.ID, -1, "bodies", float64(total), errTooLarge)
 		}
-		if err := c.limits.ValidateState(o.ID, o.Bodies, n); err != nil {
+		if err := c.limits.validateState(o.ID, o.Bodies, n); err != nil {
 			se := err.(*StateError)
 			return fail(o.ID, se.Body, se.Field, se.Value, se.Err)
 		}
@@ -375,7 +385,7 @@ func (c *Codec) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 	}
 	dst = w.flush()
 	if len(dst)-start > MaxPacketSize {
-		return fail(0, -1, "size", float64(len(dst)-start), ErrTooLarge)
+		return fail(0, -1, "size", float64(len(dst)-start), errTooLarge)
 	}
 	return dst, nil
 }
@@ -452,14 +462,14 @@ func chooseRootOrders(l *Layout, q []quantBody) (orders, int) {
 	for i := range q {
 		b := &q[i]
 		if l.Bodies[i].Parent < 0 {
-			n += RootAngleBits
+			n += rootAngleBits
 			x, y, w := zigzag(b.vx), zigzag(b.vy), zigzag(b.w)
 			for k := range root {
 				root[k] += ueLen(x, k) + ueLen(y, k) + ueLen(w, k)
 			}
 			continue
 		}
-		n += ChildAngleBits
+		n += childAngleBits
 		w := zigzag(b.w)
 		for k := range ang {
 			ang[k] += ueLen(w, k)
@@ -511,10 +521,10 @@ func ueLen(u uint64, k int) int { return 2*bits.Len64(u>>k+1) - 1 + k }
 
 // objectBudget returns how many bits each object of a snapshot may take
 // before the encoder coarsens it: what a lone object has in a
-// SnapshotTarget-byte snapshot with this header (headerBytes before the bit
+// snapshotTarget-byte snapshot with this header (headerBytes before the bit
 // stream, count objects), less a byte for padding.
 func objectBudget(headerBytes int, count uint64) int {
-	return SnapshotTarget*8 - 8*headerBytes - ueLen(count, egCount) - 7
+	return snapshotTarget*8 - 8*headerBytes - ueLen(count, egCount) - 7
 }
 
 // quantizeBody quantizes body i of layout l into q and stores what the decoder
@@ -523,32 +533,32 @@ func objectBudget(headerBytes int, count uint64) int {
 // speed limits it moves a value one or two quanta inward so the
 // reconstruction still passes the limits; it fails only if that is not
 // enough (which cannot happen for a validated state).
-func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, rots *[MaxBodiesPerObject]rot, q *quantBody, shift uint) (string, float64, bool) {
+func (c *snapshotCodec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, rots *[MaxBodiesPerObject]rot, q *quantBody, shift uint) (string, float64, bool) {
 	lb := &l.Bodies[i]
 	r := &rec[i]
 	lim := &c.limits
 	if lb.Parent < 0 {
-		q.x = clampU(math.Round((s.Pos.X-lim.Bounds.Min.X)/PosStep), c.nx)
-		q.y = clampU(math.Round((s.Pos.Y-lim.Bounds.Min.Y)/PosStep), c.ny)
-		q.a = quantAngle(s.Angle, rootAngleStep, RootAngleBits)
-		q.vx, q.vy = clampI(math.Round(s.Vel.X/VelStep), c.nv), clampI(math.Round(s.Vel.Y/VelStep), c.nv)
-		q.w = clampI(math.Round(s.AngVel/AngVelStep), c.nw)
+		q.x = clampU(math.Round((s.Pos.X-lim.Bounds.Min.X)/posQuantum), c.nx)
+		q.y = clampU(math.Round((s.Pos.Y-lim.Bounds.Min.Y)/posQuantum), c.ny)
+		q.a = quantAngle(s.Angle, rootAngleStep, rootAngleBits)
+		q.vx, q.vy = clampI(math.Round(s.Vel.X/velQuantum), c.nv), clampI(math.Round(s.Vel.Y/velQuantum), c.nv)
+		q.w = clampI(math.Round(s.AngVel/angVelQuantum), c.nw)
 		// Pull the velocity inside the speed limit if rounding pushed it out.
-		for k := 0; k < 4 && float64(q.vx*q.vx+q.vy*q.vy)*VelStep*VelStep > lim.MaxSpeed*lim.MaxSpeed; k++ {
+		for k := 0; k < 4 && float64(q.vx*q.vx+q.vy*q.vy)*velQuantum*velQuantum > lim.MaxSpeed*lim.MaxSpeed; k++ {
 			q.vx, q.vy = towardZero(q.vx), towardZero(q.vy)
 		}
 		c.rootFromQ(r, q)
 		rots[i] = rotOf(r.Angle)
-		if err := lim.ValidateBody(0, i, r); err != nil {
+		if err := lim.validateBody(0, i, r); err != nil {
 			se := err.(*StateError)
 			return se.Field, se.Value, false
 		}
 		return "", 0, true
 	}
 	parent := &rec[lb.Parent]
-	velStep, angVelStep := VelStep*float64(uint(1)<<shift), AngVelStep*float64(uint(1)<<shift)
-	q.a = quantAngle(s.Angle, childAngleStep, ChildAngleBits)
-	r.Angle = dequantAngle(q.a, childAngleStep, ChildAngleBits)
+	velStep, angVelStep := velQuantum*float64(uint(1)<<shift), angVelQuantum*float64(uint(1)<<shift)
+	q.a = quantAngle(s.Angle, childAngleStep, childAngleBits)
+	r.Angle = dequantAngle(q.a, childAngleStep, childAngleBits)
 	kw := math.Round((s.AngVel - parent.AngVel) / angVelStep)
 	r.AngVel = parent.AngVel + kw*angVelStep
 	for k := 0; k < 2 && math.Abs(r.AngVel) > lim.MaxAngularSpeed; k++ {
@@ -586,7 +596,7 @@ func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, ro
 		r.Pos = Vec2{pp.X + kx*posStep, pp.Y + ky*posStep}
 		r.Vel = Vec2{pv.X + kvx*velStep, pv.Y + kvy*velStep}
 	}
-	if err := lim.ValidateBody(0, i, r); err != nil {
+	if err := lim.validateBody(0, i, r); err != nil {
 		se := err.(*StateError)
 		return se.Field, se.Value, false
 	}
@@ -600,17 +610,17 @@ func (c *Codec) quantizeBody(l *Layout, i int, s *BodyState, rec []BodyState, ro
 }
 
 // writeBody writes quantized body i.
-func (c *Codec) writeBody(w *bitWriter, l *Layout, i int, q *quantBody, ks orders) {
+func (c *snapshotCodec) writeBody(w *bitWriter, l *Layout, i int, q *quantBody, ks orders) {
 	if l.Bodies[i].Parent < 0 {
 		w.write(q.x, c.bx)
 		w.write(q.y, c.by)
-		w.write(q.a, RootAngleBits)
+		w.write(q.a, rootAngleBits)
 		w.writeSE(q.vx, ks.root)
 		w.writeSE(q.vy, ks.root)
 		w.writeSE(q.w, ks.root)
 		return
 	}
-	w.write(q.a, ChildAngleBits)
+	w.write(q.a, childAngleBits)
 	w.writeSE(q.w, ks.ang)
 	w.writeSE(q.e[0], ks.pos)
 	w.writeSE(q.e[1], ks.pos)
@@ -630,13 +640,13 @@ func strikeCode(p BodyPart) uint64 {
 	return 0 // unreachable for a validated state
 }
 
-// childPosStep returns the quantum of child position residuals: PosStep, or
+// childPosStep returns the quantum of child position residuals: posQuantum, or
 // twice that at the coarsest level (still within the 1 mm target).
 func childPosStep(shift uint) float64 {
 	if shift >= maxVelShift {
-		return 2 * PosStep
+		return 2 * posQuantum
 	}
-	return PosStep
+	return posQuantum
 }
 
 // maxResidual bounds the magnitude of a child residual (in quanta); larger
@@ -682,7 +692,7 @@ func towardZero(q int64) int64 {
 
 // quantAngle maps an angle to an n-bit code: round(wrap(a)/step) mod 2^n.
 func quantAngle(a, step float64, n uint) uint64 {
-	q := int64(math.Round(WrapAngle(a) / step))
+	q := int64(math.Round(wrapAngle(a) / step))
 	return uint64(q) & (1<<n - 1)
 }
 
@@ -695,34 +705,34 @@ func dequantAngle(q uint64, step float64, n uint) float64 {
 	return float64(s) * step
 }
 
-func (c *Codec) rootFromQ(r *BodyState, q *quantBody) {
-	r.Pos = Vec2{c.limits.Bounds.Min.X + float64(q.x)*PosStep, c.limits.Bounds.Min.Y + float64(q.y)*PosStep}
-	r.Angle = dequantAngle(q.a, rootAngleStep, RootAngleBits)
-	r.Vel = Vec2{float64(q.vx) * VelStep, float64(q.vy) * VelStep}
-	r.AngVel = float64(q.w) * AngVelStep
+func (c *snapshotCodec) rootFromQ(r *BodyState, q *quantBody) {
+	r.Pos = Vec2{c.limits.Bounds.Min.X + float64(q.x)*posQuantum, c.limits.Bounds.Min.Y + float64(q.y)*posQuantum}
+	r.Angle = dequantAngle(q.a, rootAngleStep, rootAngleBits)
+	r.Vel = Vec2{float64(q.vx) * velQuantum, float64(q.vy) * velQuantum}
+	r.AngVel = float64(q.w) * angVelQuantum
 }
 
-// DecodeSnapshot decodes src into s, reusing s's slices. Every decoded body
+// decodeSnapshot decodes src into s, reusing s's slices. Every decoded body
 // state passes the codec's limits (the same check as Object.WriteState). On
-// error s holds partial data and the error is a *CodecError: ErrTruncated,
-// ErrTooLarge (longer than MaxPacketSize, too many objects or bodies),
+// error s holds partial data and the error is a *CodecError: errTruncated,
+// errTooLarge (longer than MaxPacketSize, too many objects or bodies),
 // ErrVersion, ErrConfigMismatch (the sender's limits differ),
 // ErrUnknownObject (no layout for an id), ErrBodyCount (the sender's layout
 // differs), ErrOutOfRange (a value outside the limits, an undefined action, an
-// absurd code), or ErrTrailingData (bytes or non-zero padding after the last
+// absurd code), or errTrailingData (bytes or non-zero padding after the last
 // object). It never panics, and allocates nothing once s has grown.
-func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
+func (c *snapshotCodec) decodeSnapshot(src []byte, s *Snapshot) error {
 	fail := func(off int, id ObjectID, body int, field string, v float64, err error) error {
 		return &CodecError{Op: "decode", Offset: off, Object: id, Body: body, Field: field, Value: v, Err: err}
 	}
 	s.Objects = s.Objects[:0]
 	if len(src) > MaxPacketSize {
-		return fail(MaxPacketSize, 0, -1, "size", float64(len(src)), ErrTooLarge)
+		return fail(MaxPacketSize, 0, -1, "size", float64(len(src)), errTooLarge)
 	}
 	if len(src) < 2 {
-		return fail(len(src), 0, -1, "header", float64(len(src)), ErrTruncated)
+		return fail(len(src), 0, -1, "header", float64(len(src)), errTruncated)
 	}
-	if src[0] != SnapshotVersion {
+	if src[0] != snapshotVersion {
 		return fail(0, 0, -1, "version", float64(src[0]), ErrVersion)
 	}
 	if src[1] != c.tag {
@@ -732,7 +742,7 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 	t, n := binary.Varint(src[off:])
 	if n <= 0 {
 		if n == 0 {
-			return fail(off, 0, -1, "time", 0, ErrTruncated)
+			return fail(off, 0, -1, "time", 0, errTruncated)
 		}
 		return fail(off, 0, -1, "time", 0, ErrOutOfRange)
 	}
@@ -740,7 +750,7 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 	seq, n := binary.Uvarint(src[off:])
 	if n <= 0 {
 		if n == 0 {
-			return fail(off, 0, -1, "seq", 0, ErrTruncated)
+			return fail(off, 0, -1, "seq", 0, errTruncated)
 		}
 		return fail(off, 0, -1, "seq", 0, ErrOutOfRange)
 	}
@@ -748,15 +758,15 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		return fail(off, 0, -1, "seq", float64(seq), ErrOutOfRange)
 	}
 	off += n
-	s.Time, s.Seq = t, uint32(seq)
+	s.Time, s.Seq = clocksync.GameTime(t), uint32(seq)
 	r := bitReader{buf: src[off:]}
 	at := func() int { return off + r.bytePos() }
 	count := r.readUE(egCount)
 	if r.short {
-		return fail(at(), 0, -1, "objects", 0, ErrTruncated)
+		return fail(at(), 0, -1, "objects", 0, errTruncated)
 	}
-	if r.long || count > MaxSnapshotObjects {
-		return fail(at(), 0, -1, "objects", float64(count), ErrTooLarge)
+	if r.long || count > maxSnapshotObjects {
+		return fail(at(), 0, -1, "objects", float64(count), errTooLarge)
 	}
 	var prev ObjectID
 	total := 0
@@ -765,19 +775,19 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		objStart := r.pos
 		delta := r.readUE(egID)
 		if r.short {
-			return fail(at(), 0, -1, "object header", 0, ErrTruncated)
+			return fail(at(), 0, -1, "object header", 0, errTruncated)
 		}
 		if r.long || delta > math.MaxUint16 || uint64(prev)+delta+1 > math.MaxUint16 {
 			return fail(at(), 0, -1, "id", float64(uint64(prev)+delta+1), ErrOutOfRange)
 		}
 		id := prev + ObjectID(delta) + 1
 		prev = id
-		l := c.layouts.Layout(id)
+		l := c.layouts.layout(id)
 		if l == nil {
 			return fail(at(), id, -1, "id", float64(id), ErrUnknownObject)
 		}
-		if total += len(l.Bodies); total > MaxSnapshotBodies {
-			return fail(at(), id, -1, "bodies", float64(total), ErrTooLarge)
+		if total += len(l.Bodies); total > maxSnapshotBodies {
+			return fail(at(), id, -1, "bodies", float64(total), errTooLarge)
 		}
 		os := s.next()
 		os.ID = id
@@ -793,7 +803,7 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 			code := r.read(strikeBits)
 			fs.AttackSeq = uint8(r.read(attackSeqBits))
 			if r.short {
-				return fail(at(), id, -1, "fighter", 0, ErrTruncated)
+				return fail(at(), id, -1, "fighter", 0, errTruncated)
 			}
 			if int(code) >= len(strikeParts) {
 				return fail(at(), id, -1, "strike", float64(code), ErrOutOfRange)
@@ -807,7 +817,7 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		sib := r.read(1) == 1
 		ks := orders{root: uint(r.read(kRootBits)), vel: uint(r.read(kVelBits)), ang: uint(r.read(kAngBits)), pos: uint(r.read(kPosBits))}
 		if r.short {
-			return fail(at(), id, -1, "orders", 0, ErrTruncated)
+			return fail(at(), id, -1, "orders", 0, errTruncated)
 		}
 		os.VelShift = uint8(shift)
 		var raw [MaxBodiesPerObject][4]int64 // decoded child residuals
@@ -824,33 +834,33 @@ func (c *Codec) DecodeSnapshot(src []byte, s *Snapshot) error {
 		// The encoder coarsens an object that does not fit its budget, so a
 		// longer object at a finer level is not canonical.
 		if n := int(r.pos - objStart); n > budget && shift < maxVelShift {
-			return fail(at(), id, -1, "object bits", float64(n), ErrTooLarge)
+			return fail(at(), id, -1, "object bits", float64(n), errTooLarge)
 		}
 	}
 	// Only zero padding may follow, up to the end of the byte.
 	if pad := (8 - r.pos&7) & 7; pad > 0 {
 		if v := r.read(pad); v != 0 {
-			return fail(at(), 0, -1, "padding", float64(v), ErrTrailingData)
+			return fail(at(), 0, -1, "padding", float64(v), errTrailingData)
 		}
 	}
 	if rest := len(r.buf) - r.bytePos(); rest > 0 {
-		return fail(at(), 0, -1, "trailing bytes", float64(rest), ErrTrailingData)
+		return fail(at(), 0, -1, "trailing bytes", float64(rest), errTrailingData)
 	}
 	return nil
 }
 
-func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint, sib bool, raw *[MaxBodiesPerObject][4]int64, rots *[MaxBodiesPerObject]rot) error {
+func (c *snapshotCodec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, ks orders, shift uint, sib bool, raw *[MaxBodiesPerObject][4]int64, rots *[MaxBodiesPerObject]rot) error {
 	lb := &l.Bodies[i]
 	b := &bodies[i]
 	if lb.Parent < 0 {
 		var q quantBody
-		q.x, q.y, q.a = r.read(c.bx), r.read(c.by), r.read(RootAngleBits)
+		q.x, q.y, q.a = r.read(c.bx), r.read(c.by), r.read(rootAngleBits)
 		q.vx, q.vy, q.w = r.readSE(ks.root), r.readSE(ks.root), r.readSE(ks.root)
 		if r.long {
 			return &StateError{Body: i, Field: "velocity code", Value: maxEGBits, Err: ErrOutOfRange}
 		}
 		if r.short {
-			return ErrTruncated
+			return errTruncated
 		}
 		switch {
 		case q.x > c.nx:
@@ -858,18 +868,18 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 		case q.y > c.ny:
 			return &StateError{Body: i, Field: "pos.y", Value: float64(q.y), Err: ErrOutOfRange}
 		case q.vx > c.nv || q.vx < -c.nv:
-			return &StateError{Body: i, Field: "vel.x", Value: float64(q.vx) * VelStep, Err: ErrOutOfRange}
+			return &StateError{Body: i, Field: "vel.x", Value: float64(q.vx) * velQuantum, Err: ErrOutOfRange}
 		case q.vy > c.nv || q.vy < -c.nv:
-			return &StateError{Body: i, Field: "vel.y", Value: float64(q.vy) * VelStep, Err: ErrOutOfRange}
+			return &StateError{Body: i, Field: "vel.y", Value: float64(q.vy) * velQuantum, Err: ErrOutOfRange}
 		case q.w > c.nw || q.w < -c.nw:
-			return &StateError{Body: i, Field: "angvel", Value: float64(q.w) * AngVelStep, Err: ErrOutOfRange}
+			return &StateError{Body: i, Field: "angvel", Value: float64(q.w) * angVelQuantum, Err: ErrOutOfRange}
 		}
 		c.rootFromQ(b, &q)
 		rots[i] = rotOf(b.Angle)
-		return c.limits.ValidateBody(0, i, b)
+		return c.limits.validateBody(0, i, b)
 	}
 	parent := &bodies[lb.Parent]
-	qa := r.read(ChildAngleBits)
+	qa := r.read(childAngleBits)
 	kw := r.readSE(ks.ang)
 	kx, ky := r.readSE(ks.pos), r.readSE(ks.pos)
 	kvx, kvy := r.readSE(ks.vel), r.readSE(ks.vel)
@@ -877,7 +887,7 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 		return &StateError{Body: i, Field: "residual", Value: maxEGBits, Err: ErrOutOfRange}
 	}
 	if r.short {
-		return ErrTruncated
+		return errTruncated
 	}
 	for _, k := range [...]int64{kw, kx, ky, kvx, kvy} {
 		if k > maxResidual || k < -maxResidual {
@@ -893,13 +903,13 @@ func (c *Codec) decodeBody(r *bitReader, l *Layout, i int, bodies []BodyState, k
 		}
 	}
 	raw[i] = [4]int64{kx, ky, kvx, kvy}
-	velStep, angVelStep := VelStep*float64(uint(1)<<shift), AngVelStep*float64(uint(1)<<shift)
-	b.Angle = dequantAngle(qa, childAngleStep, ChildAngleBits)
+	velStep, angVelStep := velQuantum*float64(uint(1)<<shift), angVelQuantum*float64(uint(1)<<shift)
+	b.Angle = dequantAngle(qa, childAngleStep, childAngleBits)
 	b.AngVel = parent.AngVel + float64(kw)*angVelStep
 	rots[i] = rotOf(b.Angle)
 	pp, pv := predictChildRot(lb, &l.Bodies[lb.Parent], parent, rots[lb.Parent], rots[i], b.AngVel)
 	posStep := childPosStep(shift)
 	b.Pos = Vec2{pp.X + float64(kx)*posStep, pp.Y + float64(ky)*posStep}
 	b.Vel = Vec2{pv.X + float64(kvx)*velStep, pv.Y + float64(kvy)*velStep}
-	return c.limits.ValidateBody(0, i, b)
+	return c.limits.validateBody(0, i, b)
 }

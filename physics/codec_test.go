@@ -1,10 +1,14 @@
 package physics
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 const floatSlack = 1e-9
@@ -22,11 +26,11 @@ func checkClose(t testing.TB, want, got *ObjectState, l *Layout) {
 	k := float64(int(1) << got.VelShift)
 	for i := range want.Bodies {
 		w, g := want.Bodies[i], got.Bodies[i]
-		angErr, velErr, angVelErr, posErr := MaxRootAngleError, MaxVelError, MaxAngVelError, MaxPosError
+		angErr, velErr, angVelErr, posErr := maxRootAngleError, maxVelError, maxAngVelError, maxPosError
 		if l.Bodies[i].Parent >= 0 {
-			angErr, velErr, angVelErr = MaxChildAngleError, MaxVelError*k, MaxAngVelError*k
+			angErr, velErr, angVelErr = maxChildAngleError, maxVelError*k, maxAngVelError*k
 			if got.VelShift == maxVelShift {
-				posErr = 2 * MaxPosError
+				posErr = 2 * maxPosError
 			}
 		}
 		if posErr > 0.001 {
@@ -48,8 +52,8 @@ func checkClose(t testing.TB, want, got *ObjectState, l *Layout) {
 }
 
 func TestPrecisionConstants(t *testing.T) {
-	if MaxPosError > 0.001 || MaxAngleError > 0.1*math.Pi/180 || MaxRootAngleError > MaxAngleError {
-		t.Errorf("precision above the target: pos %v m, angle %v°", MaxPosError, deg(MaxAngleError))
+	if maxPosError > 0.001 || maxAngleError > 0.1*math.Pi/180 || maxRootAngleError > maxAngleError {
+		t.Errorf("precision above the target: pos %v m, angle %v°", maxPosError, deg(maxAngleError))
 	}
 }
 
@@ -86,8 +90,8 @@ func TestCodecRoundTripRandom(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 3, 0)
 	crate, _ := w.AddCrate(10, PropConfig{Pos: V(2, 1)})
-	c := w.Codec()
-	lim := w.Limits()
+	c := w.codec
+	lim := (&w.limits)
 	rng := rand.New(rand.NewSource(1))
 	var s, d Snapshot
 	var buf []byte
@@ -95,7 +99,7 @@ func TestCodecRoundTripRandom(t *testing.T) {
 	for iter := 0; iter < 3000; iter++ {
 		speed := []float64{0, 0.5, 3, 15}[iter%4]
 		noise := []float64{0, 0.02, 0.3, 2}[iter/4%4]
-		s.Reset(rng.Int63()-rng.Int63(), rng.Uint32())
+		s.Reset(clocksync.GameTime(rng.Int63()-rng.Int63()), rng.Uint32())
 		os := s.next()
 		os.ID = 3
 		os.Fighter = FighterState{HP: rng.Intn(MaxWireHP + 1), Action: Action(1 + rng.Intn(int(numActions)-1)),
@@ -107,7 +111,7 @@ func TestCodecRoundTripRandom(t *testing.T) {
 			}
 		}
 		os.Bodies = append(os.Bodies, randomFighterState(rng, f.Object().Layout(), lim.Bounds, speed, noise)...)
-		if lim.ValidateState(3, os.Bodies, FighterBodies) != nil {
+		if lim.validateState(3, os.Bodies, FighterBodies) != nil {
 			s.Objects = s.Objects[:0] // rare: a limb outside the bounds
 		}
 		cs := s.next()
@@ -118,25 +122,25 @@ func TestCodecRoundTripRandom(t *testing.T) {
 			Vel:    V((rng.Float64()*2-1)*lim.MaxSpeed*0.7, (rng.Float64()*2-1)*lim.MaxSpeed*0.7),
 			AngVel: (rng.Float64()*2 - 1) * lim.MaxAngularSpeed,
 		})
-		buf, err = c.AppendSnapshot(buf[:0], &s)
+		buf, err = c.appendSnapshot(buf[:0], &s)
 		if err != nil {
 			t.Fatalf("iter %d: %v", iter, err)
 		}
-		if err := c.DecodeSnapshot(buf, &d); err != nil {
+		if err := c.decodeSnapshot(buf, &d); err != nil {
 			t.Fatalf("iter %d: decode: %v", iter, err)
 		}
 		if d.Time != s.Time || d.Seq != s.Seq || len(d.Objects) != len(s.Objects) {
 			t.Fatalf("iter %d: header %d/%d/%d decoded as %d/%d/%d", iter, s.Time, s.Seq, len(s.Objects), d.Time, d.Seq, len(d.Objects))
 		}
 		for k := range s.Objects {
-			checkClose(t, &s.Objects[k], &d.Objects[k], w.Layout(s.Objects[k].ID))
+			checkClose(t, &s.Objects[k], &d.Objects[k], w.layout(s.Objects[k].ID))
 			if d.Objects[k].VelShift != s.Objects[k].VelShift {
 				t.Fatalf("VelShift %d decoded as %d", s.Objects[k].VelShift, d.Objects[k].VelShift)
 			}
 		}
 		// Every decoded state can be written into the world.
 		for k := range d.Objects {
-			if err := w.Object(d.Objects[k].ID).Validate(d.Objects[k].Bodies); err != nil {
+			if err := w.Object(d.Objects[k].ID).validateBodies(d.Objects[k].Bodies); err != nil {
 				t.Fatalf("iter %d: decoded state does not validate: %v", iter, err)
 			}
 		}
@@ -151,8 +155,8 @@ func TestCodecEdgeOfLimits(t *testing.T) {
 	w := newWorld(t)
 	crate, _ := w.AddCrate(1, PropConfig{Pos: V(0, 1)})
 	_ = crate
-	c := w.Codec()
-	lim := w.Limits()
+	c := w.codec
+	lim := (&w.limits)
 	b := lim.Bounds
 	s := lim.MaxSpeed
 	for _, st := range []BodyState{
@@ -161,25 +165,27 @@ func TestCodecEdgeOfLimits(t *testing.T) {
 		{Pos: V(b.Max.X-1e-7, b.Min.Y+1e-7), Vel: V(0, -s), Angle: math.Pi},
 		{Pos: V(0, 0), Angle: -math.Pi, Vel: V(s*0.6, s*0.8)},
 	} {
-		var snap, out Snapshot
-		snap.Reset(0, 0)
-		os := snap.next()
-		os.ID = 1
-		os.Bodies = append(os.Bodies, st)
-		buf, err := c.AppendSnapshot(nil, &snap)
-		if err != nil {
-			t.Fatalf("%+v: %v", st, err)
-		}
-		if err := c.DecodeSnapshot(buf, &out); err != nil {
-			t.Fatalf("%+v: %v", st, err)
-		}
-		g := out.Objects[0].Bodies[0]
-		if err := lim.ValidateBody(1, 0, &g); err != nil {
-			t.Errorf("decoded edge state does not validate: %v", err)
-		}
-		if g.Pos.Sub(st.Pos).Len() > 2*PosStep || g.Vel.Sub(st.Vel).Len() > 4*VelStep || math.Abs(AngleDiff(g.Angle, st.Angle)) > 2*rootAngleStep {
-			t.Errorf("edge state %+v decoded as %+v", st, g)
-		}
+		t.Run(fmt.Sprintf("%+v", st), func(t *testing.T) {
+			var snap, out Snapshot
+			snap.Reset(0, 0)
+			os := snap.next()
+			os.ID = 1
+			os.Bodies = append(os.Bodies, st)
+			buf, err := c.appendSnapshot(nil, &snap)
+			if err != nil {
+				t.Fatalf("%+v: %v", st, err)
+			}
+			if err := c.decodeSnapshot(buf, &out); err != nil {
+				t.Fatalf("%+v: %v", st, err)
+			}
+			g := out.Objects[0].Bodies[0]
+			if err := lim.validateBody(1, 0, &g); err != nil {
+				t.Errorf("decoded edge state does not validate: %v", err)
+			}
+			if g.Pos.Sub(st.Pos).Len() > 2*posQuantum || g.Vel.Sub(st.Vel).Len() > 4*velQuantum || math.Abs(AngleDiff(g.Angle, st.Angle)) > 2*rootAngleStep {
+				t.Errorf("edge state %+v decoded as %+v", st, g)
+			}
+		})
 	}
 }
 
@@ -209,7 +215,7 @@ func fightStates(t testing.TB, n int, fn func(w *World, s *Snapshot)) {
 			w.Fighter(h.Victim).ApplyHit(h)
 		}
 		for _, f := range []*Fighter{a, b} {
-			s.Reset(int64(i)*16667+3_600_000_000, uint32(i)+100_000) // an hour into a match
+			s.Reset(clocksync.GameTime(i)*16667+3_600_000_000, uint32(i)+100_000) // an hour into a match
 			s.Add(f.Object())
 			fn(w, &s)
 		}
@@ -227,18 +233,18 @@ func TestCodecFighterSizeAndPrecision(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 60)
-	c := w.Codec()
+	c := w.codec
 	var s, d Snapshot
 	s.Reset(3_600_000_000, 216_000)
 	s.Add(f.Object())
-	buf, err := c.AppendSnapshot(nil, &s)
+	buf, err := c.appendSnapshot(nil, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(buf) > 52 {
 		t.Errorf("idle fighter snapshot is %d bytes, want ≤ 52", len(buf))
 	}
-	if err := c.DecodeSnapshot(buf, &d); err != nil {
+	if err := c.decodeSnapshot(buf, &d); err != nil {
 		t.Fatal(err)
 	}
 	checkClose(t, &s.Objects[0], &d.Objects[0], f.Object().Layout())
@@ -250,15 +256,15 @@ func TestCodecFighterSizeAndPrecision(t *testing.T) {
 	// A fight: always within 64 bytes, and mostly at full precision.
 	var total, n, maxLen, coarse int
 	fightStates(t, 1800, func(w *World, s *Snapshot) {
-		c := w.Codec()
-		buf, err = c.AppendSnapshot(buf[:0], s)
+		c := w.codec
+		buf, err = c.appendSnapshot(buf[:0], s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.DecodeSnapshot(buf, &d); err != nil {
+		if err := c.decodeSnapshot(buf, &d); err != nil {
 			t.Fatal(err)
 		}
-		checkClose(t, &s.Objects[0], &d.Objects[0], w.Layout(s.Objects[0].ID))
+		checkClose(t, &s.Objects[0], &d.Objects[0], w.layout(s.Objects[0].ID))
 		total += len(buf)
 		n++
 		maxLen = max(maxLen, len(buf))
@@ -266,8 +272,8 @@ func TestCodecFighterSizeAndPrecision(t *testing.T) {
 			coarse++
 		}
 	})
-	if maxLen > SnapshotTarget {
-		t.Errorf("largest fighter snapshot %d bytes, want ≤ %d", maxLen, SnapshotTarget)
+	if maxLen > snapshotTarget {
+		t.Errorf("largest fighter snapshot %d bytes, want ≤ %d", maxLen, snapshotTarget)
 	}
 	if avg := float64(total) / float64(n); avg > 52 {
 		t.Errorf("average fighter snapshot %.1f bytes, want ≤ 52", avg)
@@ -282,7 +288,7 @@ func TestCodecEncodeErrors(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 2, 0)
 	w.AddBall(5, PropConfig{Pos: V(2, 2)})
-	c := w.Codec()
+	c := w.codec
 	good := func() *Snapshot {
 		var s Snapshot
 		s.Reset(1, 1)
@@ -312,26 +318,28 @@ func TestCodecEncodeErrors(t *testing.T) {
 		{"attackseq", func(s *Snapshot) { s.Objects[0].Fighter.AttackSeq = 4 }, ErrOutOfRange, "attackseq"},
 		{"count", func(s *Snapshot) { s.Objects[0].Bodies = s.Objects[0].Bodies[:9] }, ErrBodyCount, "count"},
 		{"unknown", func(s *Snapshot) { s.Objects[1].ID = 6 }, ErrUnknownObject, "id"},
-		{"order", func(s *Snapshot) { s.Objects[0], s.Objects[1] = s.Objects[1], s.Objects[0] }, ErrOrder, "id"},
+		{"order", func(s *Snapshot) { s.Objects[0], s.Objects[1] = s.Objects[1], s.Objects[0] }, errOrder, "id"},
 		{"zero id", func(s *Snapshot) { s.Objects[0].ID = 0 }, ErrInvalidID, "id"},
 		{"too many", func(s *Snapshot) {
-			for len(s.Objects) <= MaxSnapshotObjects {
+			for len(s.Objects) <= maxSnapshotObjects {
 				s.Objects = append(s.Objects, s.Objects[1])
 			}
-		}, ErrTooLarge, "objects"},
+		}, errTooLarge, "objects"},
 	} {
-		s := good()
-		tc.edit(s)
-		out, err := c.AppendSnapshot(prefix, s)
-		var ce *CodecError
-		if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "encode" {
-			t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
-		}
-		if string(out) != "keep" {
-			t.Errorf("%s: dst changed to %q", tc.name, out)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			s := good()
+			tc.edit(s)
+			out, err := c.appendSnapshot(prefix, s)
+			var ce *CodecError
+			if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "encode" {
+				t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
+			}
+			if string(out) != "keep" {
+				t.Errorf("%s: dst changed to %q", tc.name, out)
+			}
+		})
 	}
-	if _, err := c.AppendSnapshot(nil, good()); err != nil {
+	if _, err := c.appendSnapshot(nil, good()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -346,8 +354,8 @@ type packet struct {
 
 func (p packet) bytes() []byte {
 	buf := []byte{p.version, p.tag}
-	buf = appendVarint(buf, p.time)
-	buf = appendUvarint(buf, p.seq)
+	buf = binary.AppendVarint(buf, p.time)
+	buf = binary.AppendUvarint(buf, p.seq)
 	w := bitWriter{buf: buf}
 	p.body(&w)
 	return w.flush()
@@ -357,16 +365,16 @@ func TestCodecDecodeErrors(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 2, 0)
 	w.AddCrate(5, PropConfig{Pos: V(2, 2)})
-	c := w.Codec()
+	c := w.codec
 	var s, d Snapshot
 	s.Reset(123456789, 42)
 	s.Add(f.Object())
 	s.Add(w.Object(5))
-	valid, err := c.AppendSnapshot(nil, &s)
+	valid, err := c.appendSnapshot(nil, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DecodeSnapshot(valid, &d); err != nil {
+	if err := c.decodeSnapshot(valid, &d); err != nil {
 		t.Fatal(err)
 	}
 
@@ -382,14 +390,14 @@ func TestCodecDecodeErrors(t *testing.T) {
 			w.write(0, kPosBits)
 			w.write(qx, c.bx)
 			w.write(qy, c.by)
-			w.write(0, RootAngleBits)
+			w.write(0, rootAngleBits)
 			w.writeSE(vx, 0)
 			w.writeSE(0, 0)
 			w.writeSE(0, 0)
 		}
 	}
-	ok := packet{SnapshotVersion, c.tag, 7, 8, crate(100, 200, 3)}.bytes()
-	if err := c.DecodeSnapshot(ok, &d); err != nil {
+	ok := packet{snapshotVersion, c.tag, 7, 8, crate(100, 200, 3)}.bytes()
+	if err := c.decodeSnapshot(ok, &d); err != nil {
 		t.Fatalf("hand-built packet: %v", err)
 	}
 	fighterState := func(hp, action, phase, strike uint64) func(w *bitWriter) {
@@ -413,57 +421,57 @@ func TestCodecDecodeErrors(t *testing.T) {
 		err   error
 		field string
 	}{
-		{"empty", nil, ErrTruncated, "header"},
-		{"oversized", big, ErrTooLarge, "size"},
+		{"empty", nil, errTruncated, "header"},
+		{"oversized", big, errTooLarge, "size"},
 		{"version", append([]byte{2}, valid[1:]...), ErrVersion, "version"},
 		{"config", append([]byte{valid[0], valid[1] + 1}, valid[2:]...), ErrConfigMismatch, "config"},
-		{"truncated time", []byte{SnapshotVersion, c.tag, 0x80}, ErrTruncated, "time"},
-		{"truncated seq", []byte{SnapshotVersion, c.tag, 2}, ErrTruncated, "seq"},
-		{"bad varint", append([]byte{SnapshotVersion, c.tag}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), ErrOutOfRange, "time"},
-		{"seq > 32 bits", packet{SnapshotVersion, c.tag, 0, 1 << 32, crate(1, 1, 0)}.bytes(), ErrOutOfRange, "seq"},
-		{"trailing byte", append(append([]byte{}, valid...), 0), ErrTrailingData, "trailing bytes"},
-		{"padding", func() []byte { p := append([]byte{}, ok...); p[len(p)-1] |= 1; return p }(), ErrTrailingData, "padding"},
-		{"unknown object", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
+		{"truncated time", []byte{snapshotVersion, c.tag, 0x80}, errTruncated, "time"},
+		{"truncated seq", []byte{snapshotVersion, c.tag, 2}, errTruncated, "seq"},
+		{"bad varint", append([]byte{snapshotVersion, c.tag}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), ErrOutOfRange, "time"},
+		{"seq > 32 bits", packet{snapshotVersion, c.tag, 0, 1 << 32, crate(1, 1, 0)}.bytes(), ErrOutOfRange, "seq"},
+		{"trailing byte", append(append([]byte{}, valid...), 0), errTrailingData, "trailing bytes"},
+		{"padding", func() []byte { p := append([]byte{}, ok...); p[len(p)-1] |= 1; return p }(), errTrailingData, "padding"},
+		{"unknown object", packet{snapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			w.writeUE(1, egCount)
 			w.writeUE(8, egID)
 		}}.bytes(), ErrUnknownObject, "id"},
-		{"too many objects", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) { w.writeUE(MaxSnapshotObjects+1, egCount) }}.bytes(), ErrTooLarge, "objects"},
-		{"id overflow", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
+		{"too many objects", packet{snapshotVersion, c.tag, 0, 0, func(w *bitWriter) { w.writeUE(maxSnapshotObjects+1, egCount) }}.bytes(), errTooLarge, "objects"},
+		{"id overflow", packet{snapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			w.writeUE(2, egCount)
 			w.writeUE(65534, egID)
 			w.write(0, 30)
 		}}.bytes(), ErrUnknownObject, "id"},
-		{"x out of range", packet{SnapshotVersion, c.tag, 0, 0, crate(c.nx+1, 0, 0)}.bytes(), ErrOutOfRange, "pos.x"},
-		{"y out of range", packet{SnapshotVersion, c.tag, 0, 0, crate(0, c.ny+1, 0)}.bytes(), ErrOutOfRange, "pos.y"},
-		{"too fast", packet{SnapshotVersion, c.tag, 0, 0, crate(1, 1, c.nv+1)}.bytes(), ErrOutOfRange, "vel.x"},
-		{"hp", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(MaxWireHP+1, 1)}.bytes(), ErrOutOfRange, "hp"},
-		{"action", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(5, 15)}.bytes(), ErrOutOfRange, "action"},
-		{"unknown action 0", packet{SnapshotVersion, c.tag, 0, 0, fighterHeader(5, 0)}.bytes(), ErrOutOfRange, "action"},
-		{"strike code", packet{SnapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionKick), 2, 7)}.bytes(), ErrOutOfRange, "strike"},
-		{"idle with a phase", packet{SnapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionIdle), 2, 2)}.bytes(), ErrOutOfRange, "phase"},
-		{"absurd residual", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
+		{"x out of range", packet{snapshotVersion, c.tag, 0, 0, crate(c.nx+1, 0, 0)}.bytes(), ErrOutOfRange, "pos.x"},
+		{"y out of range", packet{snapshotVersion, c.tag, 0, 0, crate(0, c.ny+1, 0)}.bytes(), ErrOutOfRange, "pos.y"},
+		{"too fast", packet{snapshotVersion, c.tag, 0, 0, crate(1, 1, c.nv+1)}.bytes(), ErrOutOfRange, "vel.x"},
+		{"hp", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(MaxWireHP+1, 1)}.bytes(), ErrOutOfRange, "hp"},
+		{"action", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(5, 15)}.bytes(), ErrOutOfRange, "action"},
+		{"unknown action 0", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(5, 0)}.bytes(), ErrOutOfRange, "action"},
+		{"strike code", packet{snapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionKick), 2, 7)}.bytes(), ErrOutOfRange, "strike"},
+		{"idle with a phase", packet{snapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionIdle), 2, 2)}.bytes(), ErrOutOfRange, "phase"},
+		{"absurd residual", packet{snapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			fighterHeader(5, 1)(w)
 			w.write(0, velShiftBits+1+kRootBits+kVelBits+kAngBits+kPosBits)
 			w.write(c.nx/2, c.bx)
 			w.write(c.ny/2, c.by)
-			w.write(0, RootAngleBits)
+			w.write(0, rootAngleBits)
 			w.writeSE(0, 0)
 			w.writeSE(0, 0)
 			w.writeSE(0, 0)
-			w.write(0, ChildAngleBits)
+			w.write(0, childAngleBits)
 			w.write(0, 50) // an Exp-Golomb prefix of 50 zeros
 			w.write(1, 1)
 		}}.bytes(), ErrOutOfRange, "residual"},
-		{"child out of bounds", packet{SnapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
+		{"child out of bounds", packet{snapshotVersion, c.tag, 0, 0, func(w *bitWriter) {
 			fighterHeader(5, 1)(w)
 			w.write(0, velShiftBits+1+kRootBits+kVelBits+kAngBits+kPosBits)
 			w.write(c.nx/2, c.bx)
 			w.write(c.ny/2, c.by)
-			w.write(0, RootAngleBits)
+			w.write(0, rootAngleBits)
 			w.writeSE(0, 0)
 			w.writeSE(0, 0)
 			w.writeSE(0, 0)
-			w.write(0, ChildAngleBits)
+			w.write(0, childAngleBits)
 			w.writeSE(0, 0)
 			w.writeSE(1<<24, 0) // 16 km off
 			w.writeSE(0, 0)
@@ -471,27 +479,29 @@ func TestCodecDecodeErrors(t *testing.T) {
 			w.writeSE(0, 0)
 		}}.bytes(), ErrOutOfRange, "pos.x"},
 	} {
-		err := c.DecodeSnapshot(tc.pkt, &d)
-		var ce *CodecError
-		if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "decode" {
-			t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
-			continue
-		}
-		if ce.Error() == "" || ce.Offset < 0 || ce.Offset > len(tc.pkt) {
-			t.Errorf("%s: bad error %+v", tc.name, ce)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.decodeSnapshot(tc.pkt, &d)
+			var ce *CodecError
+			if !errors.Is(err, tc.err) || !errors.As(err, &ce) || ce.Field != tc.field || ce.Op != "decode" {
+				t.Errorf("%s: got %v, want %v on field %q", tc.name, err, tc.err, tc.field)
+				return
+			}
+			if ce.Error() == "" || ce.Offset < 0 || ce.Offset > len(tc.pkt) {
+				t.Errorf("%s: bad error %+v", tc.name, ce)
+			}
+		})
 	}
 
 	// Every strict prefix of a valid packet is truncated.
 	for n := 0; n < len(valid); n++ {
-		if err := c.DecodeSnapshot(valid[:n], &d); !errors.Is(err, ErrTruncated) {
+		if err := c.decodeSnapshot(valid[:n], &d); !errors.Is(err, errTruncated) {
 			t.Errorf("prefix of %d/%d bytes: %v, want ErrTruncated", n, len(valid), err)
 		}
 	}
 	// A codec over a different arena refuses it.
 	other, _ := NewWorld(WorldConfig{Arena: ArenaConfig{Width: 20}})
 	addFighter(t, other, 2, 0)
-	if err := other.Codec().DecodeSnapshot(valid, &d); !errors.Is(err, ErrConfigMismatch) {
+	if err := other.codec.decodeSnapshot(valid, &d); !errors.Is(err, ErrConfigMismatch) {
 		t.Errorf("other arena: %v", err)
 	}
 }
@@ -499,18 +509,18 @@ func TestCodecDecodeErrors(t *testing.T) {
 func TestCodecFlippedBitsNeverPanic(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 2, 0)
-	c := w.Codec()
+	c := w.codec
 	var s, d Snapshot
 	s.Reset(99, 7)
 	s.Add(f.Object())
-	valid, _ := c.AppendSnapshot(nil, &s)
+	valid, _ := c.appendSnapshot(nil, &s)
 	rng := rand.New(rand.NewSource(2))
 	for i := 0; i < 20000; i++ {
 		p := append([]byte(nil), valid...)
 		for k := 0; k <= i%4; k++ {
 			p[rng.Intn(len(p))] ^= 1 << rng.Intn(8)
 		}
-		if err := c.DecodeSnapshot(p, &d); err != nil {
+		if err := c.decodeSnapshot(p, &d); err != nil {
 			var ce *CodecError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %v is not a *CodecError", err)
@@ -518,7 +528,7 @@ func TestCodecFlippedBitsNeverPanic(t *testing.T) {
 			continue
 		}
 		for _, o := range d.Objects {
-			if err := w.Object(o.ID).Validate(o.Bodies); err != nil {
+			if err := w.Object(o.ID).validateBodies(o.Bodies); err != nil {
 				t.Fatalf("decoded a state that does not validate: %v", err)
 			}
 		}
@@ -526,7 +536,7 @@ func TestCodecFlippedBitsNeverPanic(t *testing.T) {
 }
 
 func TestLayoutValidation(t *testing.T) {
-	var tab LayoutTable
+	var tab layoutTable
 	for _, l := range []Layout{
 		{},
 		{Bodies: []LayoutBody{{Parent: 0}}},
@@ -535,50 +545,52 @@ func TestLayoutValidation(t *testing.T) {
 		{Bodies: []LayoutBody{{Parent: -1, LocalCenter: V(math.NaN(), 0)}}},
 		{Bodies: make([]LayoutBody, MaxBodiesPerObject+1)},
 	} {
-		if err := tab.Set(1, &l); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("Set(%+v) = %v", l, err)
-		}
+		t.Run(fmt.Sprintf("%+v", l), func(t *testing.T) {
+			if err := tab.set(1, &l); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Set(%+v) = %v", l, err)
+			}
+		})
 	}
 	good := Layout{Bodies: []LayoutBody{{Parent: -1}, {Parent: 0, AnchorParent: V(0, 1)}}}
-	if err := tab.Set(0, &good); !errors.Is(err, ErrInvalidID) {
+	if err := tab.set(0, &good); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("id 0: %v", err)
 	}
 	for _, id := range []ObjectID{9, 3, 7, 3} {
-		if err := tab.Set(id, &good); err != nil {
+		if err := tab.set(id, &good); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if tab.Layout(3) == nil || tab.Layout(7) == nil || tab.Layout(9) == nil || tab.Layout(4) != nil || len(tab.ids) != 3 {
+	if tab.layout(3) == nil || tab.layout(7) == nil || tab.layout(9) == nil || tab.layout(4) != nil || len(tab.ids) != 3 {
 		t.Errorf("table %v", tab.ids)
 	}
-	tab.Delete(7)
-	if tab.Layout(7) != nil {
+	tab.remove(7)
+	if tab.layout(7) != nil {
 		t.Error("deleted layout still there")
 	}
-	if _, err := NewCodec(Limits{}, &tab); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newCodec(bodyLimits{}, &tab); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("codec without bounds: %v", err)
 	}
-	if _, err := NewCodec(ArenaConfig{}.Limits(), nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newCodec(ArenaConfig{}.limits(), nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("codec without layouts: %v", err)
 	}
 	// A codec over a table talks to a codec over a world.
 	w := newWorld(t)
 	fa := addFighter(t, w, 4, 0)
-	if err := tab.Set(4, fa.Object().Layout()); err != nil {
+	if err := tab.set(4, fa.Object().Layout()); err != nil {
 		t.Fatal(err)
 	}
-	tc, err := NewCodec(w.Config().Limits, &tab)
+	tc, err := newCodec(w.limits, &tab)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var s, d Snapshot
 	s.Reset(0, 0)
 	s.Add(fa.Object())
-	buf, err := w.Codec().AppendSnapshot(nil, &s)
+	buf, err := w.codec.appendSnapshot(nil, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.DecodeSnapshot(buf, &d); err != nil {
+	if err := tc.decodeSnapshot(buf, &d); err != nil {
 		t.Fatal(err)
 	}
 	checkClose(t, &s.Objects[0], &d.Objects[0], fa.Object().Layout())
@@ -655,14 +667,12 @@ func b2i(b bool) int {
 // stay within what the precision constants promise at the edge: twice the
 // plain error, three times for linear velocities.
 func TestCodecErrorAtTheLimits(t *testing.T) {
-	for _, cfg := range []WorldConfig{{}, {Limits: Limits{MaxSpeed: 1000, MaxAngularSpeed: 1000}}} {
-		w, err := NewWorld(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, lim := range []bodyLimits{{}, {MaxSpeed: 1000, MaxAngularSpeed: 1000}} {
+		w := newWorldLimits(t, lim)
+		var err error
 		addFighter(t, w, 3, 0)
-		c := w.Codec()
-		lim := w.Limits()
+		c := w.codec
+		lim := (&w.limits)
 		rng := rand.New(rand.NewSource(2))
 		edge := func(lo, hi float64) float64 {
 			switch rng.Intn(4) {
@@ -690,21 +700,21 @@ func TestCodecErrorAtTheLimits(t *testing.T) {
 					AngVel: edge(-lim.MaxAngularSpeed, lim.MaxAngularSpeed),
 				})
 			}
-			if lim.ValidateState(3, os.Bodies, FighterBodies) != nil {
+			if lim.validateState(3, os.Bodies, FighterBodies) != nil {
 				continue // cos·speed rounded past the limit
 			}
-			buf, err = c.AppendSnapshot(buf[:0], &s)
+			buf, err = c.appendSnapshot(buf[:0], &s)
 			if err != nil {
 				t.Fatalf("iter %d: a valid state does not encode: %v", iter, err)
 			}
-			if err := c.DecodeSnapshot(buf, &d); err != nil {
+			if err := c.decodeSnapshot(buf, &d); err != nil {
 				t.Fatalf("iter %d: decode: %v", iter, err)
 			}
 			got := &d.Objects[0]
 			k := float64(int(1) << got.VelShift)
 			for i, a := range os.Bodies {
 				g := got.Bodies[i]
-				posErr, velErr, angVelErr := MaxPosError, MaxVelError, MaxAngVelError
+				posErr, velErr, angVelErr := maxPosError, maxVelError, maxAngVelError
 				if i > 0 { // a child
 					velErr, angVelErr = velErr*k, angVelErr*k
 					if got.VelShift == maxVelShift {
@@ -718,7 +728,7 @@ func TestCodecErrorAtTheLimits(t *testing.T) {
 				} {
 					worst[j] = math.Max(worst[j], r)
 				}
-				if e := math.Abs(AngleDiff(a.Angle, g.Angle)); e > MaxChildAngleError+floatSlack {
+				if e := math.Abs(AngleDiff(a.Angle, g.Angle)); e > maxChildAngleError+floatSlack {
 					t.Fatalf("iter %d body %d: angle error %.5f°", iter, i, deg(e))
 				}
 			}
@@ -733,8 +743,8 @@ func TestCodecErrorAtTheLimits(t *testing.T) {
 // The configuration tag is what the package doc says it is, so another
 // implementation can compute it.
 func TestCodecConfigTag(t *testing.T) {
-	lim := ArenaConfig{}.Limits()
-	c, err := NewCodec(lim, &LayoutTable{})
+	lim := ArenaConfig{}.limits()
+	c, err := newCodec(lim, &layoutTable{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +758,7 @@ func TestCodecConfigTag(t *testing.T) {
 		}
 	}
 	want := byte(h) ^ byte(h>>8) ^ byte(h>>16) ^ byte(h>>24)
-	buf, err := c.AppendSnapshot(nil, &Snapshot{})
+	buf, err := c.appendSnapshot(nil, &Snapshot{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -756,13 +766,13 @@ func TestCodecConfigTag(t *testing.T) {
 		t.Errorf("tag %#x, want %#x", buf[1], want)
 	}
 	// Every limit is part of it.
-	for _, change := range []func(*Limits){
-		func(l *Limits) { l.Bounds.Min.X-- }, func(l *Limits) { l.Bounds.Max.Y++ },
-		func(l *Limits) { l.MaxSpeed++ }, func(l *Limits) { l.MaxAngularSpeed++ }, func(l *Limits) { l.MaxAngle++ },
+	for _, change := range []func(*bodyLimits){
+		func(l *bodyLimits) { l.Bounds.Min.X-- }, func(l *bodyLimits) { l.Bounds.Max.Y++ },
+		func(l *bodyLimits) { l.MaxSpeed++ }, func(l *bodyLimits) { l.MaxAngularSpeed++ }, func(l *bodyLimits) { l.MaxAngle++ },
 	} {
 		l := lim
 		change(&l)
-		if c2, _ := NewCodec(l, &LayoutTable{}); c2.tag == c.tag {
+		if c2, _ := newCodec(l, &layoutTable{}); c2.tag == c.tag {
 			t.Errorf("limits %+v give the same tag as %+v", l, lim)
 		}
 	}
@@ -776,10 +786,10 @@ func objectBits(l *Layout, q []quantBody, ks orders) int {
 	for i := range q {
 		b := &q[i]
 		if l.Bodies[i].Parent < 0 {
-			n += RootAngleBits + egLen(b.vx, int(ks.root)) + egLen(b.vy, int(ks.root)) + egLen(b.w, int(ks.root))
+			n += rootAngleBits + egLen(b.vx, int(ks.root)) + egLen(b.vy, int(ks.root)) + egLen(b.w, int(ks.root))
 			continue
 		}
-		n += ChildAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.e[0], int(ks.pos)) + egLen(b.e[1], int(ks.pos)) +
+		n += childAngleBits + egLen(b.w, int(ks.ang)) + egLen(b.e[0], int(ks.pos)) + egLen(b.e[1], int(ks.pos)) +
 			egLen(b.e[2], int(ks.vel)) + egLen(b.e[3], int(ks.vel))
 	}
 	return n
@@ -793,7 +803,7 @@ func TestChooseOrdersCountsTheBits(t *testing.T) {
 	l := f.Object().Layout()
 	rng := rand.New(rand.NewSource(5))
 	for range 200 {
-		q := make([]quantBody, l.NumBodies())
+		q := make([]quantBody, len(l.Bodies))
 		for i := range q {
 			b := &q[i]
 			r := func() int64 { return rng.Int63n(1<<rng.Intn(12)) - rng.Int63n(1<<rng.Intn(12)) }

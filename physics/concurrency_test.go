@@ -3,11 +3,15 @@ package physics
 import (
 	"sync"
 	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
 )
 
 // Worlds stepped from different goroutines must not race inside box2d, whose
-// package-level state Step guards (run with -race).
+// package-level state Step guards (run with -race). The package starts no
+// goroutine of its own: none is left behind.
 func TestWorldsStepConcurrently(t *testing.T) {
+	leaktest.Check(t)
 	var wg sync.WaitGroup
 	for g := range 3 {
 		wg.Add(1)

@@ -20,7 +20,7 @@
 // configs and ids, added in the same order, build identical worlds.
 //
 // World.Step runs every fighter's controller (Fighter.SetInput), steps box2d
-// once (Dt = 1/60 s), then collects the step's hit events (World.Hits) and
+// once (1/60 s), then collects the step's hit events (World.Hits) and
 // touching object pairs (World.Contacts, World.FighterPropContacts). Our code
 // allocates nothing per step; box2d allocates inside.
 //
@@ -44,10 +44,21 @@
 //
 // BodyState is position (body origin), angle, centre-of-mass velocity and
 // angular velocity. Object.ReadState appends all bodies' states without
-// allocating; Object.WriteState validates everything first against the
-// world's Limits (body count, NaN/Inf, bounds, speeds) and returns a
-// *StateError naming the body and field without touching box2d if anything is
-// wrong. Limits.ValidateState is the same check, for the network layer.
+// allocating; Object.WriteState validates everything first against the world's
+// limits (body count, NaN/Inf, the arena's bounds plus 1 m, speeds up to 120
+// m/s and 100 rad/s) and returns a *StateError naming the body and field
+// without touching box2d if anything is wrong. Object.Validate checks a whole
+// object state from a snapshot, the bodies the same way and a fighter's
+// state too, without writing anything: for the network layer.
+//
+// # Snapshots
+//
+// A Snapshot is the state of some objects at one moment of the sender's game
+// time: Snapshot.Add takes an object's state (its bodies, and a fighter's
+// HP, action and attack), World.AppendSnapshot encodes it, and the peer's
+// World.DecodeSnapshot, on a world built the same way, decodes it into
+// states that pass that world's limits. Object.Validate then judges each
+// state against the object it is for.
 //
 // # Snapshot wire format (version 1)
 //
@@ -55,7 +66,7 @@
 // bit first) padded with zero bits to a whole byte:
 //
 //	byte 0     version (1)
-//	byte 1     configuration tag: a hash of the codec's Limits (bounds,
+//	byte 1     configuration tag: a hash of the world's limits (bounds,
 //	           speed and angle limits), so peers with different arenas
 //	           fail loudly: 32-bit FNV-1a of the little-endian float64
 //	           bits of Bounds.Min.X, Min.Y, Max.X, Max.Y, MaxSpeed,
@@ -63,7 +74,7 @@
 //	varint     game time in µs (zigzag, encoding/binary.AppendVarint)
 //	uvarint    sequence number (≤ 2^32−1)
 //	bits:
-//	  ue(0)    object count (≤ MaxSnapshotObjects)
+//	  ue(0)    object count (≤ 64)
 //	  per object, ids strictly increasing:
 //	    ue(0)  id − previous id − 1 (previous id starts at 0)
 //	    fighters only (the layout says so), a FighterState:
@@ -82,15 +93,15 @@
 //	    2      order kP of child position residuals
 //	    per body, in index order (the layout gives the count):
 //	      root (layout parent −1):
-//	        bx     x: round((x − bounds.min.x)/PosStep), bx = bitlen(width/PosStep)
+//	        bx     x: round((x − bounds.min.x)/q), bx = bitlen(width/q)
 //	        by     y: likewise over the bounds' height
 //	        14     angle: round(wrap(θ)/(2π/2^14)) mod 2^14
-//	        se(kR) vx, vy in VelStep quanta, then ω in AngVelStep quanta
+//	        se(kR) vx, vy in quanta v, then ω in quanta w
 //	      child (jointed to an earlier parent):
 //	        11     angle: round(wrap(θ)/(2π/2^11)) mod 2^11
-//	        se(kW) ω − ω̂_parent in quanta of AngVelStep·2^s
-//	        se(kP) x − x̃, y − ỹ in quanta of PosStep (2·PosStep at s = 3)
-//	        se(kV) vx − ṽx, vy − ṽy in quanta of VelStep·2^s
+//	        se(kW) ω − ω̂_parent in quanta of w·2^s
+//	        se(kP) x − x̃, y − ỹ in quanta of q (2·q at s = 3)
+//	        se(kV) vx − ṽx, vy − ṽy in quanta of v·2^s
 //
 // ue(k) is an Exp-Golomb code of order k (ue(0) of n is bitlen(n+1)−1 zeros,
 // then n+1 in binary; order k writes ue(0) of n>>k, then the k low bits of n);
@@ -108,31 +119,31 @@
 // previous child of the same parent: a hard push on a torso shifts all its
 // children's residuals alike. The encoder picks the orders and the sibling
 // coding that make each object shortest. The decoder finds each object's
-// layout by id (a World or a LayoutTable); an unknown id is an error.
+// layout by id in its world; an unknown id is an error.
 //
-// Precision (worst case; MaxPosError and friends): positions ±0.5 mm; root
-// angles ±0.011°, child angles ±0.088°; linear velocities ±7.8 mm/s; angular
-// velocities ±0.016 rad/s (0.9°/s). Each object has a bit budget: what a lone
-// object has in a SnapshotTarget (64) byte snapshot with the same header. An
-// object over budget is re-encoded at the next level s: child velocity and
-// angular velocity quanta double per level, and at s = 3 child position quanta
-// are 2 mm (error ±1 mm). Positions and angles otherwise never lose precision,
-// and root bodies never do. The decoder rejects an object over budget at a
-// level below 3, since the encoder never writes one (this keeps decoding and
-// re-encoding exact). A standing fighter takes about 41 bytes (with the
-// header of a match an hour old), a walking one about 57; in scripted fights
-// the average is about 51 bytes, every snapshot ≤ 64, and about 2% of them at
-// a level above 0. The 64 bytes are a target, not a cap: at level 3 an object
-// is sent whatever its size (in a random brawl, 1 snapshot in 40000 was 65
+// The quanta are q = 1 mm for positions, v = 1/64 m/s for linear and w = 1/32
+// rad/s for angular velocities. Precision (worst case): positions ±0.5 mm;
+// root angles ±0.011°, child angles ±0.088°; linear velocities ±7.8 mm/s;
+// angular velocities ±0.016 rad/s (0.9°/s). Each object has a bit budget: what
+// a lone object has in a 64-byte snapshot with the same header. An object over
+// budget is re-encoded at the next level s: child velocity and angular
+// velocity quanta double per level, and at s = 3 child position quanta are 2
+// mm (error ±1 mm). Positions and angles otherwise never lose precision, and
+// root bodies never do. The decoder rejects an object over budget at a level
+// below 3, since the encoder never writes one (this keeps decoding and
+// re-encoding exact). A standing fighter takes about 41 bytes (with the header
+// of a match an hour old), a walking one about 57; in scripted fights the
+// average is about 51 bytes, every snapshot ≤ 64, and about 2% of them at a
+// level above 0. The 64 bytes are a target, not a cap: at level 3 an object is
+// sent whatever its size (in a random brawl, 1 snapshot in 40000 was 65
 // bytes).
 //
 // Decoding checks everything and never panics: a packet longer than
-// MaxPacketSize (1200 bytes), more than MaxSnapshotObjects objects or
-// MaxSnapshotBodies bodies, a wrong version or configuration tag, a truncated
-// field, an unknown object id, a value outside the limits (every decoded body
-// passes Limits.ValidateBody, so it is safe to write into the world), an
-// undefined action, an absurd code, a non-canonical over-budget object, or
-// trailing bytes or non-zero padding all return a *CodecError saying which
-// field of which object at which byte offset, wrapping an errors.Is-able
-// sentinel.
+// MaxPacketSize (1200 bytes), more than 64 objects or 512 bodies, a wrong
+// version or configuration tag, a truncated field, an unknown object id, a
+// value outside the limits (every decoded body passes the world's limits, so
+// it is safe to write into the world), an undefined action, an absurd code, a
+// non-canonical over-budget object, or trailing bytes or non-zero padding all
+// return a *CodecError saying which field of which object at which byte
+// offset, wrapping an errors.Is-able sentinel.
 package physics

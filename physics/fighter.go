@@ -2,6 +2,7 @@ package physics
 
 import (
 	"math"
+	"time"
 
 	"github.com/ByteArena/box2d"
 )
@@ -74,13 +75,15 @@ func (f *Fighter) ID() ObjectID { return f.obj.id }
 // Object returns the fighter's object (bodies, state, layout, shapes).
 func (f *Fighter) Object() *Object { return f.obj }
 
-// Tuning returns the fighter's tuning (defaults filled in).
-func (f *Fighter) Tuning() Tuning { return f.tuning }
+// tuningOf returns the fighter's tuning (defaults filled in).
+func (f *Fighter) tuningOf() Tuning { return f.tuning }
 
-// SetInput sets the controls for the next steps (until changed).
+// SetInput sets the controls for the next steps (until changed). Bits
+// outside InputMask are dropped.
 func (f *Fighter) SetInput(in Input) { f.input = in & InputMask }
 
-// Input returns the current controls.
+// Input returns the controls set with SetInput (or, for a fighter that
+// follows its owner, its owner's).
 func (f *Fighter) Input() Input { return f.input }
 
 // Action returns what the fighter is doing.
@@ -90,18 +93,18 @@ func (f *Fighter) Action() Action { return f.action }
 // PhaseNone.
 func (f *Fighter) AttackPhase() AttackPhase { return f.phase }
 
-// StrikingPart returns the limb that hits during the active phase of the
+// strikingPart returns the limb that hits during the active phase of the
 // attack in progress (a lower arm for a punch, the right lower leg for a
 // kick), or PartUnknown.
-func (f *Fighter) StrikingPart() BodyPart {
+func (f *Fighter) strikingPart() BodyPart {
 	if f.phase == PhaseNone {
 		return PartUnknown
 	}
 	return PartOf(f.strikeBody)
 }
 
-// Cooldown returns the ticks left before the fighter may attack again.
-func (f *Fighter) Cooldown() int { return f.cooldown }
+// cooldownLeft returns the ticks left before the fighter may attack again.
+func (f *Fighter) cooldownLeft() int { return f.cooldown }
 
 // Facing returns the direction the fighter faces.
 func (f *Fighter) Facing() Facing { return f.facing }
@@ -114,9 +117,9 @@ func (f *Fighter) Grounded() bool { return f.grounded }
 func (f *Fighter) HP() int    { return f.hp }
 func (f *Fighter) MaxHP() int { return f.maxHP }
 
-// Controlled reports whether the fighter's controller runs (see
+// isControlled reports whether the fighter's controller runs (see
 // SetControlled).
-func (f *Fighter) Controlled() bool { return f.controlled }
+func (f *Fighter) isControlled() bool { return f.controlled }
 
 // SetControlled switches the controller on or off. Off, the fighter is a limp
 // ragdoll (its joints keep their limits and a little friction) whose state
@@ -134,9 +137,9 @@ func (f *Fighter) SetControlled(on bool) {
 	}
 }
 
-// Following reports whether an uncontrolled fighter follows its owner's
+// isFollowing reports whether an uncontrolled fighter follows its owner's
 // decisions (see SetFollowing).
-func (f *Fighter) Following() bool { return f.following }
+func (f *Fighter) isFollowing() bool { return f.following }
 
 // SetFollowing makes a fighter whose controller is off (SetControlled(false))
 // move its muscles as its owner's do, instead of lying limp: each step it
@@ -175,7 +178,7 @@ func (s *FighterState) validate(maxHP int) (field string, value float64) {
 	switch {
 	case s.HP < 0 || s.HP > maxHP:
 		return "hp", float64(s.HP)
-	case !s.Action.IsValid():
+	case !s.Action.isValid():
 		return "action", float64(s.Action)
 	case s.Facing != FacingLeft && s.Facing != FacingRight:
 		return "facing", float64(s.Facing)
@@ -204,6 +207,14 @@ func (f *Fighter) State() FighterState {
 	return s
 }
 
+// validate checks s as a state of f (see SetRemoteState).
+func (f *Fighter) validate(s *FighterState) error {
+	if field, v := s.validate(f.maxHP); field != "" {
+		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	}
+	return nil
+}
+
 // SetRemoteState applies s (from the owner's snapshot) to a fighter whose
 // controller is off: HP, action, facing (turning the joint limits around) and
 // the attack in progress, so that its striking limb produces hit events here
@@ -211,8 +222,8 @@ func (f *Fighter) State() FighterState {
 // returns an error wrapping ErrOutOfRange, and changes nothing, for an
 // invalid or inconsistent s.
 func (f *Fighter) SetRemoteState(s FighterState) error {
-	if field, v := s.validate(f.maxHP); field != "" {
-		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+	if err := f.validate(&s); err != nil {
+		return err
 	}
 	f.hp = s.HP
 	f.setAction(s.Action)
@@ -229,9 +240,9 @@ func (f *Fighter) SetRemoteState(s FighterState) error {
 	return nil
 }
 
-// SetHP sets the fighter's health, clamped to [0, MaxHP]. At 0 the fighter is
+// setHP sets the fighter's health, clamped to [0, MaxHP]. At 0 the fighter is
 // knocked out.
-func (f *Fighter) SetHP(hp int) {
+func (f *Fighter) setHP(hp int) {
 	f.hp = max(0, min(hp, f.maxHP))
 	if f.hp == 0 && f.controlled {
 		f.endAttack()
@@ -247,9 +258,9 @@ func (f *Fighter) Revive(hp int) {
 	f.setAction(ActionGettingUp)
 }
 
-// KnockDown makes the fighter fall limp (then get up), as a strong hit does.
+// knockDown makes the fighter fall limp (then get up), as a strong hit does.
 // It does nothing to a knocked-out fighter.
-func (f *Fighter) KnockDown() {
+func (f *Fighter) knockDown() {
 	if f.action == ActionKO {
 		return
 	}
@@ -294,9 +305,9 @@ func (f *Fighter) ApplyHit(h HitEvent) int {
 	if d == 0 || f.hp == 0 {
 		return 0
 	}
-	f.SetHP(f.hp - d)
+	f.setHP(f.hp - d)
 	if f.hp > 0 && !h.Blocked && h.Impulse >= f.tuning.KnockdownImpulse {
-		f.KnockDown()
+		f.knockDown()
 		f.knockback(h.Attacker)
 	}
 	return d
@@ -440,7 +451,7 @@ func (f *Fighter) update() {
 		return
 	}
 	torso := f.obj.bodies[0]
-	theta := WrapAngle(torso.M_sweep.A)
+	theta := wrapAngle(torso.M_sweep.A)
 	x := torso.M_sweep.C.X
 	f.grounded = f.footDown(PartLowerLegL.Index()) || f.footDown(PartLowerLegR.Index())
 
@@ -515,7 +526,7 @@ func (f *Fighter) follow() {
 		f.phaseTicks++
 		f.followAttack()
 	}
-	f.act(WrapAngle(f.obj.bodies[0].M_sweep.A))
+	f.act(wrapAngle(f.obj.bodies[0].M_sweep.A))
 }
 
 // followAttack advances a following fighter's attack on its own timers;
@@ -542,8 +553,8 @@ func (f *Fighter) followAttack() {
 }
 
 // FollowRemoteState is SetRemoteState for a fighter that follows its owner
-// (SetFollowing), for a state its owner sent age ticks before the coming
-// step. Its attack is carried forward by its age: a following fighter runs
+// (SetFollowing), for a state its owner sent age before the coming step
+// (the game time now minus the state's time). Its attack is carried forward by its age: a following fighter runs
 // its attacks' phases on the same timers as its owner, from the phase the
 // owner reported plus the report's age, so the attack lands here about when
 // it does there, not a network delay later. A report that is behind what
@@ -551,11 +562,12 @@ func (f *Fighter) followAttack() {
 // attack it has already finished) does not set it back; a report of a new
 // attack, of a later phase, or of an attack cut short (a knock-down) does.
 // Errors are those of SetRemoteState.
-func (f *Fighter) FollowRemoteState(s FighterState, age int) error {
-	if field, v := s.validate(f.maxHP); field != "" {
-		return &StateError{Object: f.obj.id, Body: -1, Field: field, Value: v, Err: ErrOutOfRange}
+func (f *Fighter) FollowRemoteState(s FighterState, age time.Duration) error {
+	if err := f.validate(&s); err != nil {
+		return err
 	}
-	age = max(0, age-1) // the coming step counts the last tick
+	// In whole ticks, less the one the coming step counts.
+	ticks := max(0, int((age+TickDuration/2)/TickDuration)-1)
 	f.hp = s.HP
 	f.setFacing(s.Facing)
 	same := s.AttackSeq == f.attackSeq&3
@@ -565,14 +577,14 @@ func (f *Fighter) FollowRemoteState(s FighterState, age int) error {
 		return nil
 	case s.Phase != PhaseNone && same && f.phase != PhaseNone:
 		if s.Phase > f.phase { // behind its owner: catch up
-			f.phase, f.phaseTicks = s.Phase, age
+			f.phase, f.phaseTicks = s.Phase, ticks
 			f.followAttack()
 		}
 		return nil
 	case s.Phase != PhaseNone:
-		// A new attack: start it where the owner was, age ticks ago.
+		// A new attack: start it where the owner was, age ago.
 		f.attack, f.strikeBody = s.Action, s.Strike.Index()
-		f.phase, f.phaseTicks = s.Phase, age
+		f.phase, f.phaseTicks = s.Phase, ticks
 		f.attackSeq = s.AttackSeq
 		f.hitVictims = f.hitVictims[:0]
 		f.setAction(s.Action)

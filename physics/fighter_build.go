@@ -73,7 +73,7 @@ type FighterConfig struct {
 	Facing Facing
 	// MaxHP is the fighter's full health, 1..MaxWireHP. Zero: 100.
 	MaxHP int
-	// Tuning overrides the default tuning. Nil: DefaultTuning(); zero
+	// Tuning overrides the default tuning. Nil: the defaults; zero
 	// fields of a given Tuning take their defaults too.
 	Tuning *Tuning
 }
@@ -90,7 +90,7 @@ func (w *World) AddFighter(id ObjectID, cfg FighterConfig) (*Fighter, error) {
 	if err := w.checkNewID(id); err != nil {
 		return nil, err
 	}
-	t := DefaultTuning()
+	t := defaultTuning()
 	if cfg.Tuning != nil {
 		t = cfg.Tuning.withDefaults()
 	}
@@ -208,7 +208,7 @@ func (w *World) AddFighter(id ObjectID, cfg FighterConfig) (*Fighter, error) {
 		layout.Bodies[child] = LayoutBody{Parent: parent, AnchorParent: anchors[j][0], AnchorSelf: anchors[j][1],
 			LocalCenter: fromB2(bodies[child].M_sweep.LocalCenter)}
 	}
-	o := &Object{id: id, kind: KindFighter, world: w, bodies: bodies, layout: layout, fighter: f, created: true}
+	o := &Object{id: id, kind: kindFighter, world: w, bodies: bodies, layout: layout, fighter: f, created: true}
 	f.obj = o
 	f.world = w
 	w.register(o)

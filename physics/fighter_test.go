@@ -2,11 +2,14 @@ package physics
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"math/rand"
+	"testing"
 
 	"github.com/ByteArena/box2d"
-	"math"
-	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 func TestIdleFighterStaysStanding(t *testing.T) {
@@ -20,7 +23,7 @@ func TestIdleFighterStaysStanding(t *testing.T) {
 		if math.Abs(a) > 20*math.Pi/180 {
 			t.Fatalf("step %d: torso at %.1f°, want within ±20°", i, deg(a))
 		}
-		head, hip := f.Object().ReadBody(PartHead.Index()).Pos, hipPoint(f)
+		head, hip := f.Object().readBody(PartHead.Index()).Pos, hipPoint(f)
 		if head.Y < hip.Y+0.4 {
 			t.Fatalf("step %d: head at y=%.3f not above hips at y=%.3f", i, head.Y, hip.Y)
 		}
@@ -32,7 +35,7 @@ func TestIdleFighterStaysStanding(t *testing.T) {
 		}
 	}
 	// It stands where it was put and stays on its feet.
-	if x := f.Object().ReadBody(0).Pos.X; math.Abs(x+2) > 0.3 {
+	if x := f.Object().readBody(0).Pos.X; math.Abs(x+2) > 0.3 {
 		t.Errorf("idle fighter drifted to x=%.3f from -2", x)
 	}
 	if y := hipPoint(f).Y; y < 0.75 {
@@ -45,7 +48,7 @@ func TestWalk(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 30)
-	x0 := f.Object().ReadBody(0).Pos.X
+	x0 := f.Object().readBody(0).Pos.X
 	f.SetInput(InputRight)
 	for i := 0; i < 120; i++ {
 		w.Step()
@@ -56,7 +59,7 @@ func TestWalk(t *testing.T) {
 			t.Fatalf("walking right, step %d: action %v", i, f.Action())
 		}
 	}
-	x1 := f.Object().ReadBody(0).Pos.X
+	x1 := f.Object().readBody(0).Pos.X
 	if x1-x0 < 2 {
 		t.Errorf("2 s walking right moved %.2f m, want at least 2 m", x1-x0)
 	}
@@ -70,7 +73,7 @@ func TestWalk(t *testing.T) {
 			t.Fatalf("walking left, step %d: torso at %.1f°", i, deg(a))
 		}
 	}
-	x2 := f.Object().ReadBody(0).Pos.X
+	x2 := f.Object().readBody(0).Pos.X
 	if x1-x2 < 2 {
 		t.Errorf("2 s walking left moved %.2f m left, want at least 2 m", x1-x2)
 	}
@@ -80,7 +83,7 @@ func TestWalk(t *testing.T) {
 	// Letting go stops it.
 	f.SetInput(0)
 	steps(w, 60)
-	if v := f.Object().ReadBody(0).Vel.X; math.Abs(v) > 0.3 {
+	if v := f.Object().readBody(0).Vel.X; math.Abs(v) > 0.3 {
 		t.Errorf("1 s after letting go, still moving at %.2f m/s", v)
 	}
 	if f.Action() != ActionIdle {
@@ -162,7 +165,7 @@ func TestPunchAndKickHitOnlyInReach(t *testing.T) {
 					a.SetInput(0)
 					if a.AttackPhase() == PhaseActive {
 						sawActive = true
-						if p := a.StrikingPart(); p != tc.limb[0] && (len(tc.limb) < 2 || p != tc.limb[1]) {
+						if p := a.strikingPart(); p != tc.limb[0] && (len(tc.limb) < 2 || p != tc.limb[1]) {
 							t.Fatalf("striking part %v", p)
 						}
 					}
@@ -182,7 +185,7 @@ func TestPunchAndKickHitOnlyInReach(t *testing.T) {
 				}
 				h := hits[0]
 				if h.Attacker != 1 || h.Victim != 2 || h.Attack != tc.attack || h.Part == PartUnknown ||
-					!(h.Impulse >= a.Tuning().MinHitImpulse) || h.Tick == 0 || h.Tick > w.Tick() || h.Blocked {
+					!(h.Impulse >= a.tuningOf().MinHitImpulse) || h.Tick == 0 || h.Tick > w.Tick() || h.Blocked {
 					t.Errorf("bad hit event %+v", h)
 				}
 				if dmg := b.Damage(h); dmg < 1 {
@@ -198,7 +201,7 @@ func TestAttackPhasesAndCooldown(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 10)
-	tu := f.Tuning()
+	tu := f.tuningOf()
 	f.SetInput(InputPunch)
 	var phases []AttackPhase
 	for i := 0; i < tu.PunchWindup+tu.PunchActive+tu.PunchRecovery+2; i++ {
@@ -217,7 +220,7 @@ func TestAttackPhasesAndCooldown(t *testing.T) {
 			t.Fatalf("phases %v, want %v", phases, want)
 		}
 	}
-	if f.Cooldown() == 0 {
+	if f.cooldownLeft() == 0 {
 		t.Error("no cooldown after a punch")
 	}
 	// A press during the cooldown is buffered and fires when it ends.
@@ -248,7 +251,7 @@ func TestKnockdownAndGetUp(t *testing.T) {
 		t.Fatalf("kick produced %d hits", len(hits))
 	}
 	h := hits[0]
-	h.Impulse = math.Max(h.Impulse, b.Tuning().KnockdownImpulse)
+	h.Impulse = math.Max(h.Impulse, b.tuningOf().KnockdownImpulse)
 	dmg := b.ApplyHit(h)
 	if dmg < 1 || b.HP() != b.MaxHP()-dmg {
 		t.Fatalf("damage %d, HP %d", dmg, b.HP())
@@ -275,30 +278,32 @@ func TestKnockdownAndGetUp(t *testing.T) {
 
 func TestLyingFighterGetsUp(t *testing.T) {
 	for _, faceUp := range []bool{true, false} {
-		w := newWorld(t)
-		f := addFighter(t, w, 1, 0)
-		steps(w, 10)
-		layDown(t, f, 0, faceUp)
-		sawDown, up := false, -1
-		for i := 0; i < 180; i++ {
-			w.Step()
-			sawDown = sawDown || f.Action() == ActionDown
-			if sawDown && f.Action() == ActionIdle {
-				up = i
-				break
+		t.Run(fmt.Sprintf("faceUp=%v", faceUp), func(t *testing.T) {
+			w := newWorld(t)
+			f := addFighter(t, w, 1, 0)
+			steps(w, 10)
+			layDown(t, f, 0, faceUp)
+			sawDown, up := false, -1
+			for i := 0; i < 180; i++ {
+				w.Step()
+				sawDown = sawDown || f.Action() == ActionDown
+				if sawDown && f.Action() == ActionIdle {
+					up = i
+					break
+				}
 			}
-		}
-		if !sawDown || up < 0 {
-			t.Fatalf("faceUp=%v: down=%v, got up at step %d; action %v", faceUp, sawDown, up, f.Action())
-		}
-		// And it stays up.
-		for i := 0; i < 120; i++ {
-			w.Step()
-			if math.Abs(torsoAngle(f)) > 25*math.Pi/180 {
-				t.Fatalf("faceUp=%v: fell again %d steps after getting up (torso %.1f°)", faceUp, i, deg(torsoAngle(f)))
+			if !sawDown || up < 0 {
+				t.Fatalf("faceUp=%v: down=%v, got up at step %d; action %v", faceUp, sawDown, up, f.Action())
 			}
-		}
-		t.Logf("faceUp=%v: standing after %d steps", faceUp, up+1)
+			// And it stays up.
+			for i := 0; i < 120; i++ {
+				w.Step()
+				if math.Abs(torsoAngle(f)) > 25*math.Pi/180 {
+					t.Fatalf("faceUp=%v: fell again %d steps after getting up (torso %.1f°)", faceUp, i, deg(torsoAngle(f)))
+				}
+			}
+			t.Logf("faceUp=%v: standing after %d steps", faceUp, up+1)
+		})
 	}
 }
 
@@ -306,7 +311,7 @@ func TestKnockedOutFighterStaysDown(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 1, 0)
 	steps(w, 10)
-	f.SetHP(0)
+	f.setHP(0)
 	if f.Action() != ActionKO {
 		t.Fatalf("HP 0: action %v", f.Action())
 	}
@@ -354,7 +359,7 @@ func TestBlockReducesDamage(t *testing.T) {
 func TestDamageRules(t *testing.T) {
 	w := newWorld(t)
 	f := addFighter(t, w, 2, 0)
-	tu := f.Tuning()
+	tu := f.tuningOf()
 	base := HitEvent{Attacker: 1, Victim: 2, Part: PartTorso, Impulse: 20, Attack: ActionPunch}
 	torso := f.Damage(base)
 	if want := int(math.Round(20 * tu.DamagePerImpulse * tu.TorsoMultiplier)); torso != want {
@@ -381,11 +386,13 @@ func TestDamageRules(t *testing.T) {
 		t.Errorf("huge hit does %d, want the cap %d", d, tu.MaxHitDamage)
 	}
 	for _, imp := range []float64{0, -1, math.NaN(), math.Inf(1)} {
-		bad := base
-		bad.Impulse = imp
-		if d := f.Damage(bad); d != 0 {
-			t.Errorf("impulse %v does %d damage", imp, d)
-		}
+		t.Run(fmt.Sprint(imp), func(t *testing.T) {
+			bad := base
+			bad.Impulse = imp
+			if d := f.Damage(bad); d != 0 {
+				t.Errorf("impulse %v does %d damage", imp, d)
+			}
+		})
 	}
 	for f.HP() > 0 {
 		f.ApplyHit(huge)
@@ -486,13 +493,13 @@ func TestRemoteFighter(t *testing.T) {
 	b := addFighter(t, w, 2, 1)
 	steps(w, 10)
 	b.SetControlled(false)
-	if b.Controlled() {
+	if b.isControlled() {
 		t.Fatal("still controlled")
 	}
 	// Uncontrolled, it is a limp ragdoll: no balance, it slumps.
 	b.SetInput(InputRight)
 	steps(w, 120)
-	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head > 0.8 {
+	if head := b.Object().readBody(PartHead.Index()).Pos.Y; head > 0.8 {
 		t.Errorf("an uncontrolled fighter kept standing (head at %.2f m)", head)
 	}
 	// Its HP, action and facing come from the owner's snapshots.
@@ -512,9 +519,11 @@ func TestRemoteFighter(t *testing.T) {
 		{HP: 5, Action: ActionPunch, Facing: FacingLeft, Phase: PhaseActive, Strike: PartHead},
 		{HP: 5, Action: ActionPunch, Facing: FacingLeft, AttackSeq: 9},
 	} {
-		if err := b.SetRemoteState(bad); !errors.Is(err, ErrOutOfRange) {
-			t.Errorf("SetRemoteState(%+v) = %v", bad, err)
-		}
+		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
+			if err := b.SetRemoteState(bad); !errors.Is(err, ErrOutOfRange) {
+				t.Errorf("SetRemoteState(%+v) = %v", bad, err)
+			}
+		})
 	}
 	if b.HP() != 40 {
 		t.Error("a rejected remote state changed HP")
@@ -564,7 +573,7 @@ func TestRemoteFighter(t *testing.T) {
 
 func TestFighterConfigValidation(t *testing.T) {
 	w := newWorld(t)
-	for _, cfg := range []FighterConfig{
+	for i, cfg := range []FighterConfig{
 		{MaxHP: -1},
 		{MaxHP: MaxWireHP + 1},
 		{Facing: 3},
@@ -573,17 +582,19 @@ func TestFighterConfigValidation(t *testing.T) {
 		{Tuning: &Tuning{WalkSpeed: math.Inf(1)}},
 		{Tuning: &Tuning{DownTicks: -1}},
 	} {
-		if _, err := w.AddFighter(1, cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("AddFighter(%+v) = %v", cfg, err)
-		}
+		t.Run(fmt.Sprint("config ", i), func(t *testing.T) {
+			if _, err := w.AddFighter(1, cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("AddFighter(%+v) = %v", cfg, err)
+			}
+		})
 	}
 	// Zero fields of a custom tuning take the defaults.
 	f, err := w.AddFighter(1, FighterConfig{Tuning: &Tuning{WalkSpeed: 3}, MaxHP: 250, Facing: FacingLeft})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tu := f.Tuning()
-	if tu.WalkSpeed != 3 || tu.UprightKp != DefaultTuning().UprightKp || f.MaxHP() != 250 || f.Facing() != FacingLeft {
+	tu := f.tuningOf()
+	if tu.WalkSpeed != 3 || tu.UprightKp != defaultTuning().UprightKp || f.MaxHP() != 250 || f.Facing() != FacingLeft {
 		t.Errorf("tuning %+v", tu)
 	}
 }
@@ -623,7 +634,7 @@ func TestEnumStrings(t *testing.T) {
 	if ObjectID(0).String() != "obj#invalid" || ObjectID(7).String() != "obj#7" {
 		t.Error("object ids")
 	}
-	for _, s := range []string{KindFighter.String(), FacingLeft.String(), PhaseActive.String(), ShapeBox.String()} {
+	for _, s := range []string{kindFighter.String(), FacingLeft.String(), PhaseActive.String(), ShapeBox.String()} {
 		if s == "" {
 			t.Error("empty name")
 		}
@@ -640,7 +651,7 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 	b := addFighter(t, w, 2, 0.5)
 	w.AddBall(3, PropConfig{Pos: V(0, 4)})
 	w.AddCrate(4, PropConfig{Pos: V(2, 1)})
-	c := w.Codec()
+	c := w.codec
 	rng := rand.New(rand.NewSource(9))
 	var s, d Snapshot
 	var buf []byte
@@ -660,17 +671,17 @@ func TestRandomBrawlStaysSane(t *testing.T) {
 			hits++
 			w.Fighter(h.Victim).ApplyHit(h)
 		}
-		s.Reset(int64(i), uint32(i))
+		s.Reset(clocksync.GameTime(i), uint32(i))
 		for _, o := range w.Objects() {
 			s.Add(o)
-			if err := o.Validate(s.Objects[len(s.Objects)-1].Bodies); err != nil {
+			if err := o.Validate(&s.Objects[len(s.Objects)-1]); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}
-		if buf, err = c.AppendSnapshot(buf[:0], &s); err != nil {
+		if buf, err = c.appendSnapshot(buf[:0], &s); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
-		if err = c.DecodeSnapshot(buf, &d); err != nil {
+		if err = c.decodeSnapshot(buf, &d); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		for k, f := range []*Fighter{a, b} {
@@ -703,19 +714,19 @@ func TestFollowingFighter(t *testing.T) {
 	steps(w, 30)
 	b.SetControlled(false)
 	b.SetFollowing(true)
-	if !b.Following() {
+	if !b.isFollowing() {
 		t.Fatal("not following")
 	}
 	if err := b.SetRemoteState(FighterState{HP: 50, Action: ActionWalk, Facing: FacingLeft}); err != nil {
 		t.Fatal(err)
 	}
 	b.SetInput(InputLeft | InputPunch | InputJump)
-	x0 := b.Object().ReadBody(0).Pos.X
+	x0 := b.Object().readBody(0).Pos.X
 	steps(w, 60)
-	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head < 1.2 {
+	if head := b.Object().readBody(PartHead.Index()).Pos.Y; head < 1.2 {
 		t.Errorf("a following fighter slumped (head at %.2f m)", head)
 	}
-	if dx := b.Object().ReadBody(0).Pos.X - x0; dx > -0.5 {
+	if dx := b.Object().readBody(0).Pos.X - x0; dx > -0.5 {
 		t.Errorf("walked %.2f m in a second, want to the left", dx)
 	}
 	if b.Action() != ActionWalk || b.AttackPhase() != PhaseNone || b.Facing() != FacingLeft {
@@ -724,7 +735,7 @@ func TestFollowingFighter(t *testing.T) {
 	// Not following, the same fighter is a limp ragdoll again.
 	b.SetFollowing(false)
 	steps(w, 120)
-	if head := b.Object().ReadBody(PartHead.Index()).Pos.Y; head > 0.8 {
+	if head := b.Object().readBody(PartHead.Index()).Pos.Y; head > 0.8 {
 		t.Errorf("a limp fighter kept standing (head at %.2f m)", head)
 	}
 }
@@ -742,7 +753,7 @@ func TestGaitFollowsTheClock(t *testing.T) {
 	}
 	for i := range 40 {
 		for _, w := range worlds {
-			w.SetClock(int64(5_000_000 + i*1_000_000/TickRate))
+			w.SetClock(clocksync.GameTime(5_000_000 + i*1_000_000/TickRate))
 			w.Step()
 		}
 		if g0, g1 := walkers[0].gait, walkers[1].gait; g0 != g1 {
@@ -752,7 +763,7 @@ func TestGaitFollowsTheClock(t *testing.T) {
 	// Between two settings the clock runs on by a step per step.
 	before := walkers[0].gait
 	worlds[0].Step()
-	want := math.Mod(before+2*math.Pi*walkers[0].tuning.StepRate*Dt, 2*math.Pi)
+	want := math.Mod(before+2*math.Pi*walkers[0].tuning.StepRate*dt, 2*math.Pi)
 	if d := math.Abs(AngleDiff(walkers[0].gait, want)); d > 1e-9 {
 		t.Errorf("gait %v after a step without SetClock, want %v", walkers[0].gait, want)
 	}
@@ -767,13 +778,13 @@ func TestFollowRemoteStateRunsAttacksOn(t *testing.T) {
 	b := addFighter(t, w, 2, 1)
 	b.SetControlled(false)
 	b.SetFollowing(true)
-	tu := b.Tuning()
+	tu := b.tuningOf()
 	punch := func(ph AttackPhase, seq uint8) FighterState {
 		return FighterState{HP: 50, Action: ActionPunch, Facing: FacingLeft, Phase: ph, Strike: PartLowerArmR, AttackSeq: seq}
 	}
 	// The owner started a punch (its tick s) and the report is 4 ticks
 	// old: the coming step is the owner's tick s+4.
-	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 4); err != nil {
+	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 4*TickDuration); err != nil {
 		t.Fatal(err)
 	}
 	// Its windup lasts PunchWindup ticks (s … s+PunchWindup-1); the steps
@@ -790,7 +801,7 @@ func TestFollowRemoteStateRunsAttacksOn(t *testing.T) {
 		t.Fatalf("phase %v after the owner's windup, want active", b.AttackPhase())
 	}
 	// A late report of the windup does not set it back.
-	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 6); err != nil {
+	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 6*TickDuration); err != nil {
 		t.Fatal(err)
 	}
 	if b.AttackPhase() != PhaseActive || b.State().AttackSeq != 1 {
@@ -805,30 +816,30 @@ func TestFollowRemoteStateRunsAttacksOn(t *testing.T) {
 		t.Fatalf("after the punch: %v %v, want blocking", b.Action(), b.AttackPhase())
 	}
 	// Reports of the finished punch change nothing.
-	if err := b.FollowRemoteState(punch(PhaseRecovery, 1), 5); err != nil {
+	if err := b.FollowRemoteState(punch(PhaseRecovery, 1), 5*TickDuration); err != nil {
 		t.Fatal(err)
 	}
 	if b.AttackPhase() != PhaseNone || b.Action() != ActionBlock {
 		t.Fatalf("a report of the finished punch restarted it: %v %v", b.Action(), b.AttackPhase())
 	}
 	// A report of a next attack long over by now plays out at once.
-	if err := b.FollowRemoteState(punch(PhaseWindup, 2), 100); err != nil {
+	if err := b.FollowRemoteState(punch(PhaseWindup, 2), 100*TickDuration); err != nil {
 		t.Fatal(err)
 	}
 	if b.AttackPhase() != PhaseNone || b.State().AttackSeq != 2 {
 		t.Fatalf("an attack 100 ticks old is still on: %v", b.AttackPhase())
 	}
 	// A knock-down cuts an attack short.
-	if err := b.FollowRemoteState(punch(PhaseActive, 3), 1); err != nil {
+	if err := b.FollowRemoteState(punch(PhaseActive, 3), 1*TickDuration); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionDown, Facing: FacingLeft, AttackSeq: 3}, 1); err != nil {
+	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionDown, Facing: FacingLeft, AttackSeq: 3}, 1*TickDuration); err != nil {
 		t.Fatal(err)
 	}
 	if b.AttackPhase() != PhaseNone || b.Action() != ActionDown {
 		t.Fatalf("knocked down mid-punch: %v %v", b.Action(), b.AttackPhase())
 	}
-	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionUnknown, Facing: FacingLeft}, 1); !errors.Is(err, ErrOutOfRange) {
+	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionUnknown, Facing: FacingLeft}, 1*TickDuration); !errors.Is(err, ErrOutOfRange) {
 		t.Errorf("invalid state: %v", err)
 	}
 }

@@ -2,11 +2,13 @@ package physics
 
 import (
 	"testing"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // fuzzWorld is a world with a fighter, a crate and a ball whose layouts the
 // fuzzed decoder uses.
-func fuzzWorld(t testing.TB) (*World, *Codec) {
+func fuzzWorld(t testing.TB) (*World, *snapshotCodec) {
 	w := newWorld(t)
 	addFighter(t, w, 1, -1)
 	addFighter(t, w, 2, 1)
@@ -16,7 +18,7 @@ func fuzzWorld(t testing.TB) (*World, *Codec) {
 	if _, err := w.AddBall(300, PropConfig{Pos: V(-3, 4)}); err != nil {
 		t.Fatal(err)
 	}
-	return w, w.Codec()
+	return w, w.codec
 }
 
 func sameSnapshot(a, b *Snapshot) bool {
@@ -46,11 +48,11 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	for i := 0; i < 4; i++ {
 		w.Fighters()[0].SetInput([]Input{InputKick, InputPunch, InputRight, InputJump}[i])
 		steps(w, 15)
-		s.Reset(int64(i)*1_000_003-5, uint32(i*77))
+		s.Reset(clocksync.GameTime(i)*1_000_003-5, uint32(i*77))
 		for _, o := range w.Objects()[i%2:] {
 			s.Add(o)
 		}
-		buf, err := c.AppendSnapshot(nil, &s)
+		buf, err := c.appendSnapshot(nil, &s)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -62,31 +64,31 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		f.Add(m)
 	}
 	s.Reset(0, 0)
-	empty, _ := c.AppendSnapshot(nil, &s)
+	empty, _ := c.appendSnapshot(nil, &s)
 	f.Add(empty)
 	f.Add([]byte{})
-	f.Add([]byte{SnapshotVersion, c.tag, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add([]byte{snapshotVersion, c.tag, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 
 	var d1, d2 Snapshot
 	var buf []byte
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := c.DecodeSnapshot(data, &d1); err != nil {
+		if err := c.decodeSnapshot(data, &d1); err != nil {
 			if _, ok := err.(*CodecError); !ok {
 				t.Fatalf("error %T %v is not a *CodecError", err, err)
 			}
 			return
 		}
 		for _, o := range d1.Objects {
-			if err := w.Object(o.ID).Validate(o.Bodies); err != nil {
+			if err := w.Object(o.ID).validateBodies(o.Bodies); err != nil {
 				t.Fatalf("decoded state does not validate: %v", err)
 			}
 		}
 		var err error
-		buf, err = c.AppendSnapshot(buf[:0], &d1)
+		buf, err = c.appendSnapshot(buf[:0], &d1)
 		if err != nil {
 			t.Fatalf("re-encoding a decoded snapshot: %v", err)
 		}
-		if err := c.DecodeSnapshot(buf, &d2); err != nil {
+		if err := c.decodeSnapshot(buf, &d2); err != nil {
 			t.Fatalf("decoding a re-encoded snapshot: %v", err)
 		}
 		if !sameSnapshot(&d1, &d2) {

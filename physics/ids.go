@@ -11,9 +11,6 @@ import (
 // invalid.
 type ObjectID uint16
 
-// IsValid reports whether id is non-zero.
-func (id ObjectID) IsValid() bool { return id != 0 }
-
 func (id ObjectID) String() string {
 	if id == 0 {
 		return "obj#invalid"
@@ -21,27 +18,27 @@ func (id ObjectID) String() string {
 	return "obj#" + strconv.FormatUint(uint64(id), 10)
 }
 
-// ObjectKind says what an Object is.
-type ObjectKind uint8
+// objectKind says what an Object is.
+type objectKind uint8
 
 const (
-	KindUnknown ObjectKind = iota
-	// KindFighter is a ragdoll fighter built by World.AddFighter.
-	KindFighter
-	// KindProp is a prop built by World.AddCrate or World.AddBall.
-	KindProp
-	// KindCustom is a set of bodies the game created itself and wrapped
+	_ objectKind = iota // unknown
+	// kindFighter is a ragdoll fighter built by World.AddFighter.
+	kindFighter
+	// kindProp is a prop built by World.AddCrate or World.AddBall.
+	kindProp
+	// kindCustom is a set of bodies the game created itself and wrapped
 	// with World.AddBodies.
-	KindCustom
+	kindCustom
 )
 
-func (k ObjectKind) String() string {
+func (k objectKind) String() string {
 	switch k {
-	case KindFighter:
+	case kindFighter:
 		return "fighter"
-	case KindProp:
+	case kindProp:
 		return "prop"
-	case KindCustom:
+	case kindCustom:
 		return "custom"
 	}
 	return "unknown(" + strconv.Itoa(int(k)) + ")"
@@ -198,8 +195,8 @@ func (a Action) String() string {
 	return "action(" + strconv.Itoa(int(a)) + ")"
 }
 
-// IsValid reports whether a is a defined, non-zero action.
-func (a Action) IsValid() bool { return a > ActionUnknown && a < numActions }
+// isValid reports whether a is a defined, non-zero action.
+func (a Action) isValid() bool { return a > ActionUnknown && a < numActions }
 
 // AttackPhase is the phase of a punch or kick.
 type AttackPhase uint8

@@ -39,12 +39,9 @@ type LayoutBody struct {
 	LocalCenter Vec2
 }
 
-// NumBodies returns len(l.Bodies).
-func (l *Layout) NumBodies() int { return len(l.Bodies) }
-
-// Validate checks that l is usable by the codec: 1..MaxBodiesPerObject
+// validate checks that l is usable by the codec: 1..MaxBodiesPerObject
 // bodies, parents before children, finite anchors of sane size (≤ 100 m).
-func (l *Layout) Validate() error {
+func (l *Layout) validate() error {
 	n := len(l.Bodies)
 	if n == 0 || n > MaxBodiesPerObject {
 		return fmt.Errorf("%w: layout has %d bodies, want 1..%d", ErrInvalidConfig, n, MaxBodiesPerObject)
@@ -70,11 +67,11 @@ func (l *Layout) clone() Layout {
 	return Layout{Fighter: l.Fighter, Bodies: append([]LayoutBody(nil), l.Bodies...)}
 }
 
-// LayoutOf derives a layout from box2d bodies: body i becomes the child of the
+// layoutOf derives a layout from box2d bodies: body i becomes the child of the
 // lowest-index body j < i it shares a revolute or weld joint with (anchors
 // from that joint), or a root if there is none. Order the slice so that
 // parents come first (e.g. torso, then upper limbs, then lower limbs).
-func LayoutOf(bodies []*box2d.B2Body) Layout {
+func layoutOf(bodies []*box2d.B2Body) Layout {
 	l := Layout{Bodies: make([]LayoutBody, len(bodies))}
 	for i, b := range bodies {
 		lb := LayoutBody{Parent: -1, LocalCenter: fromB2(b.M_sweep.LocalCenter)}
@@ -145,20 +142,20 @@ func rotOf(a float64) rot {
 	return rot{s, c}
 }
 
-// LayoutTable maps object ids to layouts for a Codec used without a World
+// layoutTable maps object ids to layouts for a codec used without a World
 // (tests, tools, a relay). It keeps entries sorted by id; lookups are binary
 // searches and allocate nothing. The zero value is an empty table.
-type LayoutTable struct {
+type layoutTable struct {
 	ids     []ObjectID
 	layouts []*Layout
 }
 
-// Set registers (or replaces) the layout of id. The layout is copied.
-func (t *LayoutTable) Set(id ObjectID, l *Layout) error {
-	if !id.IsValid() {
+// set registers (or replaces) the layout of id. The layout is copied.
+func (t *layoutTable) set(id ObjectID, l *Layout) error {
+	if id == 0 {
 		return ErrInvalidID
 	}
-	if err := l.Validate(); err != nil {
+	if err := l.validate(); err != nil {
 		return err
 	}
 	c := l.clone()
@@ -175,8 +172,8 @@ func (t *LayoutTable) Set(id ObjectID, l *Layout) error {
 	return nil
 }
 
-// Delete removes the layout of id, if any.
-func (t *LayoutTable) Delete(id ObjectID) {
+// remove removes the layout of id, if any.
+func (t *layoutTable) remove(id ObjectID) {
 	i := sort.Search(len(t.ids), func(i int) bool { return t.ids[i] >= id })
 	if i < len(t.ids) && t.ids[i] == id {
 		t.ids = append(t.ids[:i], t.ids[i+1:]...)
@@ -184,8 +181,8 @@ func (t *LayoutTable) Delete(id ObjectID) {
 	}
 }
 
-// Layout returns the layout of id, or nil.
-func (t *LayoutTable) Layout(id ObjectID) *Layout {
+// layout returns the layout of id, or nil.
+func (t *layoutTable) layout(id ObjectID) *Layout {
 	lo, hi := 0, len(t.ids)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

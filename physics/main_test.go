@@ -1,35 +1,9 @@
 package physics
 
 import (
-	"encoding/binary"
-	"flag"
-	"fmt"
 	"math"
-	"os"
-	"runtime"
 	"testing"
-	"time"
 )
-
-// TestMain fails the run if a test leaves goroutines behind (this package
-// starts none, and must not start to).
-func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	// The fuzzing engine runs goroutines of its own.
-	fuzzing := flag.Lookup("test.fuzz") != nil && flag.Lookup("test.fuzz").Value.String() != ""
-	if code == 0 && !fuzzing {
-		deadline := time.Now().Add(2 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			fmt.Fprintf(os.Stderr, "leaked goroutines: %d before, %d after\n", before, n)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 func newWorld(t testing.TB) *World {
 	t.Helper()
@@ -37,6 +11,23 @@ func newWorld(t testing.TB) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+// newWorldLimits returns a default world that validates states against lim
+// (zero fields: the arena's limits) instead of its arena's limits.
+func newWorldLimits(t testing.TB, lim bodyLimits) *World {
+	t.Helper()
+	w := newWorld(t)
+	if lim.Bounds == (Rect{}) {
+		lim.Bounds = w.limits.Bounds
+	}
+	w.limits = lim.withDefaults()
+	c, err := newCodec(w.limits, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.codec = c
 	return w
 }
 
@@ -58,11 +49,11 @@ func steps(w *World, n int) {
 func deg(rad float64) float64 { return rad * 180 / math.Pi }
 
 // torsoAngle returns the fighter's torso angle wrapped to [-π, π).
-func torsoAngle(f *Fighter) float64 { return WrapAngle(f.Object().ReadBody(0).Angle) }
+func torsoAngle(f *Fighter) float64 { return wrapAngle(f.Object().readBody(0).Angle) }
 
 // hipPoint returns the world position of the fighter's hip joint.
 func hipPoint(f *Fighter) Vec2 {
-	s := f.Object().ReadBody(0)
+	s := f.Object().readBody(0)
 	return s.Pos.Add(Vec2{0, hipY}.Rotate(s.Angle))
 }
 
@@ -70,7 +61,7 @@ func hipPoint(f *Fighter) Vec2 {
 func lowestFoot(f *Fighter) float64 {
 	low := math.Inf(1)
 	for _, i := range []int{PartLowerLegL.Index(), PartLowerLegR.Index()} {
-		s := f.Object().ReadBody(i)
+		s := f.Object().readBody(i)
 		for _, c := range []Vec2{{-footHX, footY - footHY}, {footHX, footY - footHY}} {
 			low = math.Min(low, s.Pos.Add(c.Rotate(s.Angle)).Y)
 		}
@@ -102,11 +93,3 @@ func layDown(t testing.TB, f *Fighter, x float64, faceUp bool) {
 		t.Fatal(err)
 	}
 }
-
-func appendVarint(b []byte, v int64) []byte   { return binaryAppendVarint(b, v) }
-func appendUvarint(b []byte, v uint64) []byte { return binaryAppendUvarint(b, v) }
-
-var (
-	binaryAppendVarint  = binary.AppendVarint
-	binaryAppendUvarint = binary.AppendUvarint
-)

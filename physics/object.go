@@ -12,25 +12,25 @@ import (
 // the same body on every peer. Objects are created by a World and live until
 // World.RemoveObject.
 //
-// Reading is cheap and allocation-free (ReadState, ReadBody, Transform).
+// Reading is cheap and allocation-free (ReadState, Transform).
 // WriteState validates first and changes nothing when the input is invalid.
 type Object struct {
 	id      ObjectID
-	kind    ObjectKind
+	kind    objectKind
 	world   *World
 	bodies  []*box2d.B2Body
 	layout  Layout
 	shapes  []Shape
 	mass    float64
-	fighter *Fighter // nil unless kind == KindFighter
+	fighter *Fighter // nil unless kind == kindFighter
 	created bool     // bodies were created by this package (destroyed on removal)
 }
 
 // ID returns the object's id.
 func (o *Object) ID() ObjectID { return o.id }
 
-// Kind returns what the object is.
-func (o *Object) Kind() ObjectKind { return o.kind }
+// objKind returns what the object is.
+func (o *Object) objKind() objectKind { return o.kind }
 
 // Fighter returns the fighter this object is, or nil.
 func (o *Object) Fighter() *Fighter { return o.fighter }
@@ -46,14 +46,16 @@ func (o *Object) Bodies() []*box2d.B2Body { return o.bodies }
 // Body returns body i.
 func (o *Object) Body(i int) *box2d.B2Body { return o.bodies[i] }
 
-// Layout returns the object's layout (shared; do not modify).
+// Layout returns how the object's bodies hang together (parents and joint
+// anchors), as snapshots and correction.Corrector.SetLayout use it. Shared;
+// do not modify.
 func (o *Object) Layout() *Layout { return &o.layout }
 
-// Mass returns the mass of body i in kg (0 for static bodies).
-func (o *Object) Mass(i int) float64 { return o.bodies[i].M_mass }
+// bodyMass returns the mass of body i in kg (0 for static bodies).
+func (o *Object) bodyMass(i int) float64 { return o.bodies[i].M_mass }
 
-// TotalMass returns the summed mass of the object's bodies in kg.
-func (o *Object) TotalMass() float64 { return o.mass }
+// totalMass returns the summed mass of the object's bodies in kg.
+func (o *Object) totalMass() float64 { return o.mass }
 
 // Shapes returns the collision shapes of every body, for drawing: body index,
 // kind, and geometry in the body's frame. Computed once; shared, do not
@@ -66,8 +68,8 @@ func (o *Object) Transform(i int) (pos Vec2, angle float64) {
 	return Vec2{b.M_xf.P.X, b.M_xf.P.Y}, b.M_sweep.A
 }
 
-// ReadBody returns the state of body i.
-func (o *Object) ReadBody(i int) BodyState { return ReadBody(o.bodies[i]) }
+// readBody returns the state of body i.
+func (o *Object) readBody(i int) BodyState { return readBody(o.bodies[i]) }
 
 // ReadState appends the state of every body, in body index order, to dst and
 // returns the extended slice. It allocates only if dst lacks capacity.
@@ -83,27 +85,52 @@ func (o *Object) ReadState(dst []BodyState) []BodyState {
 	return dst
 }
 
-// Validate checks src as a state for this object (body count, NaN/Inf, bounds,
-// speeds) against the world's limits without writing anything. Errors are
-// *StateError.
-func (o *Object) Validate(src []BodyState) error {
+// Validate checks s as a state of this object, a peer's state of it from a
+// decoded Snapshot, without changing anything: its id, its bodies (count,
+// NaN/Inf, bounds, speeds, against the world's limits, as WriteState checks
+// them) and, for a fighter, its FighterState (HP within the fighter's MaxHP,
+// a defined action, facing and attack phase, a striking limb consistent with
+// them, as Fighter.SetRemoteState checks it; other objects carry a zero
+// FighterState). A state that passes can be written with WriteState and
+// SetRemoteState without error. Errors are *StateError.
+func (o *Object) Validate(s *ObjectState) error {
 	if o.world == nil {
 		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
 	}
-	return o.world.limits.ValidateState(o.id, src, len(o.bodies))
+	if s.ID != o.id {
+		return &StateError{Object: o.id, Body: -1, Field: "id", Value: float64(s.ID), Err: ErrInvalidID}
+	}
+	if err := o.validateBodies(s.Bodies); err != nil {
+		return err
+	}
+	if o.fighter != nil {
+		return o.fighter.validate(&s.Fighter)
+	}
+	if s.Fighter != (FighterState{}) {
+		return &StateError{Object: o.id, Body: -1, Field: "fighter", Value: float64(s.Fighter.Action), Err: ErrOutOfRange}
+	}
+	return nil
 }
 
-// WriteBody sets body i alone to s, after validating it like WriteState
+// validateBodies checks src as the bodies' state (see Validate).
+func (o *Object) validateBodies(src []BodyState) error {
+	if o.world == nil {
+		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
+	}
+	return o.world.limits.validateState(o.id, src, len(o.bodies))
+}
+
+// writeBody sets body i alone to s, after validating it like WriteState
 // (the angle is taken modulo 2π, nearest the body's current angle). For
 // correction code that snaps one body of an object.
-func (o *Object) WriteBody(i int, s BodyState) error {
+func (o *Object) writeBody(i int, s BodyState) error {
 	if o.world == nil {
 		return fmt.Errorf("%w: %v was removed", ErrUnknownObject, o.id)
 	}
 	if i < 0 || i >= len(o.bodies) {
 		return &StateError{Object: o.id, Body: i, Field: "index", Value: float64(i), Err: ErrBodyCount}
 	}
-	if err := o.world.limits.ValidateBody(o.id, i, &s); err != nil {
+	if err := o.world.limits.validateBody(o.id, i, &s); err != nil {
 		return err
 	}
 	if o.world.b2.IsLocked() {
@@ -121,7 +148,7 @@ func (o *Object) WriteBody(i int, s BodyState) error {
 }
 
 // WriteState sets every body of the object to src (teleport plus velocities)
-// and wakes the bodies. It validates all of src first (see Validate) and
+// and wakes the bodies. It validates all of src first (as Validate does) and
 // returns the error without touching any body if anything is wrong, so
 // nothing invalid reaches box2d. It must not be called during World.Step
 // (from a box2d callback): that returns ErrWorldLocked.
@@ -133,7 +160,7 @@ func (o *Object) WriteBody(i int, s BodyState) error {
 // WriteState allocates nothing itself; box2d's SetTransform may grow its
 // broad-phase move buffer.
 func (o *Object) WriteState(src []BodyState) error {
-	if err := o.Validate(src); err != nil {
+	if err := o.validateBodies(src); err != nil {
 		return err
 	}
 	if o.world.b2.IsLocked() {
@@ -169,7 +196,7 @@ func (o *Object) WriteState(src []BodyState) error {
 // unwindAngles keeps the object's angles small: when a root body has turned
 // more than unwindTurns full turns, it and every body jointed below it are
 // turned back by the same multiple of 2π (which changes nothing physical, joint
-// angles included), so angles stay within Limits.MaxAngle and the object
+// angles included), so angles stay within the limits' MaxAngle and the object
 // keeps validating and encoding however long it spins. A tree of a game's
 // own bodies (AddBodies) that has a joint to a body outside the object is
 // left alone: turning one side of that joint by 2π would trip its limits.
@@ -230,7 +257,7 @@ func (o *Object) indexOf(b *box2d.B2Body) int {
 }
 
 // clampSpeeds enforces the world's speed limits on the object's bodies.
-func (o *Object) clampSpeeds(l *Limits) {
+func (o *Object) clampSpeeds(l *bodyLimits) {
 	for _, b := range o.bodies {
 		v := &b.M_linearVelocity
 		if s2 := v.X*v.X + v.Y*v.Y; s2 > l.MaxSpeed*l.MaxSpeed {

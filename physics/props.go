@@ -77,7 +77,7 @@ func (w *World) addProp(id ObjectID, cfg PropConfig, ball bool) (*Object, error)
 		fd.Shape = &s
 	}
 	b.CreateFixtureFromDef(&fd)
-	o := &Object{id: id, kind: KindProp, world: w, bodies: []*box2d.B2Body{b}, created: true,
+	o := &Object{id: id, kind: kindProp, world: w, bodies: []*box2d.B2Body{b}, created: true,
 		layout: Layout{Bodies: []LayoutBody{{Parent: -1, LocalCenter: fromB2(b.M_sweep.LocalCenter)}}}}
 	w.register(o)
 	return o, nil

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // A game's own body (AddBodies) that spins for a long time keeps valid,
@@ -30,7 +32,7 @@ func TestCustomBodySpinsForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec := w.Codec()
+	codec := w.codec
 	var snap Snapshot
 	var buf []byte
 	for i := range 60 * 20 { // 20 s at 90 rad/s: ~290 turns, 1800 rad
@@ -38,9 +40,9 @@ func TestCustomBodySpinsForever(t *testing.T) {
 		wheel.SetLinearVelocity(box2d.MakeB2Vec2(0, 0))
 		w.Step()
 		if i%60 == 0 {
-			snap.Reset(int64(i), uint32(i))
+			snap.Reset(clocksync.GameTime(i), uint32(i))
 			snap.Add(obj)
-			if buf, err = codec.AppendSnapshot(buf[:0], &snap); err != nil {
+			if buf, err = codec.appendSnapshot(buf[:0], &snap); err != nil {
 				t.Fatalf("step %d, angle %v: %v", i, wheel.M_sweep.A, err)
 			}
 		}

@@ -27,9 +27,9 @@ type BodyState struct {
 	AngVel float64
 }
 
-// ReadBody returns the state of b. It reads box2d's fields directly (box2d's
+// readBody returns the state of b. It reads box2d's fields directly (box2d's
 // getters copy the whole body) and allocates nothing.
-func ReadBody(b *box2d.B2Body) BodyState {
+func readBody(b *box2d.B2Body) BodyState {
 	return BodyState{
 		Pos:    Vec2{b.M_xf.P.X, b.M_xf.P.Y},
 		Angle:  b.M_sweep.A,
@@ -84,13 +84,13 @@ func (e *StateError) Error() string {
 
 func (e *StateError) Unwrap() error { return e.Err }
 
-// Limits bound what a valid body state is. Every state written with
+// bodyLimits bound what a valid body state is. Every state written with
 // Object.WriteState, and every state decoded from the network, is checked
 // against them first, so nothing absurd reaches box2d. The snapshot codec also
 // quantizes positions over Bounds and velocities over the speed limits.
-type Limits struct {
-	// Bounds contains every valid body origin. Zero: the arena's interior
-	// plus BoundsMargin on each side (see ArenaConfig.Limits).
+type bodyLimits struct {
+	// Bounds contains every valid body origin: the arena's interior plus
+	// boundsMargin on each side (see ArenaConfig.limits).
 	Bounds Rect
 	// MaxSpeed is the largest valid linear speed (per axis and as a
 	// vector length), in m/s. Zero: 120 m/s, box2d's own cap at 60 Hz
@@ -105,33 +105,33 @@ type Limits struct {
 	MaxAngle float64
 }
 
-// Default limit values; see Limits.
+// Default limit values; see bodyLimits.
 const (
-	DefaultMaxSpeed        = 120.0
-	DefaultMaxAngularSpeed = 100.0
-	DefaultMaxAngle        = 1000.0
-	// BoundsMargin is how far outside the arena's walls a body origin may
+	defaultMaxSpeed        = 120.0
+	defaultMaxAngularSpeed = 100.0
+	defaultMaxAngle        = 1000.0
+	// boundsMargin is how far outside the arena's walls a body origin may
 	// be and still be valid (bodies sink into walls a little; a body is
 	// never legitimately much further out).
-	BoundsMargin = 1.0
+	boundsMargin = 1.0
 )
 
 // withDefaults fills zero fields. Bounds cannot be defaulted here.
-func (l Limits) withDefaults() Limits {
+func (l bodyLimits) withDefaults() bodyLimits {
 	if l.MaxSpeed == 0 {
-		l.MaxSpeed = DefaultMaxSpeed
+		l.MaxSpeed = defaultMaxSpeed
 	}
 	if l.MaxAngularSpeed == 0 {
-		l.MaxAngularSpeed = DefaultMaxAngularSpeed
+		l.MaxAngularSpeed = defaultMaxAngularSpeed
 	}
 	if l.MaxAngle == 0 {
-		l.MaxAngle = DefaultMaxAngle
+		l.MaxAngle = defaultMaxAngle
 	}
 	return l
 }
 
 // check reports whether l is usable (after defaults).
-func (l Limits) check() error {
+func (l bodyLimits) check() error {
 	b := l.Bounds
 	if !b.Min.IsFinite() || !b.Max.IsFinite() || !(b.Max.X > b.Min.X) || !(b.Max.Y > b.Min.Y) {
 		return fmt.Errorf("%w: limits: bounds %v are empty or not finite", ErrInvalidConfig, b)
@@ -151,9 +151,9 @@ func (l Limits) check() error {
 	return nil
 }
 
-// ValidateBody checks one body state against l. On failure it returns a
+// validateBody checks one body state against l. On failure it returns a
 // *StateError for object id and body index body.
-func (l *Limits) ValidateBody(id ObjectID, body int, s *BodyState) error {
+func (l *bodyLimits) validateBody(id ObjectID, body int, s *BodyState) error {
 	// The common case first, in one pass: every comparison with a NaN is
 	// false, and an infinity is out of range, so a state that passes this
 	// passes every check below.
@@ -167,8 +167,8 @@ func (l *Limits) ValidateBody(id ObjectID, body int, s *BodyState) error {
 	return l.invalidBody(id, body, s)
 }
 
-// invalidBody reports which check s fails (see ValidateBody), or nil.
-func (l *Limits) invalidBody(id ObjectID, body int, s *BodyState) error {
+// invalidBody reports which check s fails (see validateBody), or nil.
+func (l *bodyLimits) invalidBody(id ObjectID, body int, s *BodyState) error {
 	bad := func(field string, v float64, err error) error {
 		return &StateError{Object: id, Body: body, Field: field, Value: v, Err: err}
 	}
@@ -204,15 +204,15 @@ func (l *Limits) invalidBody(id ObjectID, body int, s *BodyState) error {
 	return nil
 }
 
-// ValidateState checks a whole object state: that it has exactly want bodies
-// (skipped when want < 0) and that every body passes ValidateBody. It is what
+// validateState checks a whole object state: that it has exactly want bodies
+// (skipped when want < 0) and that every body passes validateBody. It is what
 // Object.WriteState runs before touching box2d, exposed for the network layer.
-func (l *Limits) ValidateState(id ObjectID, states []BodyState, want int) error {
+func (l *bodyLimits) validateState(id ObjectID, states []BodyState, want int) error {
 	if want >= 0 && len(states) != want {
 		return &StateError{Object: id, Body: -1, Field: "count", Value: float64(len(states)), Err: ErrBodyCount}
 	}
 	for i := range states {
-		if err := l.ValidateBody(id, i, &states[i]); err != nil {
+		if err := l.validateBody(id, i, &states[i]); err != nil {
 			return err
 		}
 	}

@@ -37,28 +37,88 @@ func TestWriteStateValidates(t *testing.T) {
 		{"fast diagonal", func(s []BodyState) []BodyState { s[8].Vel = V(100, 100); return s }, ErrOutOfRange, 8, "speed"},
 		{"spinning", func(s []BodyState) []BodyState { s[4].AngVel = -1000; return s }, ErrOutOfRange, 4, "angvel"},
 	} {
-		bad := tc.edit(append([]BodyState(nil), good...))
-		before := o.ReadState(nil)
-		err := o.WriteState(bad)
-		var se *StateError
-		if !errors.Is(err, tc.err) || !errors.As(err, &se) || se.Body != tc.body || se.Field != tc.field || se.Object != 4 {
-			t.Errorf("%s: got %v, want %v on body %d field %s", tc.name, err, tc.err, tc.body, tc.field)
-			continue
-		}
-		if se.Error() == "" {
-			t.Errorf("%s: empty message", tc.name)
-		}
-		// Nothing was written.
-		after := o.ReadState(nil)
-		for i := range before {
-			if before[i] != after[i] {
-				t.Fatalf("%s: body %d changed by a rejected write", tc.name, i)
+		t.Run(tc.name, func(t *testing.T) {
+			bad := tc.edit(append([]BodyState(nil), good...))
+			before := o.ReadState(nil)
+			err := o.WriteState(bad)
+			var se *StateError
+			if !errors.Is(err, tc.err) || !errors.As(err, &se) || se.Body != tc.body || se.Field != tc.field || se.Object != 4 {
+				t.Fatalf("got %v, want %v on body %d field %s", err, tc.err, tc.body, tc.field)
 			}
+			if se.Error() == "" {
+				t.Error("empty message")
+			}
+			// Nothing was written.
+			after := o.ReadState(nil)
+			for i := range before {
+				if before[i] != after[i] {
+					t.Fatalf("body %d changed by a rejected write", i)
+				}
+			}
+			// The standalone check agrees.
+			if err2 := o.Validate(&ObjectState{ID: 4, Bodies: bad, Fighter: f.State()}); err2 == nil || err2.Error() != err.Error() {
+				t.Errorf("Validate says %v", err2)
+			}
+		})
+	}
+}
+
+// Object.Validate judges a whole object state as a peer sent it: the id,
+// the bodies, and a fighter's FighterState against that fighter (its own
+// MaxHP, not the wire's limit); a state that passes applies without error.
+func TestValidateObjectState(t *testing.T) {
+	w := newWorld(t)
+	f := addFighter(t, w, 4, 0)
+	ball, err := w.AddBall(5, PropConfig{Pos: V(3, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps(w, 5)
+	fighter := func(edit func(s *ObjectState)) *ObjectState {
+		s := &ObjectState{ID: 4, Bodies: f.Object().ReadState(nil), Fighter: f.State()}
+		if edit != nil {
+			edit(s)
 		}
-		// The standalone check agrees.
-		if err2 := w.Limits().ValidateState(4, bad, FighterBodies); err2 == nil || err2.Error() != err.Error() {
-			t.Errorf("%s: ValidateState says %v", tc.name, err2)
-		}
+		return s
+	}
+	prop := &ObjectState{ID: 5, Bodies: ball.ReadState(nil)}
+	for _, tc := range []struct {
+		name  string
+		obj   *Object
+		s     *ObjectState
+		err   error
+		field string
+	}{
+		{"fighter", f.Object(), fighter(nil), nil, ""},
+		{"prop", ball, prop, nil, ""},
+		{"another object's state", ball, fighter(nil), ErrInvalidID, "id"},
+		{"body count", f.Object(), fighter(func(s *ObjectState) { s.Bodies = s.Bodies[:3] }), ErrBodyCount, "count"},
+		{"hp above the fighter's max", f.Object(), fighter(func(s *ObjectState) { s.Fighter.HP = f.MaxHP() + 1 }), ErrOutOfRange, "hp"},
+		{"undefined action", f.Object(), fighter(func(s *ObjectState) { s.Fighter.Action = 99 }), ErrOutOfRange, "action"},
+		{"kick with an arm", f.Object(), fighter(func(s *ObjectState) {
+			s.Fighter.Action, s.Fighter.Phase, s.Fighter.Strike = ActionKick, PhaseActive, PartLowerArmL
+		}), ErrOutOfRange, "strike"},
+		{"prop with a fighter state", ball, &ObjectState{ID: 5, Bodies: prop.Bodies, Fighter: f.State()}, ErrOutOfRange, "fighter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.obj.Validate(tc.s)
+			var se *StateError
+			switch {
+			case tc.err == nil && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tc.err == nil:
+				if f := tc.obj.Fighter(); f != nil {
+					if err := f.SetRemoteState(tc.s.Fighter); err != nil {
+						t.Errorf("a validated fighter state does not apply: %v", err)
+					}
+				}
+				if err := tc.obj.WriteState(tc.s.Bodies); err != nil {
+					t.Errorf("validated bodies do not write: %v", err)
+				}
+			case !errors.Is(err, tc.err) || !errors.As(err, &se) || se.Field != tc.field:
+				t.Errorf("Validate = %v, want %v on field %s", err, tc.err, tc.field)
+			}
+		})
 	}
 }
 
@@ -90,12 +150,12 @@ func TestWriteStateRoundTrip(t *testing.T) {
 	if err := ball.WriteState([]BodyState{{Pos: V(2, 3), Angle: 0.4}}); err != nil {
 		t.Fatal(err)
 	}
-	if a := ball.ReadBody(0).Angle; math.Abs(a-(4*math.Pi+0.4)) > 1e-12 {
+	if a := ball.readBody(0).Angle; math.Abs(a-(4*math.Pi+0.4)) > 1e-12 {
 		t.Errorf("root angle written as %v, want the representative near the current one", a)
 	}
 	st = f.Object().ReadState(nil)
 	for i := range st {
-		st[i].Angle = WrapAngle(st[i].Angle + 2*math.Pi*float64(i%3-1))
+		st[i].Angle = wrapAngle(st[i].Angle + 2*math.Pi*float64(i%3-1))
 	}
 	if err := f.Object().WriteState(st); err != nil {
 		t.Fatal(err)
@@ -119,7 +179,7 @@ func TestReadStateAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { buf = f.Object().ReadState(buf[:0]) }); n != 0 {
 		t.Errorf("ReadState: %v allocs", n)
 	}
-	if n := testing.AllocsPerRun(200, func() { _ = f.Object().ReadBody(3) }); n != 0 {
+	if n := testing.AllocsPerRun(200, func() { _ = f.Object().readBody(3) }); n != 0 {
 		t.Errorf("ReadBody: %v allocs", n)
 	}
 }
@@ -168,23 +228,23 @@ func TestWriteStateAddsNoAllocations(t *testing.T) {
 func TestWriteBody(t *testing.T) {
 	w := newWorld(t)
 	ball, _ := w.AddBall(1, PropConfig{Pos: V(0, 2)})
-	if err := ball.WriteBody(0, BodyState{Pos: V(1, 3), Angle: 0.2, Vel: V(1, 0), AngVel: 2}); err != nil {
+	if err := ball.writeBody(0, BodyState{Pos: V(1, 3), Angle: 0.2, Vel: V(1, 0), AngVel: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if s := ball.ReadBody(0); s.Pos != V(1, 3) || s.Vel != V(1, 0) || s.AngVel != 2 || math.Abs(s.Angle-0.2) > 1e-12 {
+	if s := ball.readBody(0); s.Pos != V(1, 3) || s.Vel != V(1, 0) || s.AngVel != 2 || math.Abs(s.Angle-0.2) > 1e-12 {
 		t.Errorf("wrote, read %+v", s)
 	}
 	var se *StateError
-	if err := ball.WriteBody(0, BodyState{Pos: V(math.NaN(), 3)}); !errors.Is(err, ErrNotFinite) || !errors.As(err, &se) || se.Field != "pos.x" {
+	if err := ball.writeBody(0, BodyState{Pos: V(math.NaN(), 3)}); !errors.Is(err, ErrNotFinite) || !errors.As(err, &se) || se.Field != "pos.x" {
 		t.Errorf("NaN: %v", err)
 	}
-	if err := ball.WriteBody(1, BodyState{}); !errors.Is(err, ErrBodyCount) {
+	if err := ball.writeBody(1, BodyState{}); !errors.Is(err, ErrBodyCount) {
 		t.Errorf("bad index: %v", err)
 	}
 	if err := w.RemoveObject(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := ball.WriteBody(0, BodyState{Pos: V(1, 1)}); !errors.Is(err, ErrUnknownObject) {
+	if err := ball.writeBody(0, BodyState{Pos: V(1, 1)}); !errors.Is(err, ErrUnknownObject) {
 		t.Errorf("removed object: %v", err)
 	}
 	if err := ball.WriteState([]BodyState{{Pos: V(1, 1)}}); !errors.Is(err, ErrUnknownObject) {

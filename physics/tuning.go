@@ -6,7 +6,7 @@ import (
 )
 
 // Tuning holds the numbers that shape a fighter's body, muscles and moves.
-// DefaultTuning returns the values the tests are written against; a field left
+// The defaults are the values the tests are written against; a field left
 // zero in a Tuning passed to AddFighter takes its default. Angles are radians,
 // durations are ticks (1/60 s), forces N, torques N·m, impulses N·s.
 type Tuning struct {
@@ -93,8 +93,8 @@ type Tuning struct {
 	GetUpMaxTicks  int
 }
 
-// DefaultTuning returns the default fighter tuning.
-func DefaultTuning() Tuning {
+// defaultTuning returns the default fighter tuning.
+func defaultTuning() Tuning {
 	return Tuning{
 		Density:      100,
 		Friction:     0.4,
@@ -157,9 +157,9 @@ func DefaultTuning() Tuning {
 	}
 }
 
-// withDefaults fills every zero field of t from DefaultTuning.
+// withDefaults fills every zero field of t from defaultTuning.
 func (t Tuning) withDefaults() Tuning {
-	d := DefaultTuning()
+	d := defaultTuning()
 	tv := reflect.ValueOf(&t).Elem()
 	dv := reflect.ValueOf(d)
 	for i := 0; i < tv.NumField(); i++ {

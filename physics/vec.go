@@ -66,8 +66,8 @@ func (r Rect) Contains(p Vec2) bool {
 // Size returns the width and height of r.
 func (r Rect) Size() Vec2 { return r.Max.Sub(r.Min) }
 
-// WrapAngle maps a to the half-open interval [-π, π).
-func WrapAngle(a float64) float64 {
+// wrapAngle maps a to the half-open interval [-π, π).
+func wrapAngle(a float64) float64 {
 	if a >= -math.Pi && a < math.Pi {
 		return a
 	}
@@ -83,6 +83,6 @@ func WrapAngle(a float64) float64 {
 }
 
 // AngleDiff returns the shortest signed difference a-b, in [-π, π).
-func AngleDiff(a, b float64) float64 { return WrapAngle(a - b) }
+func AngleDiff(a, b float64) float64 { return wrapAngle(a - b) }
 
 func sincos(a float64) (s, c float64) { return math.Sincos(a) }

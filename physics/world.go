@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/clocksync"
 )
 
 // The world steps at a fixed rate.
 const (
 	TickRate     = 60                      // steps per second
 	TickDuration = time.Second / TickRate  // wall time one step simulates
-	Dt           = 1.0 / float64(TickRate) // seconds per step
+	dt           = 1.0 / float64(TickRate) // seconds per step
 )
 
 // Collision categories of the bodies this package creates. Bodies a game wraps
@@ -66,18 +68,19 @@ func (a ArenaConfig) check() error {
 	return nil
 }
 
-// Interior returns the arena's inside as a rectangle (zero fields defaulted).
-func (a ArenaConfig) Interior() Rect {
+// interior returns the arena's inside as a rectangle (zero fields defaulted).
+func (a ArenaConfig) interior() Rect {
 	a = a.withDefaults()
 	return Rect{Min: Vec2{-a.Width / 2, 0}, Max: Vec2{a.Width / 2, a.Height}}
 }
 
-// Limits returns the default limits for this arena: the interior grown by
-// BoundsMargin on each side, and the default speed and angle limits.
-func (a ArenaConfig) Limits() Limits {
-	in := a.Interior()
-	m := Vec2{BoundsMargin, BoundsMargin}
-	return Limits{Bounds: Rect{in.Min.Sub(m), in.Max.Add(m)}}.withDefaults()
+// limits returns the limits states in this arena are validated against: the
+// interior grown by boundsMargin on each side, and the default speed and
+// angle limits.
+func (a ArenaConfig) limits() bodyLimits {
+	in := a.interior()
+	m := Vec2{boundsMargin, boundsMargin}
+	return bodyLimits{Bounds: Rect{in.Min.Sub(m), in.Max.Add(m)}}.withDefaults()
 }
 
 // WorldConfig configures a World. The zero value is a valid default.
@@ -91,10 +94,6 @@ type WorldConfig struct {
 	// make joints stiffer at a proportional cost.
 	VelocityIterations int
 	PositionIterations int
-	// Limits for WriteState validation and the codec. Zero fields take
-	// their defaults; a zero Bounds is the arena interior plus
-	// BoundsMargin (see ArenaConfig.Limits).
-	Limits Limits
 }
 
 func (c WorldConfig) withDefaults() WorldConfig {
@@ -108,16 +107,12 @@ func (c WorldConfig) withDefaults() WorldConfig {
 	if c.PositionIterations == 0 {
 		c.PositionIterations = 3
 	}
-	if c.Limits.Bounds == (Rect{}) {
-		c.Limits.Bounds = c.Arena.Limits().Bounds
-	}
-	c.Limits = c.Limits.withDefaults()
 	return c
 }
 
-// Validate checks c (after filling defaults) and returns an error wrapping
+// validate checks c (after filling defaults) and returns an error wrapping
 // ErrInvalidConfig describing the first problem.
-func (c WorldConfig) Validate() error {
+func (c WorldConfig) validate() error {
 	c = c.withDefaults()
 	if err := c.Arena.check(); err != nil {
 		return err
@@ -127,12 +122,6 @@ func (c WorldConfig) Validate() error {
 	}
 	if c.VelocityIterations < 1 || c.VelocityIterations > 100 || c.PositionIterations < 1 || c.PositionIterations > 100 {
 		return fmt.Errorf("%w: solver iterations %d/%d, want 1..100", ErrInvalidConfig, c.VelocityIterations, c.PositionIterations)
-	}
-	if err := c.Limits.check(); err != nil {
-		return err
-	}
-	if !c.Limits.Bounds.Contains(c.Arena.Interior().Min) || !c.Limits.Bounds.Contains(c.Arena.Interior().Max) {
-		return fmt.Errorf("%w: limits bounds %v do not contain the arena interior %v", ErrInvalidConfig, c.Limits.Bounds, c.Arena.Interior())
 	}
 	return nil
 }
@@ -145,7 +134,8 @@ func (c WorldConfig) Validate() error {
 // FighterPropContacts). Those slices are reused by the next step.
 type World struct {
 	cfg    WorldConfig
-	limits Limits
+	limits bodyLimits
+	codec  *snapshotCodec
 	b2     box2d.B2World
 
 	arenaBodies []*box2d.B2Body
@@ -158,9 +148,9 @@ type World struct {
 	tick      uint64
 	nextGroup int16
 
-	// The shared clock fighters' cycles follow (SetClock): its value in µs
-	// at step clockTick.
-	clock     int64
+	// The shared clock fighters' cycles follow (SetClock): its value at
+	// step clockTick.
+	clock     clocksync.GameTime
 	clockTick uint64
 
 	pending    []HitEvent
@@ -176,13 +166,13 @@ type bodyRef struct {
 
 // NewWorld creates a world with the arena described by cfg.
 func NewWorld(cfg WorldConfig) (*World, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	w := &World{
 		cfg:       cfg,
-		limits:    cfg.Limits,
+		limits:    cfg.Arena.limits(),
 		b2:        box2d.MakeB2World(box2d.B2Vec2{X: 0, Y: -cfg.Gravity}),
 		refs:      make(map[*box2d.B2Body]bodyRef),
 		nextGroup: -1,
@@ -193,6 +183,11 @@ func NewWorld(cfg WorldConfig) (*World, error) {
 	// B2ContactImpulse per contact per step for PostSolve).
 	w.b2.SetContactFilter(&box2d.B2ContactFilter{})
 	w.buildArena()
+	c, err := newCodec(w.limits, w)
+	if err != nil {
+		return nil, err // cannot happen: the limits passed Validate
+	}
+	w.codec = c
 	return w, nil
 }
 
@@ -236,30 +231,27 @@ func (w *World) B2() *box2d.B2World { return &w.b2 }
 func (w *World) Config() WorldConfig { return w.cfg }
 
 // Arena returns the arena's interior.
-func (w *World) Arena() Rect { return w.cfg.Arena.Interior() }
+func (w *World) Arena() Rect { return w.cfg.Arena.interior() }
 
 // ArenaShapes returns the static arena boxes (ground, left wall, right wall,
 // ceiling) in world coordinates, for drawing. Shared; do not modify.
 func (w *World) ArenaShapes() []Shape { return w.arenaShapes }
 
-// Limits returns the limits states are validated against.
-func (w *World) Limits() *Limits { return &w.limits }
-
 // Tick returns the number of steps taken so far. Events of the most recent
 // step carry Tick() as their tick.
 func (w *World) Tick() uint64 { return w.tick }
 
-// SetClock sets the time, in microseconds, that the fighters' cyclic motions
-// (the walking gait) follow, from the next step on; it then runs on by Dt a
-// step until set again. Two peers whose worlds follow the same clock (the
-// shared game time: ownership.Replicator sets it every tick) see a fighter
-// and its remote copy step in phase. Until it is set, a world follows its
-// own step count.
-func (w *World) SetClock(us int64) { w.clock, w.clockTick = us, w.tick }
+// SetClock sets the game time that the fighters' cyclic motions (the
+// walking gait) follow, from the next step on; it then runs on by
+// TickDuration a step until set again. Two peers whose worlds follow the
+// same clock (the shared game time: ownership.Replicator sets it every tick)
+// see a fighter and its remote copy step in phase. Until it is set, a world
+// follows its own step count.
+func (w *World) SetClock(t clocksync.GameTime) { w.clock, w.clockTick = t, w.tick }
 
 // cycleTime is the time in seconds the fighters' cycles follow.
 func (w *World) cycleTime() float64 {
-	return float64(w.clock)*1e-6 + float64(w.tick-w.clockTick)*Dt
+	return float64(w.clock)*1e-6 + float64(w.tick-w.clockTick)*dt
 }
 
 // Objects returns every object, sorted by id. Shared; do not modify.
@@ -285,9 +277,9 @@ func (w *World) Fighter(id ObjectID) *Fighter {
 	return nil
 }
 
-// Layout returns the layout of object id, or nil. With it a World is a
-// LayoutSource for a Codec.
-func (w *World) Layout(id ObjectID) *Layout {
+// layout returns the layout of object id, or nil. With it a World is the
+// layoutSource of its codec.
+func (w *World) layout(id ObjectID) *Layout {
 	if o := w.Object(id); o != nil {
 		return &o.layout
 	}
@@ -317,7 +309,7 @@ func (w *World) search(id ObjectID) int {
 }
 
 func (w *World) checkNewID(id ObjectID) error {
-	if !id.IsValid() {
+	if id == 0 {
 		return ErrInvalidID
 	}
 	if w.Object(id) != nil {
@@ -350,9 +342,12 @@ func (w *World) register(o *Object) {
 
 // AddBodies wraps bodies the game created in w.B2() as an object, so they get
 // an id, state read/write, snapshots and contact events. layout may be nil:
-// the layout is then derived from the bodies' revolute and weld joints (see
-// LayoutOf). The bodies keep their own filters and user data. Up to
-// MaxBodiesPerObject bodies; each may belong to one object only.
+// the layout is then derived from the bodies' revolute and weld joints: body
+// i becomes the child of the lowest-index earlier body it shares a revolute or
+// weld joint with, or a root if there is none, so list parents first (torso,
+// then upper limbs, then lower limbs). The bodies keep their own filters and
+// user data. Up to MaxBodiesPerObject bodies; each may belong to one object
+// only.
 func (w *World) AddBodies(id ObjectID, bodies []*box2d.B2Body, layout *Layout) (*Object, error) {
 	if err := w.checkNewID(id); err != nil {
 		return nil, err
@@ -375,15 +370,15 @@ func (w *World) AddBodies(id ObjectID, bodies []*box2d.B2Body, layout *Layout) (
 	if layout != nil {
 		l = layout.clone()
 	} else {
-		l = LayoutOf(bodies)
+		l = layoutOf(bodies)
 	}
-	if err := l.Validate(); err != nil {
+	if err := l.validate(); err != nil {
 		return nil, err
 	}
 	if len(l.Bodies) != len(bodies) {
 		return nil, fmt.Errorf("%w: %v: layout has %d bodies, object %d", ErrInvalidConfig, id, len(l.Bodies), len(bodies))
 	}
-	o := &Object{id: id, kind: KindCustom, world: w, bodies: append([]*box2d.B2Body(nil), bodies...), layout: l}
+	o := &Object{id: id, kind: kindCustom, world: w, bodies: append([]*box2d.B2Body(nil), bodies...), layout: l}
 	w.register(o)
 	return o, nil
 }
@@ -446,7 +441,7 @@ func (w *World) Step() {
 		f.update()
 	}
 	box2dMu.Lock()
-	w.b2.Step(Dt, w.cfg.VelocityIterations, w.cfg.PositionIterations)
+	w.b2.Step(dt, w.cfg.VelocityIterations, w.cfg.PositionIterations)
 	box2dMu.Unlock()
 	w.tick++
 	w.collectContacts()

@@ -2,6 +2,7 @@ package physics
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestWorldConfigDefaultsAndValidation(t *testing.T) {
 	if cfg.Arena.Width != 16 || cfg.Arena.Height != 10 || cfg.VelocityIterations != 8 || cfg.PositionIterations != 3 || cfg.Gravity != 9.81 {
 		t.Errorf("defaults: %+v", cfg)
 	}
-	if b := w.Limits().Bounds; b != (Rect{V(-9, -1), V(9, 11)}) {
+	if b := (&w.limits).Bounds; b != (Rect{V(-9, -1), V(9, 11)}) {
 		t.Errorf("default bounds %v", b)
 	}
 	if len(w.ArenaShapes()) != 4 {
@@ -25,13 +26,12 @@ func TestWorldConfigDefaultsAndValidation(t *testing.T) {
 		{Arena: ArenaConfig{Height: math.NaN()}},
 		{Gravity: -1},
 		{VelocityIterations: -3},
-		{Limits: Limits{MaxSpeed: -1}},
-		{Limits: Limits{Bounds: Rect{V(0, 0), V(1, 1)}}}, // does not contain the arena
-		{Limits: Limits{Bounds: Rect{V(-10, -1), V(math.Inf(1), 11)}}},
 	} {
-		if _, err := NewWorld(bad); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewWorld(%+v) = %v, want ErrInvalidConfig", bad, err)
-		}
+		t.Run(fmt.Sprintf("%+v", bad), func(t *testing.T) {
+			if _, err := NewWorld(bad); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("NewWorld(%+v) = %v, want ErrInvalidConfig", bad, err)
+			}
+		})
 	}
 }
 
@@ -63,10 +63,10 @@ func TestObjectIDsAndLookup(t *testing.T) {
 	if len(ids) != 3 || ids[0] != 3 || ids[1] != 5 || ids[2] != 7 {
 		t.Errorf("objects not sorted by id: %v", ids)
 	}
-	if w.Object(5).Kind() != KindProp || w.Object(7).Kind() != KindFighter || w.Fighter(7) == nil || w.Fighter(5) != nil {
+	if w.Object(5).objKind() != kindProp || w.Object(7).objKind() != kindFighter || w.Fighter(7) == nil || w.Fighter(5) != nil {
 		t.Error("kinds or lookups wrong")
 	}
-	if w.Object(4) != nil || w.Layout(4) != nil {
+	if w.Object(4) != nil || w.layout(4) != nil {
 		t.Error("lookup of a missing id found something")
 	}
 	f := w.Fighter(7)
@@ -78,11 +78,11 @@ func TestObjectIDsAndLookup(t *testing.T) {
 		if obj, idx := w.ObjectOf(b); obj != o || idx != i {
 			t.Errorf("ObjectOf(body %d) = %v, %d", i, obj, idx)
 		}
-		if o.Mass(i) <= 0 {
-			t.Errorf("body %d mass %v", i, o.Mass(i))
+		if o.bodyMass(i) <= 0 {
+			t.Errorf("body %d mass %v", i, o.bodyMass(i))
 		}
 	}
-	if m := o.TotalMass(); m < 50 || m > 80 {
+	if m := o.totalMass(); m < 50 || m > 80 {
 		t.Errorf("fighter mass %.1f kg, want a person's", m)
 	}
 	for i := 0; i < FighterBodies; i++ {
@@ -191,7 +191,7 @@ func TestCollisionFiltering(t *testing.T) {
 			}
 		}
 		// They push against each other instead of passing through.
-		if dx := b.Object().ReadBody(0).Pos.X - a.Object().ReadBody(0).Pos.X; dx < torsoHX {
+		if dx := b.Object().readBody(0).Pos.X - a.Object().readBody(0).Pos.X; dx < torsoHX {
 			t.Fatalf("step %d: torsos overlap or passed (dx=%.3f)", i, dx)
 		}
 	}
@@ -222,7 +222,7 @@ func TestWallsHoldEverything(t *testing.T) {
 			}
 		}
 	}
-	if x := f.Object().ReadBody(0).Pos.X; x > in.Max.X-torsoHX+0.01 {
+	if x := f.Object().readBody(0).Pos.X; x > in.Max.X-torsoHX+0.01 {
 		t.Errorf("fighter walked into the wall: x=%.3f", x)
 	}
 }
@@ -256,7 +256,7 @@ func TestFighterPropContacts(t *testing.T) {
 	}
 	// The crate gets pushed.
 	steps(w, 30)
-	if x := w.Object(9).ReadBody(0).Pos.X; x < 1.3 {
+	if x := w.Object(9).readBody(0).Pos.X; x < 1.3 {
 		t.Errorf("crate not pushed: x=%.3f", x)
 	}
 }
@@ -290,8 +290,8 @@ func TestAddBodies(t *testing.T) {
 		l.Bodies[1].AnchorParent != V(0, -0.5) || l.Bodies[1].AnchorSelf != V(0, 0.5) {
 		t.Errorf("derived layout %+v", l.Bodies)
 	}
-	if o.Kind() != KindCustom {
-		t.Errorf("kind %v", o.Kind())
+	if o.objKind() != kindCustom {
+		t.Errorf("kind %v", o.objKind())
 	}
 	if _, err := w.AddBodies(21, []*box2d.B2Body{top}, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("wrapping a body twice: %v", err)
@@ -305,15 +305,15 @@ func TestAddBodies(t *testing.T) {
 	}
 	// The snapshot codec handles it like anything else.
 	steps(w, 30)
-	c := w.Codec()
+	c := w.codec
 	var s, d Snapshot
 	s.Reset(1, 1)
 	s.Add(o)
-	buf, err := c.AppendSnapshot(nil, &s)
+	buf, err := c.appendSnapshot(nil, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DecodeSnapshot(buf, &d); err != nil {
+	if err := c.decodeSnapshot(buf, &d); err != nil {
 		t.Fatal(err)
 	}
 	checkClose(t, &s.Objects[0], &d.Objects[0], l)
@@ -328,23 +328,20 @@ func TestAddBodies(t *testing.T) {
 }
 
 func TestSpeedsAndAnglesStayInLimits(t *testing.T) {
-	w, err := NewWorld(WorldConfig{Limits: Limits{MaxSpeed: 10, MaxAngularSpeed: 20}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorldLimits(t, bodyLimits{MaxSpeed: 10, MaxAngularSpeed: 20})
 	ball, _ := w.AddBall(1, PropConfig{Pos: V(0, 5)})
 	body := ball.Body(0)
 	body.SetLinearVelocity(box2d.B2Vec2{X: 80, Y: 0})
 	body.SetAngularVelocity(90)
 	w.Step()
-	s := ball.ReadBody(0)
+	s := ball.readBody(0)
 	if s.Vel.Len() > 10 || math.Abs(s.AngVel) > 20 {
 		t.Errorf("speeds not clamped to the limits: %+v", s)
 	}
 	// A spinning body's angle is unwound by whole turns.
 	body.M_sweep.A = 2 * math.Pi * 20.25
 	w.Step()
-	if a := ball.ReadBody(0).Angle; math.Abs(a) > 2*math.Pi*unwindTurns || math.Abs(AngleDiff(a, math.Pi/2)) > 0.5 {
+	if a := ball.readBody(0).Angle; math.Abs(a) > 2*math.Pi*unwindTurns || math.Abs(AngleDiff(a, math.Pi/2)) > 0.5 {
 		t.Errorf("angle not unwound: %v", a)
 	}
 }

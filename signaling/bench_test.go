@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // benchConfig lifts the per-connection rate limit so it does not throttle
@@ -98,7 +100,9 @@ func BenchmarkQuickMatchConnect(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairings/s")
 }
 
-// raiseFDLimit makes sure the process may open n more descriptors.
+// raiseFDLimit makes sure the process may open n descriptors: it raises
+// the soft limit, and the hard one when that is below n and the process
+// may (root, CAP_SYS_RESOURCE). It skips tb when it cannot.
 func raiseFDLimit(tb testing.TB, n uint64) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
@@ -107,12 +111,13 @@ func raiseFDLimit(tb testing.TB, n uint64) {
 	if rl.Cur >= n {
 		return
 	}
-	if rl.Max < n {
-		tb.Skipf("fd limit %d (hard %d) is below the %d this benchmark needs; raise it with ulimit -n", rl.Cur, rl.Max, n)
+	want := rl
+	want.Cur = n
+	if want.Max < n {
+		want.Max = n
 	}
-	rl.Cur = n
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		tb.Skipf("cannot raise the fd limit to %d: %v", n, err)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		tb.Skipf("this benchmark needs %d file descriptors; the limit is %d (hard %d) and cannot be raised: %v (raise it with ulimit -n)", n, rl.Cur, rl.Max, err)
 	}
 }
 
@@ -135,7 +140,7 @@ func BenchmarkIdleClients(b *testing.B) {
 	raiseFDLimit(b, 2*n+256)
 	s, url := startServer(b, benchConfig())
 	wsURL := strings.Replace(url, "http://", "ws://", 1) + "/ws?v=1"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := testwait.ContextFrom(context.Background(), b)
 	defer cancel()
 
 	before := heapAndStacks()

@@ -69,7 +69,12 @@ func (c ClientConfig) withDefaults() ClientConfig {
 type Pairing struct {
 	Room  RoomCode
 	Role  Role       // RoleOfferer sends the offer, RoleAnswerer answers
-	Token RelayToken // this player's token for DialRelay; single use
+	Token RelayToken // this player's token for DialRelay; valid for re-attaching until the pairing ends
+	// ICEServers are the STUN/TURN servers the signaling server offers
+	// for this pairing (its embedded TURN server, with credentials valid
+	// for Config.CredentialTTL); nil if it offers none. Give them to
+	// WebRTC as they are.
+	ICEServers []ICEServer
 }
 
 // EventKind says what an Event reports. The zero value is EventUnknown.
@@ -136,8 +141,6 @@ type Client struct {
 
 	mu       sync.Mutex
 	pending  *pendingReq
-	pairing  Pairing
-	paired   bool
 	termErr  error
 	closeErr error
 
@@ -199,7 +202,7 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	}
 	if m.V != ProtocolVersion {
 		conn.Close(websocket.StatusProtocolError, "unsupported version")
-		return nil, &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("server speaks v%d, client v%d", m.V, ProtocolVersion)}
+		return nil, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("server speaks v%d, client v%d", m.V, ProtocolVersion)}
 	}
 	c := &Client{
 		conn:   conn,
@@ -224,13 +227,6 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 
 // Limits returns the limits the server announced in its welcome.
 func (c *Client) Limits() Limits { return c.limits }
-
-// Pairing returns the current pairing, if the room has two players.
-func (c *Client) Pairing() (Pairing, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pairing, c.paired
-}
 
 // CreateRoom creates a private room with this client as its first player
 // (the offerer) and returns the code to give to the other player. The
@@ -287,16 +283,13 @@ func (c *Client) QuickMatch(ctx context.Context) error {
 // gets EventPeerLeft. Leaving when in neither is ErrWrongState.
 func (c *Client) Leave(ctx context.Context) error {
 	_, err := c.request(ctx, Message{Type: TypeLeave}, TypeLeft)
-	if err == nil {
-		c.mu.Lock()
-		c.pairing, c.paired = Pairing{}, false
-		c.mu.Unlock()
-	}
 	return err
 }
 
-// SendOffer sends an SDP offer to the peer (offerer only). Server-side
-// refusals arrive as EventError with Ref TypeOffer.
+// SendOffer sends an SDP offer to the peer (offerer only). An offer over
+// the server's message size limit is refused here with ErrMessageTooBig
+// (the connection stays open); server-side refusals arrive as EventError
+// with Ref TypeOffer.
 func (c *Client) SendOffer(ctx context.Context, sdp string) error {
 	return c.send(ctx, &Message{Type: TypeOffer, SDP: sdp})
 }
@@ -378,6 +371,11 @@ func (c *Client) send(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
+	// The server closes the connection on a message over its limit: refuse
+	// it here instead, and keep the connection.
+	if lim := c.limits.MaxMessageBytes; lim > 0 && len(b) > lim {
+		return &Error{Code: ErrMessageTooBig, Message: fmt.Sprintf("%s message is %d bytes; the server accepts at most %d", m.Type, len(b), lim), Ref: m.Type}
+	}
 	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
 		select {
 		case <-c.done:
@@ -434,7 +432,7 @@ func (c *Client) request(ctx context.Context, m Message, want MsgType) (Message,
 // connection.
 func fatalCode(code ErrorCode) bool {
 	switch code {
-	case CodeMessageTooBig, CodeIdleTimeout, CodeUnsupportedVersion, CodeServerFull, CodeShuttingDown, CodeSlowConsumer:
+	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer, ErrTooManyConns:
 		return true
 	}
 	return false
@@ -495,15 +493,8 @@ func (c *Client) dispatch(m Message) bool {
 		}
 		ev = Event{Kind: EventError, Err: e}
 	case TypePaired:
-		p := Pairing{Room: m.Room, Role: m.Role, Token: m.Token}
-		c.mu.Lock()
-		c.pairing, c.paired = p, true
-		c.mu.Unlock()
-		ev = Event{Kind: EventPaired, Pairing: p}
+		ev = Event{Kind: EventPaired, Pairing: Pairing{Room: m.Room, Role: m.Role, Token: m.Token, ICEServers: m.ICE}}
 	case TypePeerLeft:
-		c.mu.Lock()
-		c.pairing, c.paired = Pairing{}, false
-		c.mu.Unlock()
 		ev = Event{Kind: EventPeerLeft, Room: m.Room, Reason: m.Reason}
 	case TypeOffer:
 		ev = Event{Kind: EventOffer, SDP: m.SDP}

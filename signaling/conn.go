@@ -24,18 +24,28 @@ type client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	out        chan []byte   // encoded messages for the writer
+	addr       *addrState    // the client address's limits
+	out        chan outMsg   // encoded messages for the writer
 	closeReq   chan closeReq // capacity 1; first fatal wins
 	writerDone chan struct{}
 	closing    atomic.Bool
 
 	// s.mu
-	room   *room
-	queued bool
+	room     *room
+	queued   bool
+	queuedAt time.Time
 
-	bucket     tokenBucket
-	limitedRun int
-	idle       *time.Timer
+	bucket         tokenBucket
+	limitedRun     int
+	addrLimitedRun int
+	idle           *time.Timer
+}
+
+// outMsg is an encoded message for the writer; a non-zero t0 is the time
+// of the request that caused it, for the pairing latency histogram.
+type outMsg struct {
+	b  []byte
+	t0 time.Time
 }
 
 type closeReq struct {
@@ -44,7 +54,7 @@ type closeReq struct {
 	reason string
 }
 
-func (s *Server) newClient(conn *websocket.Conn, remote string) *client {
+func (s *Server) newClient(conn *websocket.Conn, remote string, as *addrState) *client {
 	s.mu.Lock()
 	s.nextID++
 	id := s.nextID
@@ -54,7 +64,8 @@ func (s *Server) newClient(conn *websocket.Conn, remote string) *client {
 		conn:       conn,
 		id:         id,
 		log:        s.log.With("client", id),
-		out:        make(chan []byte, s.cfg.SendQueue),
+		addr:       as,
+		out:        make(chan outMsg, s.cfg.SendQueue),
 		closeReq:   make(chan closeReq, 1),
 		writerDone: make(chan struct{}),
 		bucket:     newTokenBucket(s.cfg.RatePerSec, s.cfg.RateBurst, s.cfg.Now()),
@@ -63,7 +74,7 @@ func (s *Server) newClient(conn *websocket.Conn, remote string) *client {
 	// Our own limit (below) answers with an error message first; the
 	// library's limit is only a backstop one byte above it.
 	conn.SetReadLimit(int64(s.cfg.MaxMessageBytes) + 1)
-	c.log.Debug("signaling: connection opened", "remote", remote)
+	c.log.Debug("signaling: connection opened", "remote", remote, "addr", as.key)
 	return c
 }
 
@@ -81,8 +92,7 @@ func (c *client) run() {
 		IdleTimeoutMS:   s.cfg.IdleTimeout.Milliseconds(),
 	}})
 	c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() {
-		s.idleTimeouts.Add(1)
-		c.fatal(&Error{Code: CodeIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
+		c.fatal(&Error{Code: ErrIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
 	})
 	reason := "closed"
 	for {
@@ -106,14 +116,13 @@ func (c *client) run() {
 		}
 		if buf.Len() > s.cfg.MaxMessageBytes {
 			bufPool.Put(buf)
-			s.limitViolations.Add(1)
-			c.fatal(&Error{Code: CodeMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
+			c.fatal(&Error{Code: ErrMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
 			reason = "message too big"
 			<-c.writerDone // the writer's close handshake reads the rest
 			break
 		}
 		c.idle.Reset(s.cfg.IdleTimeout)
-		ok := c.process(typ, buf.Bytes())
+		ok := c.process(typ, buf.Bytes(), time.Now())
 		if buf.Cap() <= 64<<10 {
 			bufPool.Put(buf)
 		}
@@ -131,26 +140,46 @@ func (c *client) run() {
 	c.log.Debug("signaling: connection closed", "reason", reason)
 }
 
-// process handles one received message; false means the connection is
-// being closed for flooding.
-func (c *client) process(typ websocket.MessageType, data []byte) bool {
+// process handles one received message, read at t0; false means the
+// connection is being closed for flooding.
+func (c *client) process(typ websocket.MessageType, data []byte, t0 time.Time) bool {
 	s := c.s
 	if !c.bucket.allow(s.cfg.Now()) {
 		c.limitedRun++
 		s.rateLimited.Add(1)
 		switch {
 		case c.limitedRun == 1:
-			c.sendError(&Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
+			c.sendError(&Error{Code: ErrRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
 		case c.limitedRun > s.cfg.RateBurst:
-			s.limitViolations.Add(1)
-			c.fatal(&Error{Code: CodeRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
+			c.fatal(&Error{Code: ErrRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
 			return false
 		}
 		return true
 	}
 	c.limitedRun = 0
+	if wait, ok := s.lim.reserveMsg(c.addr); !ok {
+		// Far over the address's rate: drop, tell once per run.
+		c.addrLimitedRun++
+		s.rateLimited.Add(1)
+		if c.addrLimitedRun == 1 {
+			c.sendLimit(&Error{Code: ErrRateLimited, Message: fmt.Sprintf("your address sends more than %d messages in a burst or %.3g/s sustained over all its connections; messages are dropped until it slows down", s.cfg.AddrRateBurst, s.cfg.AddrRatePerSec)}, reasonPerAddress)
+		}
+		return true
+	} else if wait > 0 {
+		// Over the address's rate: this message waits its turn, and the
+		// connection is not read meanwhile.
+		s.delayed.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return true
+		}
+	}
+	c.addrLimitedRun = 0
 	if typ != websocket.MessageText {
-		c.sendError(&Error{Code: CodeBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
+		c.sendError(&Error{Code: ErrBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
 		return true
 	}
 	m, err := DecodeMessage(data)
@@ -160,16 +189,19 @@ func (c *client) process(typ websocket.MessageType, data []byte) bool {
 		return true
 	}
 	if !m.Type.fromClient() {
-		c.sendError(&Error{Code: CodeBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
+		c.sendError(&Error{Code: ErrBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
 		return true
 	}
-	s.handle(c, &m)
+	s.handle(c, &m, t0)
 	return true
 }
 
 // send queues m for the writer. It never blocks: a client whose queue is
 // full is not reading and is disconnected. Safe with or without s.mu.
-func (c *client) send(m *Message) {
+func (c *client) send(m *Message) { c.sendTimed(m, time.Time{}) }
+
+// sendTimed is send for a paired message caused by a request read at t0.
+func (c *client) sendTimed(m *Message, t0 time.Time) {
 	if c.closing.Load() {
 		return
 	}
@@ -179,18 +211,23 @@ func (c *client) send(m *Message) {
 		return
 	}
 	select {
-	case c.out <- b:
+	case c.out <- outMsg{b: b, t0: t0}:
 	default:
 		if c.closing.CompareAndSwap(false, true) {
 			c.s.limitViolations.Add(1)
+			c.s.refusal(ErrSlowConsumer, reasonPerConnection)
 			c.log.Info("signaling: closing slow consumer", "queued", len(c.out))
 			c.conn.CloseNow()
 		}
 	}
 }
 
-func (c *client) sendError(e *Error) {
+func (c *client) sendError(e *Error) { c.sendLimit(e, defaultReason(e.Code)) }
+
+// sendLimit sends a non-fatal error, counted as a refusal for reason.
+func (c *client) sendLimit(e *Error, reason string) {
 	c.s.errorsSent.Add(1)
+	c.s.refusal(e.Code, reason)
 	c.log.Debug("signaling: client error", "code", e.Code, "ref", e.Ref, "msg", e.Message)
 	c.send(e.message())
 }
@@ -201,7 +238,15 @@ func (c *client) fatal(e *Error, status websocket.StatusCode, reason string) {
 	if !c.closing.CompareAndSwap(false, true) {
 		return
 	}
-	c.s.errorsSent.Add(1)
+	s := c.s
+	s.errorsSent.Add(1)
+	s.refusal(e.Code, defaultReason(e.Code))
+	switch e.Code {
+	case ErrIdleTimeout:
+		s.idleTimeouts.Add(1)
+	case ErrMessageTooBig, ErrRateLimited:
+		s.limitViolations.Add(1)
+	}
 	c.log.Info("signaling: closing connection", "code", e.Code, "msg", e.Message)
 	b, _ := AppendMessage(nil, e.message())
 	c.closeReq <- closeReq{msg: b, status: status, reason: reason}
@@ -212,13 +257,16 @@ func (c *client) writeLoop() {
 	wt := c.s.cfg.WriteTimeout
 	for {
 		select {
-		case b := <-c.out:
+		case m := <-c.out:
 			ctx, cancel := context.WithTimeout(c.ctx, wt)
-			err := c.conn.Write(ctx, websocket.MessageText, b)
+			err := c.conn.Write(ctx, websocket.MessageText, m.b)
 			cancel()
 			if err != nil {
 				c.conn.CloseNow()
 				return
+			}
+			if !m.t0.IsZero() {
+				c.s.met.pairingLatency.Observe(time.Since(m.t0).Seconds())
 			}
 		case r := <-c.closeReq:
 			// Flush what was queued before the fatal error, then the error.
@@ -227,8 +275,8 @@ func (c *client) writeLoop() {
 		drain:
 			for err == nil {
 				select {
-				case b := <-c.out:
-					err = c.conn.Write(ctx, websocket.MessageText, b)
+				case m := <-c.out:
+					err = c.conn.Write(ctx, websocket.MessageText, m.b)
 				default:
 					break drain
 				}
@@ -260,14 +308,18 @@ func newTokenBucket(rate float64, burst int, now time.Time) tokenBucket {
 	return tokenBucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: now}
 }
 
-func (b *tokenBucket) allow(now time.Time) bool {
+func (b *tokenBucket) refill(now time.Time) {
 	if dt := now.Sub(b.last).Seconds(); dt > 0 {
 		b.tokens += dt * b.rate
 		if b.tokens > b.burst {
 			b.tokens = b.burst
 		}
+		b.last = now
 	}
-	b.last = now
+}
+
+func (b *tokenBucket) allow(now time.Time) bool {
+	b.refill(now)
 	if b.tokens < 1 {
 		return false
 	}

@@ -2,10 +2,10 @@
 // they need to connect to each other: a server (rooms by code, quick match,
 // SDP offer/answer and trickled ICE candidate relay, a TCP relay for when
 // WebRTC cannot get through) and its client. It knows nothing about physics
-// or WebRTC itself: SDP and candidates are opaque strings to it.
-//
-// Subpackage relay has the length-prefixed framing and the latest-only
-// sender that the p2p layer runs over a relayed (or direct) TCP stream.
+// or WebRTC itself: SDP and candidates are opaque strings to it. The server
+// is meant to be put on the internet: every limit also applies per client
+// address, it exports Prometheus metrics, and it can run a TURN server for
+// players whose NATs block direct UDP.
 //
 // # Endpoints
 //
@@ -14,6 +14,8 @@
 //	GET /ws?v=1     WebSocket, the JSON signaling protocol below
 //	GET /relay?v=1  HTTP Upgrade to a raw TCP byte stream between two paired players
 //	GET /healthz    JSON counters: rooms, clients, queued, pairings, relays, bytes
+//	GET /metrics    Prometheus metrics (see metrics.go for the list; Config.HideMetrics
+//	                moves them to Server.MetricsHandler only)
 //
 // # Signaling protocol, version 1
 //
@@ -43,7 +45,9 @@
 //	welcome    v, limits       first message on every connection
 //	joined     room, role      you are in room as role (offerer|answerer), not yet paired if offerer
 //	queued                     you are in the quick-match queue
-//	paired     room, role, token   the room has two players; token is your relay token
+//	paired     room, role, token, ice_servers
+//	                           the room has two players; token is your relay token;
+//	                           ice_servers, if present, are STUN/TURN servers for WebRTC
 //	peer_left  room, reason    the other player left ("left") or lost its connection ("disconnected");
 //	                           you stay in the room as its offerer, waiting for a new player
 //	left       room            you left (room is empty if you left the queue)
@@ -57,7 +61,11 @@
 // RTCIceCandidateInit: {"candidate", "sdpMid", "sdpMLineIndex",
 // "usernameFragment"}, an empty "candidate" meaning end of candidates;
 // limits is {"max_message_bytes", "rate_per_sec", "rate_burst",
-// "idle_timeout_ms"}.
+// "idle_timeout_ms"} (a client must not send a message over
+// max_message_bytes: Client refuses to, with ErrMessageTooBig);
+// ice_servers is a list of objects shaped like RTCIceServer: {"urls":
+// ["turn:203.0.113.10:3478?transport=udp", …], "username", "credential"},
+// at most 4 entries of at most 4 URLs.
 //
 // Roles: the first player in a room is the offerer (the room's creator, or
 // the quick-match player who waited longer) and sends the offer; the second
@@ -66,14 +74,18 @@
 // and a new pairing issues new relay tokens.
 //
 // Errors: {"type":"error","code":"room_full","message":"room 7KQ2MX already
-// has two players","ref":"join"}. code is stable (the CodeX constants),
+// has two players","ref":"join"}. code is stable (the ErrorCode constants, ErrX),
 // message is for humans, ref is the type of the message that caused it.
-// After message_too_big, idle_timeout, unsupported_version, server_full and
-// shutting_down the server closes the connection (status 1009, 1008, 1002,
-// 1013 and 1001). rate_limited drops the message; a client that keeps
-// sending while limited (another burst's worth) is closed with 1008.
-// bad_json, bad_message, unknown_type, wrong_state, bad_room_code,
-// room_not_found, room_full and too_many_rooms leave the connection usable.
+// After message_too_big, idle_timeout, unsupported_version, server_full,
+// too_many_conns and shutting_down the server closes the connection (status
+// 1009, 1008, 1002, 1013, 1008 and 1001). rate_limited drops the message; a
+// client that keeps sending over its connection's rate (another burst's
+// worth) is closed with 1008. bad_json, bad_message, unknown_type,
+// wrong_state, bad_room_code, room_not_found, room_full, too_many_rooms and
+// too_many_failed_joins leave the connection usable. A connection refused
+// before the WebSocket upgrade gets an HTTP error whose body is an error
+// message: 400 bad_message (a trusted proxy sent no client address), 429
+// too_many_handshakes, 503 shutting_down.
 //
 // Example (A creates, B joins; → is client to server):
 //
@@ -92,6 +104,12 @@
 //	C → {"type":"join","room":"7KQ2MX"}          C ← {"type":"error","code":"room_full",…,"ref":"join"}
 //	B closes                                     A ← {"type":"peer_left","room":"7KQ2MX","reason":"disconnected"}
 //
+// With TURN (see below), paired also carries the ICE servers:
+//
+//	A ← {"type":"paired",…,"ice_servers":[{"urls":["turn:203.0.113.10:3478?transport=udp",
+//	     "turn:203.0.113.10:3478?transport=tcp"],"username":"1767225600:7KQ2MX-…-offerer",
+//	     "credential":"q1X…="},{"urls":["stun:203.0.113.10:3478"]}]}
+//
 // # TCP relay
 //
 // When WebRTC cannot connect (or pings worse), the two players of a pairing
@@ -104,28 +122,88 @@
 //	Upgrade: ragsync-relay/1
 //	Authorization: Bearer <token from paired>
 //
-// The server checks the token (issued with crypto/rand, per pairing and per
-// player, single use), then holds the request until the other player's
-// request with its own token arrives (Config.RelayWaitTimeout). Then both
-// get "HTTP/1.1 101 Switching Protocols" and the connection becomes a raw
-// byte stream to the peer. A refusal is an HTTP error whose body is a JSON
-// error message: 426 bad_message (not a relay upgrade), 400
-// unsupported_version, 403 bad_token
-// (unknown, malformed or revoked), 409 token_used, 503 too_many_relays or
-// shutting_down, 504 peer_timeout. A token whose holder gave up waiting (or
-// timed out) may be used again; one that reached 101 may not. When the
-// pairing ends (a player leaves), unused tokens are revoked; an established
-// stream lives on until either side closes it, it idles for
-// Config.RelayIdleTimeout, or the server shuts down. The server copies each
-// direction through one bounded buffer (Config.RelayBufferBytes), so a
-// reader that stops reading stalls its sender by TCP flow control; when
-// either side closes, both connections are closed. DialRelay is the client
-// side.
+// The server checks the token, then holds the request until the other
+// player's request with its own token arrives (Config.RelayWaitTimeout).
+// Then both get "HTTP/1.1 101 Switching Protocols" and the connection
+// becomes a raw byte stream to the peer. A refusal is an HTTP error whose
+// body is a JSON error message: 426 bad_message (not a relay upgrade), 400
+// unsupported_version, 403 bad_token (malformed, forged, expired, or its
+// pairing has ended), 409 token_used (a newer request with the same token
+// replaced this one), 429 too_many_conns, 503 too_many_relays or
+// shutting_down, 504 peer_timeout. An established stream lives on until
+// either side closes it, it idles for Config.RelayIdleTimeout, or the
+// server shuts down. The server copies each direction through one bounded
+// buffer (Config.RelayBufferBytes), so a reader that stops reading stalls
+// its sender by TCP flow control; when either side closes, both
+// connections are closed. DialRelay is the client side.
+//
+// Re-attaching: a token may be used again until its pairing ends (a player
+// leaves the room or disconnects) or it expires. There is at most one
+// request and one stream per player: a newer request with a token replaces
+// the older one. An older request still waiting is refused with
+// token_used; an established stream of that pairing is closed (both of its
+// connections, since a byte stream cannot be spliced), and the newer
+// request waits for the other player, who sees its stream end and dials
+// again with its own token. So a player whose relay connection dropped
+// re-dials with the token it has, even before the server has noticed the
+// drop.
+//
+// Tokens are signed, so a server verifies them without remembering them:
+// a server restarted with the same Config.Secret (or another instance with
+// it) accepts the tokens of pairings it never saw, until they expire, and
+// both players re-dialling it get a new stream. A token is 64 characters of
+// unpadded base64url encoding 48 bytes:
+//
+//	offset size
+//	 0      1   version, 1
+//	 1      8   instance: random per server process
+//	 9      8   pairing: random per pairing
+//	17      6   room code, ASCII
+//	23      1   role: 1 offerer, 2 answerer
+//	24      8   expiry, Unix seconds, big-endian (Config.CredentialTTL after pairing)
+//	32     16   HMAC-SHA256(K, bytes 0-31), first 16 bytes,
+//	            K = HMAC-SHA256(Config.Secret, "ragsync relay token v1")
+//
+// A token of this process's instance is also checked against its rooms
+// (the pairing must be the room's current one); one of another instance is
+// taken on its signature.
+//
+// # TURN
+//
+// With Config.TURN the server runs a TURN server (pion/turn) on UDP and/or
+// TCP, and paired carries, per player, an ice_servers entry with its
+// turn: URLs and credentials of the TURN REST scheme: username
+// "<expiry Unix seconds>:<room>-<pairing>-<role>", credential
+// base64(HMAC-SHA1(K, username)), K = HMAC-SHA256(Config.Secret, "ragsync
+// turn v1"), valid for Config.CredentialTTL; and an entry with its stun:
+// URL. Give both to WebRTC as ICE servers. The TURN server refuses
+// expired or forged credentials, more than TURNConfig.MaxAllocations
+// allocations, more than TURNConfig.MaxPerAddr allocations or TCP
+// connections from one address, and relaying to loopback, private,
+// link-local and other special addresses (except its own relay address and
+// TURNConfig.AllowPeers).
 //
 // # Limits
 //
-// Config lists every limit with its default: message size, message rate
-// (token bucket per connection), idle timeout, number of connections, rooms
-// and relays, and relay timeouts. Each is reported to the client with an
-// error code as above.
+// Config lists every limit with its default, and each is reported to the
+// client with an error code as above. Server-wide: message size, message
+// rate (a token bucket per connection), idle timeout, number of
+// connections, rooms and relays, relay timeouts. Per client address (the
+// direct peer's, or the one a trusted proxy reports, Config.TrustedProxies;
+// IPv6 grouped by /64):
+//
+//	connections      WebSockets, relay requests and streams    100     too_many_conns
+//	rooms            rooms held as offerer, queue places         50     too_many_rooms
+//	messages         over all its WebSockets                 100/s, burst 200: over it,
+//	                                                         messages wait their turn
+//	failed joins     room_not_found, room_full, or a       0.2/s, burst 10   too_many_failed_joins
+//	                 join that creates the room
+//	handshakes       TCP connections not yet a WebSocket         16     429 too_many_handshakes
+//	                 or relay stream (Serve only)
+//	header timeout   request headers, TLS included               5 s    connection closed
+//
+// The failed-join budget is what makes guessing room codes useless: an
+// address gets one miss every 5 s, so landing in one of 1,000 waiting
+// rooms among the 32⁶ codes takes it about 62 days on average, and an
+// address that runs out is refused without the room being looked up.
 package signaling

@@ -8,36 +8,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-)
 
-// checkLeaks fails the test if, after all its cleanups, more goroutines run
-// than before it started. Register it first so it runs last.
-func checkLeaks(t testing.TB) {
-	t.Helper()
-	base := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		n := 0
-		for {
-			n = runtime.NumGoroutine()
-			if n <= base || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if n > base {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Errorf("goroutine leak: %d before, %d after\n%s", base, n, buf)
-		}
-	})
-}
+	"github.com/ragsync/ragsync/internal/testwait"
+)
 
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("SIGNALING_TEST_LOG") != "" {
@@ -63,9 +42,7 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(l) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
+		if err := s.Shutdown(testwait.Context(t)); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
@@ -75,11 +52,10 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	return s, "http://" + l.Addr().String()
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT is the context of the test's calls: it has no time limit of its
+// own, only the test binary's (testwait), so a loaded machine makes a call
+// slower, never a failure.
+func ctxT(t testing.TB) context.Context { return testwait.Context(t) }
 
 func dial(t testing.TB, url string, cfg ClientConfig) *Client {
 	t.Helper()
@@ -94,9 +70,7 @@ func dial(t testing.TB, url string, cfg ClientConfig) *Client {
 // next returns the next event of kind, failing on any other event.
 func next(t testing.TB, c *Client, kind EventKind) Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ev, err := c.Recv(ctx)
+	ev, err := c.Recv(ctxT(t))
 	if err != nil {
 		t.Fatalf("waiting for %v: %v", kind, err)
 	}
@@ -129,8 +103,14 @@ type raw struct {
 
 func dialRaw(t testing.TB, base, query string) *raw {
 	t.Helper()
+	return dialRawVia(t, nil, base, query)
+}
+
+// dialRawVia is dialRaw through hc (nil: http.DefaultClient).
+func dialRawVia(t testing.TB, hc *http.Client, base, query string) *raw {
+	t.Helper()
 	u := strings.Replace(base, "http://", "ws://", 1) + "/ws?" + query
-	conn, _, err := websocket.Dial(ctxT(t), u, nil)
+	conn, _, err := websocket.Dial(ctxT(t), u, &websocket.DialOptions{HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +133,7 @@ func (r *raw) send(s string) {
 }
 
 func (r *raw) read() (Message, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := ctxT(r.t)
 	for {
 		_, b, err := r.conn.Read(ctx)
 		if err != nil {
@@ -210,4 +189,150 @@ func (r *raw) expectClosed(status websocket.StatusCode) {
 	}
 }
 
+// memNet serves a Server on an in-memory listener: net.Pipe connections,
+// on which blocking is durable in a testing/synctest bubble, so the
+// server, its clients and relays run in virtual time there (timeouts and
+// keepalives included, whatever the machine's load).
+type memNet struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+	hc     *http.Client
+	tr     *http.Transport
+}
+
+// startMemServer is startServer on a memNet (call it inside the bubble).
+func startMemServer(t *testing.T, cfg Config) (*Server, string, *memNet) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &memNet{conns: make(chan net.Conn), closed: make(chan struct{})}
+	m.tr = &http.Transport{DialContext: m.dial}
+	m.hc = &http.Client{Transport: m.tr}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(m) }()
+	t.Cleanup(func() {
+		if err := s.Shutdown(ctxT(t)); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+		m.tr.CloseIdleConnections()
+	})
+	return s, "http://signal.test", m
+}
+
+func (m *memNet) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.conns:
+		return c, nil
+	case <-m.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (m *memNet) Close() error   { m.once.Do(func() { close(m.closed) }); return nil }
+func (m *memNet) Addr() net.Addr { return memAddr{} }
+
+func (m *memNet) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	c, s := net.Pipe()
+	select {
+	case m.conns <- s:
+		return c, nil
+	case <-m.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// client returns cfg with the memNet's HTTP client.
+func (m *memNet) client(cfg ClientConfig) ClientConfig { cfg.HTTPClient = m.hc; return cfg }
+
+// relayDialer dials relays through the memNet.
+
+type memAddr struct{}
+
+func (memAddr) Network() string { return "mem" }
+func (memAddr) String() string  { return "signal.test:80" }
+
 var _ = io.EOF
+
+// relayWaiting reports whether the holder of tok has a relay request
+// waiting for its peer on s.
+func relayWaiting(s *Server, tok RelayToken) bool {
+	c, err := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rv := s.rendezvous[c.key()]
+	return rv != nil && rv.waiting[c.side] != nil
+}
+
+// from is a client network bound to one loopback source address, so a
+// test can play several client addresses (127.0.0.2 an attacker, 127.0.0.3
+// honest players) against one server.
+type from struct {
+	ip     net.IP
+	dialer *net.Dialer
+	tr     *http.Transport
+	hc     *http.Client
+}
+
+func newFrom(t testing.TB, ip string) *from {
+	t.Helper()
+	f := &from{ip: net.ParseIP(ip)}
+	f.dialer = &net.Dialer{LocalAddr: &net.TCPAddr{IP: f.ip}}
+	f.tr = &http.Transport{DialContext: f.dialer.DialContext, MaxIdleConnsPerHost: -1}
+	f.hc = &http.Client{Transport: f.tr}
+	t.Cleanup(f.tr.CloseIdleConnections)
+	return f
+}
+
+// client returns cfg dialing from f's address.
+func (f *from) client(cfg ClientConfig) ClientConfig { cfg.HTTPClient = f.hc; return cfg }
+
+// relayDialer dials relays from f's address.
+func (f *from) relayDialer() ClientConfig { return f.client(ClientConfig{}) }
+
+// dial connects a Client from f's address.
+func (f *from) dial(t testing.TB, url string) *Client {
+	t.Helper()
+	return dial(t, url, f.client(ClientConfig{}))
+}
+
+// raw connects a bare WebSocket from f's address.
+func (f *from) raw(t testing.TB, base string) *raw {
+	t.Helper()
+	r := dialRawVia(t, f.hc, base, "v=1")
+	r.expect(TypeWelcome)
+	return r
+}
+
+// fakeClock is an injected clock the test advances by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_800_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}

@@ -3,13 +3,15 @@ package signaling
 import (
 	"errors"
 	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
 )
 
 // Two players who agreed on a code both join-or-create it, in either order:
 // the first creates the room (offerer), the second joins (answerer); a third
 // gets room_full.
 func TestJoinOrCreateRoom(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	_, url := startServer(t, Config{MaxRooms: 2})
 	a, b, c := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
 	ra, err := a.JoinOrCreateRoom(ctxT(t), "brawl7")

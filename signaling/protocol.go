@@ -3,7 +3,6 @@ package signaling
 import (
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -64,9 +63,15 @@ func (t MsgType) known() bool {
 	return false
 }
 
-// Role is a player's part in the WebRTC negotiation. The first player in a
-// room (the host, or the player who waited longest in quick match) is the
-// offerer; the second is the answerer. The zero value is RoleUnknown.
+// Role is a player's part in a pairing, and ragsync's one role type. The
+// first player in a room (the host, or the player who waited longest in
+// quick match) is the offerer; the second is the answerer. The zero value
+// is RoleUnknown.
+//
+// The offerer sends the WebRTC offer; in a p2p session it also decides
+// the transport and leads the game clock (clocksync.Config.Leader). In a
+// ragsync.Match the offerer is side 1 and ownership.PeerID 1, the answerer
+// side 2 and PeerID 2 (ragsync.NewMatch applies the rule).
 type Role uint8
 
 // Roles.
@@ -122,10 +127,10 @@ type RoomCode string
 
 // ParseRoomCode validates s as a room code. Lower-case letters are accepted
 // and upper-cased; anything else not in RoomCodeAlphabet, or a length other
-// than RoomCodeLen, is an error with code CodeBadRoomCode.
+// than RoomCodeLen, is an error with code ErrBadRoomCode.
 func ParseRoomCode(s string) (RoomCode, error) {
 	if len(s) != RoomCodeLen {
-		return "", &Error{Code: CodeBadRoomCode, Message: fmt.Sprintf("room code %q must be %d characters from %s", truncate(s, 32), RoomCodeLen, RoomCodeAlphabet)}
+		return "", &Error{Code: ErrBadRoomCode, Message: fmt.Sprintf("room code %q must be %d characters from %s", truncate(s, 32), RoomCodeLen, RoomCodeAlphabet)}
 	}
 	var b [RoomCodeLen]byte
 	for i := 0; i < len(s); i++ {
@@ -134,17 +139,11 @@ func ParseRoomCode(s string) (RoomCode, error) {
 			c -= 'a' - 'A'
 		}
 		if strings.IndexByte(RoomCodeAlphabet, c) < 0 {
-			return "", &Error{Code: CodeBadRoomCode, Message: fmt.Sprintf("room code %q has invalid character %q (allowed: %s)", truncate(s, 32), s[i], RoomCodeAlphabet)}
+			return "", &Error{Code: ErrBadRoomCode, Message: fmt.Sprintf("room code %q has invalid character %q (allowed: %s)", truncate(s, 32), s[i], RoomCodeAlphabet)}
 		}
 		b[i] = c
 	}
 	return RoomCode(b[:]), nil
-}
-
-// IsValid reports whether c is a well-formed, normalised room code.
-func (c RoomCode) IsValid() bool {
-	p, err := ParseRoomCode(string(c))
-	return err == nil && p == c
 }
 
 // String returns the code.
@@ -164,9 +163,12 @@ func newRoomCode() RoomCode {
 }
 
 // RelayToken authorises one player of one pairing to attach to the TCP relay
-// (see DialRelay). It is 32 random bytes (crypto/rand) in unpadded base64url,
-// issued in the paired message, single-use, and revoked when the pairing
-// ends. String redacts it so tokens do not end up in logs.
+// (see DialRelay). It is issued in the paired message and signed by the
+// server (HMAC with its secret), so a server that restarted with the same
+// secret still accepts it; its format is in the package documentation.
+// It may be used again to re-attach after a stream dropped, until the
+// pairing ends or the token expires. String redacts it so tokens do not
+// end up in logs.
 type RelayToken string
 
 // String returns a redacted form of the token, safe for logs.
@@ -177,26 +179,6 @@ func (t RelayToken) String() string {
 	return string(t[:4]) + "…"
 }
 
-// relayTokenLen is the length of an encoded token: 32 bytes base64url.
-const relayTokenLen = 43
-
-func newRelayToken() RelayToken {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("signaling: crypto/rand failed: " + err.Error())
-	}
-	const enc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	out := make([]byte, 0, relayTokenLen)
-	// Standard base64 bit packing, no padding.
-	for i := 0; i+3 <= 30; i += 3 {
-		v := uint32(b[i])<<16 | uint32(b[i+1])<<8 | uint32(b[i+2])
-		out = append(out, enc[v>>18&63], enc[v>>12&63], enc[v>>6&63], enc[v&63])
-	}
-	v := uint32(b[30])<<16 | uint32(b[31])<<8
-	out = append(out, enc[v>>18&63], enc[v>>12&63], enc[v>>6&63])
-	return RelayToken(out)
-}
-
 // Candidate is a trickled ICE candidate. Its JSON form matches
 // webrtc.ICECandidateInit (pion, browsers), so p2p code can convert field by
 // field. An empty Candidate string signals the end of candidates.
@@ -205,6 +187,16 @@ type Candidate struct {
 	SDPMid           *string `json:"sdpMid,omitempty"`
 	SDPMLineIndex    *uint16 `json:"sdpMLineIndex,omitempty"`
 	UsernameFragment *string `json:"usernameFragment,omitempty"`
+}
+
+// ICEServer is a STUN or TURN server for WebRTC, handed to both players in
+// paired when the signaling server runs TURN. Its JSON form matches
+// RTCIceServer (browsers) and webrtc.ICEServer (pion): "urls", "username",
+// "credential". TURN credentials are time-limited (see the package doc).
+type ICEServer struct {
+	URLs       []string `json:"urls"`
+	Username   string   `json:"username,omitempty"`
+	Credential string   `json:"credential,omitempty"`
 }
 
 // Limits are the server limits announced in the welcome message.
@@ -219,19 +211,20 @@ type Limits struct {
 // used depends on Type; see the package doc. Unknown JSON fields are ignored
 // so later versions can add optional fields.
 type Message struct {
-	Type      MsgType    `json:"type"`
-	V         int        `json:"v,omitempty"`         // welcome: protocol version
-	Limits    *Limits    `json:"limits,omitempty"`    // welcome
-	Room      RoomCode   `json:"room,omitempty"`      // join, joined, paired, peer_left, left
-	Create    bool       `json:"create,omitempty"`    // join: create the room if there is none
-	Role      Role       `json:"role,omitempty"`      // joined, paired
-	Token     RelayToken `json:"token,omitempty"`     // paired
-	SDP       string     `json:"sdp,omitempty"`       // offer, answer
-	Candidate *Candidate `json:"candidate,omitempty"` // candidate
-	Reason    string     `json:"reason,omitempty"`    // peer_left
-	Code      ErrorCode  `json:"code,omitempty"`      // error
-	Text      string     `json:"message,omitempty"`   // error: human-readable
-	Ref       MsgType    `json:"ref,omitempty"`       // error: type of the message that caused it
+	Type      MsgType     `json:"type"`
+	V         int         `json:"v,omitempty"`           // welcome: protocol version
+	Limits    *Limits     `json:"limits,omitempty"`      // welcome
+	Room      RoomCode    `json:"room,omitempty"`        // join, joined, paired, peer_left, left
+	Create    bool        `json:"create,omitempty"`      // join: create the room if there is none
+	Role      Role        `json:"role,omitempty"`        // joined, paired
+	Token     RelayToken  `json:"token,omitempty"`       // paired
+	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired: STUN/TURN servers to use, if any
+	SDP       string      `json:"sdp,omitempty"`         // offer, answer
+	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
+	Reason    string      `json:"reason,omitempty"`      // peer_left
+	Code      ErrorCode   `json:"code,omitempty"`        // error
+	Text      string      `json:"message,omitempty"`     // error: human-readable
+	Ref       MsgType     `json:"ref,omitempty"`         // error: type of the message that caused it
 }
 
 // Field size limits checked by Validate, independent of the server's
@@ -240,19 +233,22 @@ const (
 	maxSDPLen       = 64 << 10
 	maxCandidateLen = 1024
 	maxTextLen      = 1024
+	maxICEServers   = 4
+	maxICEURLs      = 4
+	maxICEFieldLen  = 256
 )
 
 // DecodeMessage parses one JSON message and validates it (see
-// Message.Validate). Errors are *Error with code CodeBadJSON (not a JSON
-// object, or a field of the wrong JSON type), CodeUnknownType,
-// CodeBadMessage or CodeBadRoomCode.
+// Message.Validate). Errors are *Error with code ErrBadJSON (not a JSON
+// object, or a field of the wrong JSON type), ErrUnknownType,
+// ErrBadMessage or ErrBadRoomCode.
 func DecodeMessage(data []byte) (Message, error) {
 	var m Message
 	if !utf8.Valid(data) {
-		return Message{}, &Error{Code: CodeBadJSON, Message: "message is not valid UTF-8"}
+		return Message{}, &Error{Code: ErrBadJSON, Message: "message is not valid UTF-8"}
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return Message{}, &Error{Code: CodeBadJSON, Message: "cannot decode message: " + truncate(err.Error(), 200)}
+		return Message{}, &Error{Code: ErrBadJSON, Message: "cannot decode message: " + truncate(err.Error(), 200)}
 	}
 	if err := m.Validate(); err != nil {
 		return Message{}, err
@@ -264,13 +260,13 @@ func DecodeMessage(data []byte) (Message, error) {
 // each within its size limit, and normalises the room code.
 func (m *Message) Validate() error {
 	bad := func(format string, args ...any) error {
-		return &Error{Code: CodeBadMessage, Message: fmt.Sprintf(string(m.Type)+": "+format, args...), Ref: m.Type}
+		return &Error{Code: ErrBadMessage, Message: fmt.Sprintf(string(m.Type)+": "+format, args...), Ref: m.Type}
 	}
 	if m.Type == "" {
-		return &Error{Code: CodeBadMessage, Message: `message has no "type" field`}
+		return &Error{Code: ErrBadMessage, Message: `message has no "type" field`}
 	}
 	if !m.Type.known() {
-		return &Error{Code: CodeUnknownType, Message: fmt.Sprintf("unknown message type %q", truncate(string(m.Type), 32))}
+		return &Error{Code: ErrUnknownType, Message: fmt.Sprintf("unknown message type %q", truncate(string(m.Type), 32))}
 	}
 	if m.Room != "" {
 		rc, err := ParseRoomCode(string(m.Room))
@@ -286,7 +282,7 @@ func (m *Message) Validate() error {
 	switch m.Type {
 	case TypeJoin:
 		if m.Room == "" {
-			return &Error{Code: CodeBadRoomCode, Message: `join: missing "room" code`, Ref: m.Type}
+			return &Error{Code: ErrBadRoomCode, Message: `join: missing "room" code`, Ref: m.Type}
 		}
 	case TypeOffer, TypeAnswer:
 		if m.SDP == "" {
@@ -317,6 +313,9 @@ func (m *Message) Validate() error {
 		if m.Type == TypePaired && m.Token == "" {
 			return bad(`missing "token"`)
 		}
+		if err := validICEServers(m.ICE); err != "" {
+			return bad("%s", err)
+		}
 	case TypeError:
 		if m.Code == "" {
 			return bad(`missing "code"`)
@@ -332,6 +331,26 @@ func (m *Message) Validate() error {
 	return nil
 }
 
+func validICEServers(ss []ICEServer) string {
+	if len(ss) > maxICEServers {
+		return fmt.Sprintf("%d ice_servers, limit %d", len(ss), maxICEServers)
+	}
+	for _, is := range ss {
+		if len(is.URLs) == 0 || len(is.URLs) > maxICEURLs {
+			return fmt.Sprintf("an ice_servers entry has %d urls, want 1 to %d", len(is.URLs), maxICEURLs)
+		}
+		for _, u := range is.URLs {
+			if u == "" || len(u) > maxICEFieldLen {
+				return fmt.Sprintf("ice_servers url %q is empty or too long", truncate(u, 32))
+			}
+		}
+		if len(is.Username) > maxICEFieldLen || len(is.Credential) > maxICEFieldLen {
+			return "ice_servers username or credential too long"
+		}
+	}
+	return ""
+}
+
 // AppendMessage appends the JSON encoding of m to dst. It does not validate m.
 func AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	b, err := json.Marshal(m)
@@ -341,36 +360,45 @@ func AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// ErrorCode is the stable, machine-readable code of an error message.
+// ErrorCode is the stable, machine-readable code of an error message (its
+// "code" field). It is also an error, like syscall.Errno: the *Error a
+// client gets matches its code with errors.Is, as in
+// errors.Is(err, signaling.ErrRoomFull).
 type ErrorCode string
+
+// Error returns "signaling: " and the code.
+func (c ErrorCode) Error() string { return "signaling: " + string(c) }
 
 // Error codes. "Fatal" ones are followed by the server closing the
 // WebSocket; the others leave the connection usable.
 const (
-	CodeBadJSON            ErrorCode = "bad_json"            // not a JSON object of the right shape
-	CodeBadMessage         ErrorCode = "bad_message"         // missing/oversized field, binary frame, server-only type
-	CodeUnknownType        ErrorCode = "unknown_type"        // "type" not in this protocol version
-	CodeMessageTooBig      ErrorCode = "message_too_big"     // fatal: over Config.MaxMessageBytes
-	CodeRateLimited        ErrorCode = "rate_limited"        // message dropped; fatal if the client keeps flooding
-	CodeIdleTimeout        ErrorCode = "idle_timeout"        // fatal: nothing received for Config.IdleTimeout
-	CodeUnsupportedVersion ErrorCode = "unsupported_version" // fatal: ?v= missing or not ProtocolVersion
-	CodeWrongState         ErrorCode = "wrong_state"         // e.g. offer before paired, join while in a room
-	CodeBadRoomCode        ErrorCode = "bad_room_code"       // malformed room code
-	CodeRoomNotFound       ErrorCode = "room_not_found"      // no room with that code
-	CodeRoomFull           ErrorCode = "room_full"           // the room already has two players
-	CodeTooManyRooms       ErrorCode = "too_many_rooms"      // Config.MaxRooms reached
-	CodeServerFull         ErrorCode = "server_full"         // fatal: Config.MaxConns reached
-	CodeShuttingDown       ErrorCode = "shutting_down"       // fatal: server is shutting down
-	CodeSlowConsumer       ErrorCode = "slow_consumer"       // fatal (close reason only): client does not read
-	CodeBadToken           ErrorCode = "bad_token"           // relay: unknown, revoked or malformed token
-	CodeTokenUsed          ErrorCode = "token_used"          // relay: token already attached
-	CodePeerTimeout        ErrorCode = "peer_timeout"        // relay: the other player did not attach in time
-	CodeTooManyRelays      ErrorCode = "too_many_relays"     // relay: Config.MaxRelays reached
+	ErrBadJSON            ErrorCode = "bad_json"              // not a JSON object of the right shape
+	ErrBadMessage         ErrorCode = "bad_message"           // missing/oversized field, binary frame, server-only type
+	ErrUnknownType        ErrorCode = "unknown_type"          // "type" not in this protocol version
+	ErrMessageTooBig      ErrorCode = "message_too_big"       // fatal: over Config.MaxMessageBytes
+	ErrRateLimited        ErrorCode = "rate_limited"          // message dropped; fatal if the client keeps flooding
+	ErrIdleTimeout        ErrorCode = "idle_timeout"          // fatal: nothing received for Config.IdleTimeout
+	ErrUnsupportedVersion ErrorCode = "unsupported_version"   // fatal: ?v= missing or not ProtocolVersion
+	ErrWrongState         ErrorCode = "wrong_state"           // e.g. offer before paired, join while in a room
+	ErrBadRoomCode        ErrorCode = "bad_room_code"         // malformed room code
+	ErrRoomNotFound       ErrorCode = "room_not_found"        // no room with that code
+	ErrRoomFull           ErrorCode = "room_full"             // the room already has two players
+	ErrTooManyRooms       ErrorCode = "too_many_rooms"        // Config.MaxRooms reached
+	ErrServerFull         ErrorCode = "server_full"           // fatal: Config.MaxConns reached
+	ErrShuttingDown       ErrorCode = "shutting_down"         // fatal: server is shutting down
+	ErrSlowConsumer       ErrorCode = "slow_consumer"         // fatal (close reason only): client does not read
+	ErrBadToken           ErrorCode = "bad_token"             // relay: unknown, revoked or malformed token
+	ErrTokenUsed          ErrorCode = "token_used"            // relay: token already attached
+	ErrPeerTimeout        ErrorCode = "peer_timeout"          // relay: the other player did not attach in time
+	ErrTooManyRelays      ErrorCode = "too_many_relays"       // relay: Config.MaxRelays reached
+	ErrTooManyConns       ErrorCode = "too_many_conns"        // fatal: your address has Config.MaxConnsPerAddr connections
+	ErrTooManyHandshakes  ErrorCode = "too_many_handshakes"   // HTTP 429: your address has Config.MaxHandshakesPerAddr unfinished handshakes
+	ErrTooManyFailedJoins ErrorCode = "too_many_failed_joins" // join refused: your address missed too many joins (Config.FailedJoinRate)
 )
 
 // Error is a protocol error: one the server sent in an error message, or a
-// relay refusal. Compare with errors.Is against the ErrX sentinels, which
-// match on Code alone.
+// relay refusal. errors.Is matches it against its ErrorCode (ErrRoomFull,
+// ...), or against another *Error with the same Code.
 type Error struct {
 	Code    ErrorCode
 	Message string  // human-readable detail, carries the offending input
@@ -385,37 +413,17 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Is reports whether target is an *Error with the same Code.
+// Is reports whether target is e's ErrorCode, or an *Error with the same
+// Code.
 func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
+	switch t := target.(type) {
+	case ErrorCode:
+		return t == e.Code
+	case *Error:
+		return t.Code == e.Code
 	}
-	return t.Code == e.Code
+	return false
 }
-
-// Sentinel errors, one per code, for errors.Is.
-var (
-	ErrBadJSON            = &Error{Code: CodeBadJSON}
-	ErrBadMessage         = &Error{Code: CodeBadMessage}
-	ErrUnknownType        = &Error{Code: CodeUnknownType}
-	ErrMessageTooBig      = &Error{Code: CodeMessageTooBig}
-	ErrRateLimited        = &Error{Code: CodeRateLimited}
-	ErrIdleTimeout        = &Error{Code: CodeIdleTimeout}
-	ErrUnsupportedVersion = &Error{Code: CodeUnsupportedVersion}
-	ErrWrongState         = &Error{Code: CodeWrongState}
-	ErrBadRoomCode        = &Error{Code: CodeBadRoomCode}
-	ErrRoomNotFound       = &Error{Code: CodeRoomNotFound}
-	ErrRoomFull           = &Error{Code: CodeRoomFull}
-	ErrTooManyRooms       = &Error{Code: CodeTooManyRooms}
-	ErrServerFull         = &Error{Code: CodeServerFull}
-	ErrShuttingDown       = &Error{Code: CodeShuttingDown}
-	ErrSlowConsumer       = &Error{Code: CodeSlowConsumer}
-	ErrBadToken           = &Error{Code: CodeBadToken}
-	ErrTokenUsed          = &Error{Code: CodeTokenUsed}
-	ErrPeerTimeout        = &Error{Code: CodePeerTimeout}
-	ErrTooManyRelays      = &Error{Code: CodeTooManyRelays}
-)
 
 func (e *Error) message() *Message {
 	return &Message{Type: TypeError, Code: e.Code, Text: e.Message, Ref: e.Ref}

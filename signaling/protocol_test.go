@@ -3,31 +3,37 @@ package signaling
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseRoomCode(t *testing.T) {
 	for _, ok := range []string{"ABCDEF", "abcdef", "23456Z", "zzzzzz"} {
-		c, err := ParseRoomCode(ok)
-		if err != nil || !c.IsValid() || string(c) != strings.ToUpper(ok) {
-			t.Errorf("ParseRoomCode(%q) = %q, %v", ok, c, err)
-		}
+		t.Run(ok, func(t *testing.T) {
+			c, err := ParseRoomCode(ok)
+			if err != nil || !validCode(c) || string(c) != strings.ToUpper(ok) {
+				t.Errorf("ParseRoomCode(%q) = %q, %v", ok, c, err)
+			}
+		})
 	}
 	for _, bad := range []string{"", "ABCDE", "ABCDEFG", "ABCDE0", "ABCDE1", "ABCDEI", "ABCDEO", "ABC DE", "ÄBCDEF", "ABCDE\x00"} {
-		c, err := ParseRoomCode(bad)
-		if !errors.Is(err, ErrBadRoomCode) {
-			t.Errorf("ParseRoomCode(%q) = %q, %v; want ErrBadRoomCode", bad, c, err)
-		}
+		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) {
+			c, err := ParseRoomCode(bad)
+			if !errors.Is(err, ErrBadRoomCode) {
+				t.Errorf("ParseRoomCode(%q) = %q, %v; want ErrBadRoomCode", bad, c, err)
+			}
+		})
 	}
-	if RoomCode("abcdef").IsValid() || RoomCode("").IsValid() {
+	if validCode("abcdef") || validCode("") {
 		t.Error("un-normalised or empty code is valid")
 	}
 	seen := map[RoomCode]bool{}
 	for i := 0; i < 1000; i++ {
 		c := newRoomCode()
-		if !c.IsValid() {
+		if !validCode(c) {
 			t.Fatalf("newRoomCode() = %q invalid", c)
 		}
 		seen[c] = true
@@ -38,20 +44,76 @@ func TestParseRoomCode(t *testing.T) {
 }
 
 func TestRelayToken(t *testing.T) {
-	seen := map[RelayToken]bool{}
-	for i := 0; i < 1000; i++ {
-		tok := newRelayToken()
-		if len(tok) != relayTokenLen || strings.ContainsAny(string(tok), "+/=") {
-			t.Fatalf("token %q", string(tok))
-		}
-		seen[tok] = true
+	key := deriveKey([]byte("0123456789abcdef"), "ragsync relay token v1")
+	now := time.Unix(1_800_000_000, 0)
+	c := relayClaims{instance: 7, pairing: 1<<63 + 5, room: "7KQ2MX", side: 1, expiry: now.Add(time.Hour)}
+	tok := mintRelayToken(key, c)
+	if len(tok) != relayTokenLen || strings.ContainsAny(string(tok), "+/=") {
+		t.Fatalf("token %q", string(tok))
 	}
-	if len(seen) != 1000 {
-		t.Fatal("duplicate tokens")
+	got, err := verifyRelayToken(key, tok, now)
+	if err != nil || got != c {
+		t.Fatalf("round trip: %+v %v", got, err)
 	}
-	if s := newRelayToken().String(); len(s) > 8 {
+	if s := tok.String(); len(s) > 8 {
 		t.Fatalf("String() leaks the token: %q", s)
 	}
+	other := mintRelayToken(key, relayClaims{instance: 7, pairing: 1<<63 + 5, room: "7KQ2MX", side: 0, expiry: now.Add(time.Hour)})
+	if other == tok {
+		t.Fatal("both sides got the same token")
+	}
+	// Every single-character change is refused, and so are the wrong key,
+	// expiry, and malformed tokens.
+	for i := 0; i < len(tok); i++ {
+		b := []byte(tok)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		if _, err := verifyRelayToken(key, RelayToken(b), now); !errors.Is(err, ErrBadToken) {
+			t.Fatalf("token changed at %d accepted: %v", i, err)
+		}
+	}
+	for name, tc := range map[string]struct {
+		key []byte
+		tok RelayToken
+		now time.Time
+	}{
+		"wrong key": {deriveKey([]byte("another secret!!"), "ragsync relay token v1"), tok, now},
+		"expired":   {key, tok, c.expiry},
+		"short":     {key, tok[:40], now},
+		"empty":     {key, "", now},
+		"not b64":   {key, RelayToken(strings.Repeat("*", relayTokenLen)), now},
+		"zeros":     {key, RelayToken(strings.Repeat("A", relayTokenLen)), now},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := verifyRelayToken(tc.key, tc.tok, tc.now)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != ErrBadToken || strings.Contains(e.Message, string(tok[8:])) {
+				t.Fatalf("verify = %v", err)
+			}
+		})
+	}
+}
+
+// FuzzVerifyRelayToken: no input crashes verification, and whatever
+// verifies re-encodes to the same token.
+func FuzzVerifyRelayToken(f *testing.F) {
+	key := deriveKey([]byte("0123456789abcdef"), "ragsync relay token v1")
+	now := time.Unix(1_800_000_000, 0)
+	f.Add(string(mintRelayToken(key, relayClaims{instance: 1, pairing: 2, room: "ABCDEF", side: 0, expiry: now.Add(time.Minute)})))
+	f.Add(strings.Repeat("A", relayTokenLen))
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := verifyRelayToken(key, RelayToken(s), now)
+		if err != nil {
+			return
+		}
+		if again := mintRelayToken(key, c); again != RelayToken(s) {
+			t.Fatalf("verified %q re-encodes to %q", s, again)
+		}
+	})
 }
 
 func TestRole(t *testing.T) {
@@ -90,33 +152,35 @@ func TestDecodeMessage(t *testing.T) {
 		{`{"type":"paired","room":"ABCDEF","role":"answerer","token":"t"}`, ""},
 		{`{"type":"error","code":"room_full","message":"m","ref":"join"}`, ""},
 		{`{"type":"welcome","v":1,"limits":{"max_message_bytes":1}}`, ""},
-		{``, CodeBadJSON},
-		{`null`, CodeBadMessage},
-		{`{"type":"create"} {}`, CodeBadJSON},
-		{`{"type":"join","room":5}`, CodeBadJSON},
-		{`{"type":"paired","room":"ABCDEF","role":"boss","token":"t"}`, CodeBadJSON},
-		{`{"type":"join","room":"abcde"}`, CodeBadRoomCode},
-		{`{"type":"create","room":"!!!!!!"}`, CodeBadRoomCode},
-		{`{"type":"nope"}`, CodeUnknownType},
-		{`{"type":"offer","sdp":""}`, CodeBadMessage},
-		{`{"type":"offer","sdp":"` + strings.Repeat("a", maxSDPLen+1) + `"}`, CodeBadMessage},
-		{`{"type":"candidate","candidate":{"candidate":"` + strings.Repeat("a", maxCandidateLen+1) + `"}}`, CodeBadMessage},
-		{`{"type":"paired","room":"ABCDEF","role":"offerer"}`, CodeBadMessage},
-		{`{"type":"error"}`, CodeBadMessage},
-		{`{"type":"welcome"}`, CodeBadMessage},
-		{`{"type":"create","reason":"` + strings.Repeat("a", maxTextLen+1) + `"}`, CodeBadMessage},
+		{``, ErrBadJSON},
+		{`null`, ErrBadMessage},
+		{`{"type":"create"} {}`, ErrBadJSON},
+		{`{"type":"join","room":5}`, ErrBadJSON},
+		{`{"type":"paired","room":"ABCDEF","role":"boss","token":"t"}`, ErrBadJSON},
+		{`{"type":"join","room":"abcde"}`, ErrBadRoomCode},
+		{`{"type":"create","room":"!!!!!!"}`, ErrBadRoomCode},
+		{`{"type":"nope"}`, ErrUnknownType},
+		{`{"type":"offer","sdp":""}`, ErrBadMessage},
+		{`{"type":"offer","sdp":"` + strings.Repeat("a", maxSDPLen+1) + `"}`, ErrBadMessage},
+		{`{"type":"candidate","candidate":{"candidate":"` + strings.Repeat("a", maxCandidateLen+1) + `"}}`, ErrBadMessage},
+		{`{"type":"paired","room":"ABCDEF","role":"offerer"}`, ErrBadMessage},
+		{`{"type":"error"}`, ErrBadMessage},
+		{`{"type":"welcome"}`, ErrBadMessage},
+		{`{"type":"create","reason":"` + strings.Repeat("a", maxTextLen+1) + `"}`, ErrBadMessage},
 	} {
-		m, err := DecodeMessage([]byte(tc.in))
-		if tc.code == "" {
-			if err != nil {
-				t.Errorf("DecodeMessage(%.60q) = %v", tc.in, err)
+		t.Run(fmt.Sprintf("%.40q", tc.in), func(t *testing.T) {
+			m, err := DecodeMessage([]byte(tc.in))
+			if tc.code == "" {
+				if err != nil {
+					t.Errorf("DecodeMessage(%.60q) = %v", tc.in, err)
+				}
+				return
 			}
-			continue
-		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != tc.code || e.Message == "" {
-			t.Errorf("DecodeMessage(%.60q) = %+v, %v; want code %s", tc.in, m, err, tc.code)
-		}
+			var e *Error
+			if !errors.As(err, &e) || e.Code != tc.code || e.Message == "" {
+				t.Errorf("DecodeMessage(%.60q) = %+v, %v; want code %s", tc.in, m, err, tc.code)
+			}
+		})
 	}
 	m, _ := DecodeMessage([]byte(`{"type":"join","room":"abcdef"}`))
 	if m.Room != "ABCDEF" {
@@ -125,12 +189,19 @@ func TestDecodeMessage(t *testing.T) {
 }
 
 func TestErrorIs(t *testing.T) {
-	err := error(&Error{Code: CodeRoomFull, Message: "room X full", Ref: TypeJoin})
+	err := error(&Error{Code: ErrRoomFull, Message: "room X full", Ref: TypeJoin})
 	if !errors.Is(err, ErrRoomFull) || errors.Is(err, ErrRoomNotFound) {
 		t.Fatal("Is by code")
 	}
 	if got := err.Error(); got != "signaling: room_full: room X full" {
 		t.Fatal(got)
+	}
+	// An ErrorCode is an error of its own, and matches an *Error of its
+	// code both ways round, wrapped or not.
+	var code error = ErrRoomFull
+	if code.Error() != "signaling: room_full" || !errors.Is(fmt.Errorf("joining: %w", err), ErrRoomFull) ||
+		!errors.Is(err, &Error{Code: ErrRoomFull}) || errors.Is(err, errors.New("signaling: room_full")) {
+		t.Fatal("ErrorCode as an error")
 	}
 }
 
@@ -163,7 +234,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		if !m.Type.known() {
 			t.Fatalf("accepted unknown type %q", m.Type)
 		}
-		if m.Room != "" && !m.Room.IsValid() {
+		if m.Room != "" && !validCode(m.Room) {
 			t.Fatalf("accepted room %q", m.Room)
 		}
 		b, err := AppendMessage(nil, &m)
@@ -182,4 +253,10 @@ func FuzzDecodeMessage(f *testing.F) {
 			t.Fatalf("re-encoded message is not a JSON object: %s", b)
 		}
 	})
+}
+
+// validCode reports whether c is a well-formed, normalised room code.
+func validCode(c RoomCode) bool {
+	p, err := ParseRoomCode(string(c))
+	return err == nil && p == c
 }

@@ -14,29 +14,19 @@ import (
 	"time"
 )
 
-// RelayDialer opens relay streams. The zero value dials with a plain
-// net.Dialer and the default TLS configuration.
-type RelayDialer struct {
-	// DialContext opens the TCP connection. Nil means (&net.Dialer{}).DialContext.
-	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
-	// TLSConfig is used for https:// and wss:// URLs. Nil means a default
-	// config with the URL's host as ServerName.
-	TLSConfig *tls.Config
-}
-
-// DialRelay is (&RelayDialer{}).DialRelay.
-func DialRelay(ctx context.Context, baseURL string, token RelayToken) (net.Conn, error) {
-	var d RelayDialer
-	return d.DialRelay(ctx, baseURL, token)
-}
-
 // DialRelay attaches to the TCP relay of the server at baseURL (the same
 // URL given to Dial; http(s):// or ws(s)://) with this player's token from
 // its Pairing. It returns once the other player has attached too, with a
 // raw byte stream to that player; or ctx.Err(); or the server's refusal as
 // *Error (ErrBadToken, ErrTokenUsed, ErrPeerTimeout, ErrTooManyRelays,
-// ErrShuttingDown). Run the p2p framing (package relay) over the stream.
-func (d *RelayDialer) DialRelay(ctx context.Context, baseURL string, token RelayToken) (net.Conn, error) {
+// ErrShuttingDown).
+//
+// It reaches the server the way the signaling client does: when
+// cfg.HTTPClient's Transport is an *http.Transport, with its DialContext
+// and TLSClientConfig (so a network injected for the WebSocket serves the
+// relay too); otherwise with a plain net.Dialer and a default TLS
+// configuration for https:// and wss://.
+func DialRelay(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
 	raw, err := endpointURL(baseURL, "/relay", false)
 	if err != nil {
 		return nil, err
@@ -50,20 +40,29 @@ func (d *RelayDialer) DialRelay(ctx context.Context, baseURL string, token Relay
 			host = net.JoinHostPort(u.Hostname(), "80")
 		}
 	}
-	dial := d.DialContext
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
+	dial := (&net.Dialer{}).DialContext
+	var tlsConfig *tls.Config
+	if cfg.HTTPClient != nil {
+		if tr, ok := cfg.HTTPClient.Transport.(*http.Transport); ok {
+			if tr.DialContext != nil {
+				dial = tr.DialContext
+			}
+			tlsConfig = tr.TLSClientConfig
+		}
 	}
 	conn, err := dial(ctx, "tcp", host)
 	if err != nil {
 		return nil, fmt.Errorf("signaling: relay dial %s: %w", host, err)
 	}
 	if u.Scheme == "https" {
-		cfg := d.TLSConfig
-		if cfg == nil {
-			cfg = &tls.Config{ServerName: u.Hostname()}
+		c := &tls.Config{}
+		if tlsConfig != nil {
+			c = tlsConfig.Clone()
 		}
-		tc := tls.Client(conn, cfg)
+		if c.ServerName == "" {
+			c.ServerName = u.Hostname()
+		}
+		tc := tls.Client(conn, c)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("signaling: relay TLS handshake with %s: %w", host, err)

@@ -15,20 +15,33 @@ import (
 // relayUpgrade is the Upgrade token of the relay endpoint.
 const relayUpgrade = "ragsync-relay/1"
 
-// relayPair is the relay of one pairing: two tokens, and once both players
-// have attached, the stream between them.
-type relayPair struct {
-	s      *Server
-	room   RoomCode
-	tokens [2]RelayToken
+// relayRendezvous is the relay of one pairing: the request of a player
+// waiting for the other's, and the stream once both came. It exists while
+// it has a waiting request or a stream.
+type relayRendezvous struct {
+	key     relayKey
+	room    RoomCode
+	waiting [2]*relayWaiter // s.mu
+	stream  *relayStream    // s.mu
+}
 
-	// s.mu
-	state   [2]uint8 // sideIdle, sideWaiting, sideAttached
-	matched bool
-	revoked bool
+// relayWaiter is a request waiting for the other player's. Whoever ends
+// the wait removes it from its rendezvous and sends the outcome, under s.mu.
+type relayWaiter struct {
+	ch chan relayOutcome // capacity 1
+}
 
-	matchCh  chan struct{} // closed when both sides are attached
-	revokeCh chan struct{} // closed when the pairing ended before matching
+type relayOutcome struct {
+	stream *relayStream // matched: run it
+	err    *Error       // refused
+	status int
+}
+
+// relayStream is one established stream between the two players.
+type relayStream struct {
+	s    *Server
+	rv   *relayRendezvous
+	room RoomCode
 
 	connMu sync.Mutex
 	conns  [2]net.Conn
@@ -41,137 +54,171 @@ type relayPair struct {
 	lastActive atomic.Int64
 }
 
-const (
-	sideIdle uint8 = iota
-	sideWaiting
-	sideAttached
-)
-
-type relayTicket struct {
-	p    *relayPair
-	side int
+// dropRendezvous forgets rv if it holds nothing. Called with s.mu held.
+func (s *Server) dropRendezvous(rv *relayRendezvous) {
+	if rv.waiting[0] == nil && rv.waiting[1] == nil && rv.stream == nil && s.rendezvous[rv.key] == rv {
+		delete(s.rendezvous, rv.key)
+	}
 }
 
-// newRelayPair issues two tokens. Called with s.mu held.
-func (s *Server) newRelayPair(code RoomCode) *relayPair {
-	p := &relayPair{
-		s:        s,
-		room:     code,
-		matchCh:  make(chan struct{}),
-		revokeCh: make(chan struct{}),
-		ready:    make(chan struct{}),
-	}
-	for i := range p.tokens {
-		p.tokens[i] = newRelayToken()
-		s.tokens[p.tokens[i]] = relayTicket{p: p, side: i}
-	}
-	return p
-}
-
-// revokeRelayPair forgets p's tokens; a side still waiting is refused. An
+// endPairing refuses the relay requests of a pairing that ended. An
 // established stream is not affected. Called with s.mu held.
-func (s *Server) revokeRelayPair(p *relayPair) {
-	for _, t := range p.tokens {
-		delete(s.tokens, t)
+func (s *Server) endPairing(key relayKey) {
+	rv := s.rendezvous[key]
+	if rv == nil {
+		return
 	}
-	if !p.matched && !p.revoked {
-		p.revoked = true
-		close(p.revokeCh)
+	for i, w := range rv.waiting {
+		if w != nil {
+			rv.waiting[i] = nil
+			w.ch <- relayOutcome{err: &Error{Code: ErrBadToken, Message: fmt.Sprintf("the pairing in room %s ended while waiting for the peer", rv.room)}, status: http.StatusForbidden}
+		}
 	}
+	s.dropRendezvous(rv)
 }
 
-func (s *Server) refuseRelay(w http.ResponseWriter, status int, e *Error) {
+func (s *Server) refuseRelay(w http.ResponseWriter, status int, e *Error, reason string) {
 	s.relaysRefused.Add(1)
+	s.refusal(e.Code, reason)
 	s.log.Debug("signaling: relay refused", "code", e.Code, "msg", e.Message)
+	w.Header().Set("Connection", "close")
 	writeHTTPError(w, status, e)
 }
 
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet || !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", relayUpgrade) {
 		w.Header().Set("Upgrade", relayUpgrade)
-		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: CodeBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade})
+		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: ErrBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade}, reasonClient)
 		return
 	}
 	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
-		s.refuseRelay(w, http.StatusBadRequest, &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)})
+		s.refuseRelay(w, http.StatusBadRequest, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}, reasonClient)
 		return
 	}
-	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || len(tok) != relayTokenLen {
-		s.refuseRelay(w, http.StatusForbidden, &Error{Code: CodeBadToken, Message: "missing or malformed relay token (Authorization: Bearer <token from paired>)"})
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: "missing relay token (Authorization: Bearer <token from paired>)"}, reasonClient)
 		return
 	}
-	token := RelayToken(tok)
+	claims, terr := verifyRelayToken(s.tokenKey, RelayToken(tok), s.cfg.Now())
+	if terr != nil {
+		s.refuseRelay(w, http.StatusForbidden, terr, reasonClient)
+		return
+	}
+	addr, aerr := s.clientAddr(r)
+	if aerr != nil {
+		s.refuseRelay(w, http.StatusBadRequest, aerr, reasonClient)
+		return
+	}
+	side, key := claims.side, claims.key()
 
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: CodeShuttingDown, Message: "server is shutting down"})
+		s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, reasonShutdown)
 		return
 	}
-	t, ok := s.tokens[token]
-	if !ok {
-		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusForbidden, &Error{Code: CodeBadToken, Message: fmt.Sprintf("relay token %s is unknown or its pairing has ended", token)})
-		return
-	}
-	p, side := t.p, t.side
-	if p.state[side] != sideIdle {
-		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusConflict, &Error{Code: CodeTokenUsed, Message: fmt.Sprintf("relay token %s of room %s is already in use", token, p.room)})
-		return
-	}
-	if p.state[1-side] == sideWaiting {
-		if len(s.relays) >= s.cfg.MaxRelays {
+	// A pairing this process made is checked against its room; one it
+	// did not (before a restart, or on another instance with the same
+	// secret) is taken on the token's word.
+	if claims.instance == s.instance {
+		if rm := s.rooms[claims.room]; rm == nil || rm.pairing != claims.pairing {
 			s.mu.Unlock()
-			s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: CodeTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)})
+			s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: fmt.Sprintf("relay token %s: the pairing in room %s has ended", RelayToken(tok), claims.room)}, reasonClient)
 			return
 		}
-		p.state = [2]uint8{sideAttached, sideAttached}
-		p.matched = true
-		p.running.Store(2)
-		s.relays[p] = struct{}{}
-		close(p.matchCh)
+	}
+	as, ok := s.lim.reserveConn(addr)
+	if !ok {
+		s.mu.Unlock()
+		s.refuseRelay(w, http.StatusTooManyRequests, &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
+		return
+	}
+	defer s.lim.releaseConn(as)
+	rv := s.rendezvous[key]
+	if rv == nil {
+		rv = &relayRendezvous{key: key, room: claims.room}
+		s.rendezvous[key] = rv
+	}
+	// One request and one stream per player: a newer request with the same
+	// token replaces an older one still waiting, and a live stream (a
+	// player re-attaching after its connection dropped, maybe before the
+	// server noticed).
+	if old := rv.waiting[side]; old != nil {
+		rv.waiting[side] = nil
+		old.ch <- relayOutcome{err: &Error{Code: ErrTokenUsed, Message: fmt.Sprintf("relay token %s of room %s: replaced by a newer request with the same token", RelayToken(tok), rv.room)}, status: http.StatusConflict}
+	}
+	if old := rv.stream; old != nil {
+		rv.stream = nil
+		delete(s.relays, old)
+		old.closeConns()
+		s.log.Info("signaling: relay re-attached; previous stream closed", "room", rv.room, "side", side)
+	}
+	var st *relayStream
+	var wt *relayWaiter
+	if other := rv.waiting[1-side]; other != nil {
+		if len(s.relays) >= s.cfg.MaxRelays {
+			s.dropRendezvous(rv)
+			s.mu.Unlock()
+			s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)}, reasonGlobal)
+			return
+		}
+		rv.waiting[1-side] = nil
+		st = &relayStream{s: s, rv: rv, room: rv.room, ready: make(chan struct{})}
+		st.running.Store(2)
+		rv.stream = st
+		s.relays[st] = struct{}{}
+		other.ch <- relayOutcome{stream: st}
 	} else {
-		p.state[side] = sideWaiting
+		wt = &relayWaiter{ch: make(chan relayOutcome, 1)}
+		rv.waiting[side] = wt
 	}
 	s.relayWG.Add(1)
 	s.mu.Unlock()
 	defer s.relayWG.Done()
+	establishedConn(r)
 
-	timer := time.NewTimer(s.cfg.RelayWaitTimeout)
-	defer timer.Stop()
-	var refuse *Error
-	status := 0
-	select {
-	case <-p.matchCh:
-	case <-p.revokeCh:
-		refuse, status = &Error{Code: CodeBadToken, Message: fmt.Sprintf("the pairing in room %s ended while waiting for the peer", p.room)}, http.StatusForbidden
-	case <-timer.C:
-		refuse, status = &Error{Code: CodePeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", p.room, s.cfg.RelayWaitTimeout)}, http.StatusGatewayTimeout
-	case <-s.shutdownCh:
-		refuse, status = &Error{Code: CodeShuttingDown, Message: "server is shutting down"}, http.StatusServiceUnavailable
-	case <-r.Context().Done():
-	}
-	if refuse != nil || r.Context().Err() != nil {
-		s.mu.Lock()
-		if !p.matched {
-			p.state[side] = sideIdle // the token may be used again
-			s.mu.Unlock()
-			if refuse != nil {
-				s.refuseRelay(w, status, refuse)
+	if wt != nil {
+		timer := time.NewTimer(s.cfg.RelayWaitTimeout)
+		defer timer.Stop()
+		var o relayOutcome
+		got := false
+		select {
+		case o = <-wt.ch:
+			got = true
+		case <-timer.C:
+			o = relayOutcome{err: &Error{Code: ErrPeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", rv.room, s.cfg.RelayWaitTimeout)}, status: http.StatusGatewayTimeout}
+		case <-s.shutdownCh:
+			o = relayOutcome{err: &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, status: http.StatusServiceUnavailable}
+		case <-r.Context().Done():
+		}
+		if !got {
+			s.mu.Lock()
+			if rv.waiting[side] == wt {
+				// Still waiting: give up; the token may be used again.
+				rv.waiting[side] = nil
+				s.dropRendezvous(rv)
+				s.mu.Unlock()
+				if o.err != nil {
+					s.refuseRelay(w, o.status, o.err, defaultReason(o.err.Code))
+				}
+				return
 			}
+			s.mu.Unlock()
+			o = <-wt.ch // decided in the meantime
+		}
+		if o.err != nil {
+			s.refuseRelay(w, o.status, o.err, defaultReason(o.err.Code))
 			return
 		}
-		s.mu.Unlock() // matched in the meantime: go on
+		st = o.stream
 	}
-	s.runRelay(w, p, side)
+	s.runRelay(w, st, side)
 }
 
 // runRelay hijacks the matched request, answers 101 and copies this side's
 // bytes to the peer until either side ends.
-func (s *Server) runRelay(w http.ResponseWriter, p *relayPair, side int) {
+func (s *Server) runRelay(w http.ResponseWriter, p *relayStream, side int) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		s.log.Warn("signaling: relay hijack failed", "room", p.room, "err", err)
@@ -221,7 +268,7 @@ var relayBufPool sync.Pool
 
 // pipe copies src to dst through one bounded buffer, until an error, or
 // until nothing has moved either way for RelayIdleTimeout.
-func (s *Server) pipe(p *relayPair, side int, src, dst net.Conn) {
+func (s *Server) pipe(p *relayStream, side int, src, dst net.Conn) {
 	bp, _ := relayBufPool.Get().(*[]byte)
 	if bp == nil || len(*bp) != s.cfg.RelayBufferBytes {
 		b := make([]byte, s.cfg.RelayBufferBytes)
@@ -255,11 +302,11 @@ func (s *Server) pipe(p *relayPair, side int, src, dst net.Conn) {
 	}
 }
 
-func (p *relayPair) touch() { p.lastActive.Store(time.Now().UnixNano()) }
+func (p *relayStream) touch() { p.lastActive.Store(time.Now().UnixNano()) }
 
 // setConn records this side's connection (nil on failure) and waits for the
 // other side's. It reports whether both are there.
-func (p *relayPair) setConn(side int, c net.Conn) bool {
+func (p *relayStream) setConn(side int, c net.Conn) bool {
 	p.connMu.Lock()
 	p.conns[side] = c
 	p.nconns++
@@ -289,7 +336,7 @@ func (p *relayPair) setConn(side int, c net.Conn) bool {
 }
 
 // closeConns closes both connections (those that exist).
-func (p *relayPair) closeConns() {
+func (p *relayStream) closeConns() {
 	p.connMu.Lock()
 	defer p.connMu.Unlock()
 	p.failed = true
@@ -301,12 +348,16 @@ func (p *relayPair) closeConns() {
 }
 
 // finish is called once by each side's handler; the last one unregisters.
-func (p *relayPair) finish(s *Server) {
+func (p *relayStream) finish(s *Server) {
 	if p.running.Add(-1) != 0 {
 		return
 	}
 	s.mu.Lock()
 	delete(s.relays, p)
+	if p.rv.stream == p {
+		p.rv.stream = nil
+		s.dropRendezvous(p.rv)
+	}
 	s.mu.Unlock()
 	s.log.Info("signaling: relay closed", "room", p.room, "bytes_offerer", p.bytes[0].Load(), "bytes_answerer", p.bytes[1].Load())
 }

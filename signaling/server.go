@@ -2,12 +2,14 @@ package signaling
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +57,76 @@ type Config struct {
 	// RelayBufferBytes is the copy buffer of each relay direction. Default
 	// 16 KiB.
 	RelayBufferBytes int
+	// MaxConnsPerAddr bounds the connections of one client address:
+	// WebSockets, and relay requests and streams. More get too_many_conns.
+	// Default 100 (room for the players behind one carrier-grade NAT).
+	MaxConnsPerAddr int
+	// MaxRoomsPerAddr bounds the rooms whose waiting offerer is from one
+	// address, quick-match queue places included. More get too_many_rooms.
+	// Default 50.
+	MaxRoomsPerAddr int
+	// AddrRatePerSec and AddrRateBurst are a token bucket shared by all the
+	// WebSockets of one address, on top of each connection's own. A message
+	// over it waits for its token (its connection is not read meanwhile),
+	// so players behind one NAT are slowed down, not refused; one that
+	// would wait more than 2 s is dropped with rate_limited. Defaults
+	// 100/s and 200.
+	AddrRatePerSec float64
+	AddrRateBurst  int
+	// FailedJoinRate and FailedJoinBurst bound guessing room codes. A join
+	// that misses (room_not_found, room_full, or a join that creates the
+	// room) takes a token from a bucket per address that refills at
+	// FailedJoinRate per second up to FailedJoinBurst; with the bucket
+	// empty, joins are refused with too_many_failed_joins without looking
+	// the room up. Defaults 0.2/s (one every 5 s) and 10: one address then
+	// needs about 62 days on average to land in one of 1,000 waiting rooms
+	// of the 32⁶ codes.
+	FailedJoinRate  float64
+	FailedJoinBurst int
+	// MaxHandshakesPerAddr bounds the TCP connections from one direct peer
+	// address that have not yet become a WebSocket or an authenticated relay
+	// request (plain HTTP requests, headers still arriving, refused
+	// WebSockets still closing). More are answered 429 too_many_handshakes
+	// and closed. Trusted proxies are exempt. Applies to Serve (and
+	// ListenAndServe), not to a Server mounted in an http.Server of your
+	// own. Default 16.
+	MaxHandshakesPerAddr int
+	// HandshakeTimeout bounds reading a request's headers, the TLS
+	// handshake included, so slow clients cannot hold connections open.
+	// Serve only. Default 5s.
+	HandshakeTimeout time.Duration
+	// TrustedProxies lists the reverse proxies in front of the server. When
+	// a request's direct peer is in one of these prefixes, its client
+	// address is taken from ClientIPHeader: the rightmost address there that
+	// is not itself a trusted proxy. A request from a trusted proxy without
+	// that header is refused (bad_message). Nil: no proxy is trusted and
+	// the header is ignored, so clients cannot forge it.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeader names the header trusted proxies put the client address
+	// in: a comma-separated list of addresses, appended to by each proxy.
+	// Default "X-Forwarded-For" (X-Real-IP and CF-Connecting-IP also work).
+	ClientIPHeader string
+	// IPv6PrefixLen groups IPv6 client addresses for the per-address limits:
+	// one host usually holds a whole /64. Default 64; 128 counts each
+	// address alone.
+	IPv6PrefixLen int
+	// Secret keys relay tokens and TURN credentials (HMAC-SHA256 and
+	// HMAC-SHA1 of keys derived from it). Servers with the same secret
+	// accept each other's relay tokens, and a restarted server accepts the
+	// ones it issued before. At least 16 bytes. Nil: a random secret for
+	// this Server's lifetime.
+	Secret []byte
+	// CredentialTTL is how long relay tokens and TURN credentials stay
+	// valid after the pairing that issued them. Default 12h.
+	CredentialTTL time.Duration
+	// TURN, if not nil, runs an embedded TURN server, and every paired
+	// message carries credentials for it. NewServer opens its listeners;
+	// Shutdown closes them. Nil: no TURN (and no STUN).
+	TURN *TURNConfig
+	// HideMetrics keeps /metrics off the handler, for a server on a public
+	// address: serve MetricsHandler on a private one instead. False: the
+	// handler serves /metrics.
+	HideMetrics bool
 	// OriginPatterns lists browser origins allowed to open WebSockets (see
 	// websocket.AcceptOptions). Nil allows same-origin browsers only;
 	// non-browser clients send no Origin and are always allowed.
@@ -63,18 +135,22 @@ type Config struct {
 	// connection and client error at Debug, never one line per relayed
 	// message at Info. Nil means slog.Default().
 	Logger *slog.Logger
-	// Now is the clock of the rate limiter. Nil means time.Now.
+	// Now is the clock of the rate limits, relay token and TURN credential
+	// expiry. Nil means time.Now.
 	Now func() time.Time
 }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.MaxMessageBytes < 0 || c.RatePerSec < 0 || c.RateBurst < 0 || c.IdleTimeout < 0 ||
 		c.MaxConns < 0 || c.MaxRooms < 0 || c.SendQueue < 0 || c.WriteTimeout < 0 || c.MaxRelays < 0 ||
-		c.RelayWaitTimeout < 0 || c.RelayIdleTimeout < 0 || c.RelayBufferBytes < 0 {
+		c.RelayWaitTimeout < 0 || c.RelayIdleTimeout < 0 || c.RelayBufferBytes < 0 ||
+		c.MaxConnsPerAddr < 0 || c.MaxRoomsPerAddr < 0 || c.AddrRatePerSec < 0 || c.AddrRateBurst < 0 ||
+		c.FailedJoinRate < 0 || c.FailedJoinBurst < 0 || c.MaxHandshakesPerAddr < 0 || c.HandshakeTimeout < 0 ||
+		c.IPv6PrefixLen < 0 || c.CredentialTTL < 0 {
 		return c, fmt.Errorf("signaling: invalid config: negative limit in %+v", c)
 	}
-	if c.RatePerSec != c.RatePerSec { // NaN
-		return c, errors.New("signaling: invalid config: RatePerSec is NaN")
+	if c.RatePerSec != c.RatePerSec || c.AddrRatePerSec != c.AddrRatePerSec || c.FailedJoinRate != c.FailedJoinRate {
+		return c, errors.New("signaling: invalid config: a rate is NaN")
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -86,10 +162,13 @@ func (c Config) withDefaults() (Config, error) {
 			*v = d
 		}
 	}
-	def(&c.MaxMessageBytes, 16<<10)
-	if c.RatePerSec == 0 {
-		c.RatePerSec = 20
+	deff := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
 	}
+	def(&c.MaxMessageBytes, 16<<10)
+	deff(&c.RatePerSec, 20)
 	def(&c.RateBurst, 40)
 	defd(&c.IdleTimeout, 60*time.Second)
 	def(&c.MaxConns, 10000)
@@ -100,6 +179,19 @@ func (c Config) withDefaults() (Config, error) {
 	defd(&c.RelayWaitTimeout, 30*time.Second)
 	defd(&c.RelayIdleTimeout, 60*time.Second)
 	def(&c.RelayBufferBytes, 16<<10)
+	def(&c.MaxConnsPerAddr, 100)
+	def(&c.MaxRoomsPerAddr, 50)
+	deff(&c.AddrRatePerSec, 100)
+	def(&c.AddrRateBurst, 200)
+	deff(&c.FailedJoinRate, 0.2)
+	def(&c.FailedJoinBurst, 10)
+	def(&c.MaxHandshakesPerAddr, 16)
+	defd(&c.HandshakeTimeout, 5*time.Second)
+	def(&c.IPv6PrefixLen, 64)
+	defd(&c.CredentialTTL, 12*time.Hour)
+	if c.ClientIPHeader == "" {
+		c.ClientIPHeader = "X-Forwarded-For"
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -108,6 +200,27 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxMessageBytes < 256 {
 		return c, fmt.Errorf("signaling: invalid config: MaxMessageBytes %d is below 256", c.MaxMessageBytes)
+	}
+	if c.IPv6PrefixLen > 128 {
+		return c, fmt.Errorf("signaling: invalid config: IPv6PrefixLen %d is over 128", c.IPv6PrefixLen)
+	}
+	if c.Secret == nil {
+		c.Secret = make([]byte, 32)
+		if _, err := rand.Read(c.Secret); err != nil {
+			return c, fmt.Errorf("signaling: generating a secret: %w", err)
+		}
+	} else if len(c.Secret) < 16 {
+		return c, fmt.Errorf("signaling: invalid config: Secret is %d bytes, want at least 16", len(c.Secret))
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return c, fmt.Errorf("signaling: invalid config: trusted proxy prefix %v", p)
+		}
+	}
+	if c.TURN != nil {
+		if err := c.TURN.validate(); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
@@ -134,41 +247,53 @@ type Stats struct {
 }
 
 // Server is the signaling server and TCP relay. It is an http.Handler
-// (routes /ws, /relay, /healthz); Serve and ListenAndServe run it on a
-// listener of its own. Create it with NewServer.
+// (routes /ws, /relay, /healthz, /metrics); Serve and ListenAndServe run it
+// on a listener of its own, with the per-address handshake limits. Create
+// it with NewServer.
 type Server struct {
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
+	lim *addrLimiter
+	met *metrics
+	trn *turnServer // nil without TURN
+
+	instance uint64 // this process's id in relay tokens
+	tokenKey []byte // relay token HMAC key
 
 	mu         sync.Mutex
 	clients    map[*client]struct{}
 	reserved   int // connections being accepted
 	rooms      map[RoomCode]*room
 	queue      []*client
-	tokens     map[RelayToken]relayTicket
-	relays     map[*relayPair]struct{} // established streams
+	rendezvous map[relayKey]*relayRendezvous
+	relays     map[*relayStream]struct{} // established streams
 	closing    bool
 	shutdownCh chan struct{}
 	https      []*http.Server
 	nextID     uint64
 
-	wsWG    sync.WaitGroup
-	relayWG sync.WaitGroup
+	wsWG     sync.WaitGroup
+	relayWG  sync.WaitGroup
+	refusing atomic.Int32 // connections being refused by a trackListener
 
 	pairings, relayed, errorsSent, rejected       atomic.Uint64
 	relaysTotal, relayBytes, relaysRefused, conns atomic.Uint64
 	idleTimeouts, limitViolations, rateLimited    atomic.Uint64
+	delayed                                       atomic.Uint64 // messages held back by their address's rate
 }
 
 type room struct {
 	code    RoomCode
 	players [2]*client // [0] is the offerer; [0] is never nil while the room exists
 	quick   bool
-	relay   *relayPair // tokens of the current pairing
+	holder  *addrState // the address charged for the room: its offerer's
+	pairing uint64     // the current pairing's id, 0 while not paired
+	since   time.Time  // when the offerer started waiting
 }
 
-// NewServer returns a server with cfg's limits.
+// NewServer returns a server with cfg's limits. With cfg.TURN set it
+// starts the TURN server; Shutdown stops it.
 func NewServer(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -177,18 +302,30 @@ func NewServer(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
+		instance:   randUint64(),
+		tokenKey:   deriveKey(cfg.Secret, "ragsync relay token v1"),
 		clients:    make(map[*client]struct{}),
 		rooms:      make(map[RoomCode]*room),
-		tokens:     make(map[RelayToken]relayTicket),
-		relays:     make(map[*relayPair]struct{}),
+		rendezvous: make(map[relayKey]*relayRendezvous),
+		relays:     make(map[*relayStream]struct{}),
 		shutdownCh: make(chan struct{}),
+	}
+	s.lim = newAddrLimiter(&s.cfg)
+	s.met = newMetrics(s)
+	if cfg.TURN != nil {
+		if s.trn, err = startTURN(s, cfg.TURN); err != nil {
+			return nil, err
+		}
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/ws", s.handleWS)
 	s.mux.HandleFunc("/relay", s.handleRelay)
 	s.mux.HandleFunc("/healthz", s.handleHealth)
+	if !cfg.HideMetrics {
+		s.mux.Handle("/metrics", s.MetricsHandler())
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeHTTPError(w, http.StatusNotFound, &Error{Code: CodeBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay or /healthz)"})
+		writeHTTPError(w, http.StatusNotFound, &Error{Code: ErrBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay, /healthz or /metrics)"})
 	})
 	return s, nil
 }
@@ -196,16 +333,19 @@ func NewServer(cfg Config) (*Server, error) {
 // Config returns the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// ServeHTTP routes /ws, /relay and /healthz.
+// ServeHTTP routes /ws, /relay, /healthz and /metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Serve accepts connections on l until Shutdown; it then returns
-// http.ErrServerClosed.
+// http.ErrServerClosed. l may be a TLS listener (tls.NewListener).
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.HandshakeTimeout,
+		IdleTimeout:       30 * time.Second,
+		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnContext:       withConn,
 	}
 	s.mu.Lock()
 	if s.closing {
@@ -216,7 +356,7 @@ func (s *Server) Serve(l net.Listener) error {
 	s.https = append(s.https, hs)
 	s.mu.Unlock()
 	s.log.Info("signaling server listening", "addr", l.Addr().String())
-	return hs.Serve(l)
+	return hs.Serve(&trackListener{Listener: l, s: s})
 }
 
 // ListenAndServe listens on the TCP address addr and calls Serve.
@@ -230,12 +370,13 @@ func (s *Server) ListenAndServe(addr string) error {
 
 // Shutdown stops the server gracefully: it stops accepting, sends every
 // client a shutting_down error and closes its WebSocket with status 1001
-// (going away), refuses waiting relay requests, and waits for open relay
-// streams to finish. When ctx is done first it closes whatever is left and
-// returns ctx.Err().
+// (going away), refuses waiting relay requests, stops the TURN server, and
+// waits for open relay streams to finish. When ctx is done first it closes
+// whatever is left and returns ctx.Err().
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.closing {
+	first := !s.closing
+	if first {
 		s.closing = true
 		close(s.shutdownCh)
 	}
@@ -248,9 +389,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.log.Info("signaling server shutting down", "clients", len(clients))
 
 	for _, c := range clients {
-		c.fatal(&Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
+		c.fatal(&Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
 	}
 	var firstErr error
+	if first && s.trn != nil {
+		if err := s.trn.close(); err != nil {
+			firstErr = fmt.Errorf("signaling: closing TURN: %w", err)
+		}
+	}
 	for _, hs := range hss {
 		if err := hs.Shutdown(ctx); err != nil && firstErr == nil {
 			firstErr = err
@@ -313,7 +459,7 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeHTTPError(w, http.StatusMethodNotAllowed, &Error{Code: CodeBadMessage, Message: "use GET"})
+		writeHTTPError(w, http.StatusMethodNotAllowed, &Error{Code: ErrBadMessage, Message: "use GET"})
 		return
 	}
 	st := s.Stats()
@@ -335,23 +481,35 @@ func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
 }
 
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	addr, aerr := s.clientAddr(r)
+	if aerr != nil {
+		s.rejected.Add(1)
+		s.refusal(aerr.Code, reasonClient)
+		writeHTTPError(w, http.StatusBadRequest, aerr)
+		return
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		s.rejected.Add(1)
-		writeHTTPError(w, http.StatusServiceUnavailable, &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"})
+		s.refusal(ErrShuttingDown, reasonShutdown)
+		writeHTTPError(w, http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"})
 		return
 	}
 	var refuse *Error
+	var as *addrState
 	status := websocket.StatusTryAgainLater
-	switch {
-	case len(s.clients)+s.reserved >= s.cfg.MaxConns:
-		refuse = &Error{Code: CodeServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
-	case r.URL.Query().Get("v") != fmt.Sprint(ProtocolVersion):
-		refuse = &Error{Code: CodeUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(r.URL.Query().Get("v"), 16), ProtocolVersion)}
+	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
+		refuse = &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}
 		status = websocket.StatusProtocolError
-	}
-	if refuse == nil {
+	} else if st, ok := s.lim.reserveConn(addr); !ok {
+		refuse = &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
+		status = websocket.StatusPolicyViolation
+	} else if len(s.clients)+s.reserved >= s.cfg.MaxConns {
+		s.lim.releaseConn(st)
+		refuse = &Error{Code: ErrServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
+	} else {
+		as = st
 		s.reserved++
 	}
 	s.wsWG.Add(1)
@@ -364,23 +522,27 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.log.Debug("signaling: websocket accept failed", "remote", r.RemoteAddr, "err", err)
-		if refuse == nil {
+		if as != nil {
 			s.mu.Lock()
 			s.reserved--
 			s.mu.Unlock()
+			s.lim.releaseConn(as)
 		}
 		return
 	}
 	if refuse != nil {
+		// The connection stays counted as a handshake until it is closed.
 		s.rejectConn(conn, refuse, status, r.RemoteAddr)
 		return
 	}
-	c := s.newClient(conn, r.RemoteAddr)
+	establishedConn(r)
+	c := s.newClient(conn, r.RemoteAddr, as)
 	s.mu.Lock()
 	s.reserved--
 	if s.closing {
 		s.mu.Unlock()
-		s.rejectConn(conn, &Error{Code: CodeShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
+		s.lim.releaseConn(as)
+		s.rejectConn(conn, &Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
 		return
 	}
 	s.clients[c] = struct{}{}
@@ -392,7 +554,8 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 func (s *Server) rejectConn(conn *websocket.Conn, e *Error, status websocket.StatusCode, remote string) {
 	s.rejected.Add(1)
 	s.errorsSent.Add(1)
-	s.log.Info("signaling: connection refused", "remote", remote, "code", e.Code)
+	s.refusal(e.Code, defaultReason(e.Code))
+	s.log.Debug("signaling: connection refused", "remote", remote, "code", e.Code)
 	b, _ := AppendMessage(nil, e.message())
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	err := conn.Write(ctx, websocket.MessageText, b)
@@ -404,8 +567,8 @@ func (s *Server) rejectConn(conn *websocket.Conn, e *Error, status websocket.Sta
 	conn.Close(status, string(e.Code))
 }
 
-// handle processes one valid client message.
-func (s *Server) handle(c *client, m *Message) {
+// handle processes one valid client message, read at t0.
+func (s *Server) handle(c *client, m *Message, t0 time.Time) {
 	if m.Type == TypePing {
 		c.send(&Message{Type: TypePong})
 		return
@@ -416,9 +579,9 @@ func (s *Server) handle(c *client, m *Message) {
 	case TypeCreate:
 		s.handleCreate(c)
 	case TypeJoin:
-		s.handleJoin(c, m.Room, m.Create)
+		s.handleJoin(c, m.Room, m.Create, t0)
 	case TypeQuick:
-		s.handleQuick(c)
+		s.handleQuick(c, t0)
 	case TypeLeave:
 		s.handleLeave(c)
 	case TypeOffer, TypeAnswer, TypeCandidate:
@@ -441,22 +604,32 @@ func (s *Server) busy(c *client, ref MsgType) bool {
 	if c.room == nil && !c.queued {
 		return false
 	}
-	c.sendError(&Error{Code: CodeWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
+	c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
 	return true
 }
 
-// newRoom creates a room, or reports too_many_rooms to c. Called with s.mu held.
+// roomQuota reserves one room (or queue place) for c's address, or
+// reports too_many_rooms to c. Called with s.mu held.
+func (s *Server) roomQuota(c *client, ref MsgType) bool {
+	if s.lim.reserveRoom(c.addr) {
+		return true
+	}
+	c.sendLimit(&Error{Code: ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places; leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
+	return false
+}
+
 // newRoom makes a room with the given code, or a fresh random one if code
-// is empty. Called with s.mu held; code must not be in use.
+// is empty, or reports too_many_rooms to c. Called with s.mu held; code
+// must not be in use.
 func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
 	if len(s.rooms) >= s.cfg.MaxRooms {
-		c.sendError(&Error{Code: CodeTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
+		c.sendError(&Error{Code: ErrTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
 		return nil
 	}
 	for code == "" || s.rooms[code] != nil {
 		code = newRoomCode()
 	}
-	r := &room{code: code}
+	r := &room{code: code, since: time.Now()}
 	s.rooms[code] = r
 	return r
 }
@@ -471,45 +644,65 @@ func (s *Server) handleCreate(c *client) {
 // createRoom makes a room (code "" for a random one) with c as its first
 // player, the offerer. Called with s.mu held.
 func (s *Server) createRoom(c *client, ref MsgType, code RoomCode) {
+	if !s.roomQuota(c, ref) {
+		return
+	}
 	r := s.newRoom(c, ref, code)
 	if r == nil {
+		s.lim.moveRoom(c.addr, nil)
 		return
 	}
 	r.players[0] = c
+	r.holder = c.addr
 	c.room = r
 	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleOfferer})
 	s.log.Info("signaling: room created", "room", r.code, "client", c.id, "chosen_code", code != "")
 }
 
-func (s *Server) handleJoin(c *client, code RoomCode, create bool) {
+func (s *Server) handleJoin(c *client, code RoomCode, create bool, t0 time.Time) {
 	if s.busy(c, TypeJoin) {
+		return
+	}
+	// A join that misses tells the sender a code is not in use (or full):
+	// each costs a token of the address's failed-join bucket, and with
+	// none left the room is not even looked up.
+	if ok, wait := s.lim.canGuess(c.addr); !ok {
+		c.sendLimit(&Error{Code: ErrTooManyFailedJoins, Message: fmt.Sprintf("your address made too many joins that found no room, or a full one (%d, then one per %.3gs); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: TypeJoin}, reasonPerAddress)
 		return
 	}
 	r := s.rooms[code]
 	switch {
 	case r == nil && create:
+		s.lim.missed(c.addr)
 		s.createRoom(c, TypeJoin, code)
 		return
 	case r == nil:
-		c.sendError(&Error{Code: CodeRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
+		s.lim.missed(c.addr)
+		c.sendError(&Error{Code: ErrRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
 		return
 	case r.players[1] != nil:
-		c.sendError(&Error{Code: CodeRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
+		s.lim.missed(c.addr)
+		c.sendError(&Error{Code: ErrRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
 		return
 	}
 	r.players[1] = c
 	c.room = r
 	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleAnswerer})
-	s.pair(r)
+	s.pair(r, t0)
 }
 
-func (s *Server) handleQuick(c *client) {
+func (s *Server) handleQuick(c *client, t0 time.Time) {
 	if s.busy(c, TypeQuick) {
 		return
 	}
 	if len(s.queue) == 0 {
+		// The queue place turns into the room when a second player comes.
+		if !s.roomQuota(c, TypeQuick) {
+			return
+		}
 		s.queue = append(s.queue, c)
 		c.queued = true
+		c.queuedAt = time.Now()
 		c.send(&Message{Type: TypeQueued})
 		return
 	}
@@ -522,23 +715,40 @@ func (s *Server) handleQuick(c *client) {
 	s.queue = s.queue[1:]
 	w.queued = false
 	r.quick = true
+	r.holder = w.addr
+	r.since = w.queuedAt
 	r.players = [2]*client{w, c}
 	w.room, c.room = r, r
 	c.send(&Message{Type: TypeQueued})
-	s.pair(r)
+	s.pair(r, t0)
 }
 
-// pair issues relay tokens and tells both players. Called with s.mu held.
-func (s *Server) pair(r *room) {
-	p := s.newRelayPair(r.code)
-	r.relay = p
+// pair starts a pairing: a pairing id, relay tokens and TURN credentials,
+// and tells both players. t0 is when the request that completed it was
+// read. Called with s.mu held.
+func (s *Server) pair(r *room, t0 time.Time) {
+	for r.pairing == 0 {
+		r.pairing = randUint64()
+	}
+	kind := "code"
+	if r.quick {
+		kind = "quick"
+	}
 	s.pairings.Add(1)
+	s.met.pairings.WithLabelValues(kind).Inc()
+	s.met.pairingWait.WithLabelValues(kind).Observe(time.Since(r.since).Seconds())
+	expiry := s.cfg.Now().Add(s.cfg.CredentialTTL)
 	for i, pl := range r.players {
 		role := RoleOfferer
 		if i == 1 {
 			role = RoleAnswerer
 		}
-		pl.send(&Message{Type: TypePaired, Room: r.code, Role: role, Token: p.tokens[i]})
+		m := &Message{Type: TypePaired, Room: r.code, Role: role,
+			Token: mintRelayToken(s.tokenKey, relayClaims{instance: s.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
+		if s.trn != nil {
+			m.ICE = s.trn.credentials(fmt.Sprintf("%s-%016x-%s", r.code, r.pairing, role), expiry)
+		}
+		pl.sendTimed(m, t0)
 	}
 	s.log.Info("signaling: paired", "room", r.code, "quick", r.quick, "offerer", r.players[0].id, "answerer", r.players[1].id)
 }
@@ -553,7 +763,7 @@ func (s *Server) handleLeave(c *client) {
 		s.leaveRoom(c, "left")
 		c.send(&Message{Type: TypeLeft, Room: code})
 	default:
-		c.sendError(&Error{Code: CodeWrongState, Message: "you are not in a room or the queue", Ref: TypeLeave})
+		c.sendError(&Error{Code: ErrWrongState, Message: "you are not in a room or the queue", Ref: TypeLeave})
 	}
 }
 
@@ -567,16 +777,19 @@ func (s *Server) dequeue(c *client) {
 		}
 	}
 	c.queued = false
+	s.lim.moveRoom(c.addr, nil)
 }
 
 // leaveRoom removes c from its room; the other player, if any, becomes the
-// offerer of the half-empty room. Called with s.mu held.
+// offerer of the half-empty room. The pairing ends: its relay tokens are
+// no longer accepted here (an established stream lives on). Called with
+// s.mu held.
 func (s *Server) leaveRoom(c *client, reason string) {
 	r := c.room
 	c.room = nil
-	if r.relay != nil {
-		s.revokeRelayPair(r.relay)
-		r.relay = nil
+	if r.pairing != 0 {
+		s.endPairing(relayKey{s.instance, r.pairing})
+		r.pairing = 0
 	}
 	other := r.players[0]
 	if other == c {
@@ -585,9 +798,13 @@ func (s *Server) leaveRoom(c *client, reason string) {
 	r.players = [2]*client{other, nil}
 	if other == nil {
 		delete(s.rooms, r.code)
+		s.lim.moveRoom(r.holder, nil)
 		s.log.Info("signaling: room closed", "room", r.code)
 		return
 	}
+	s.lim.moveRoom(r.holder, other.addr)
+	r.holder = other.addr
+	r.since = time.Now()
 	other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: reason})
 	s.log.Info("signaling: player left", "room", r.code, "client", c.id, "reason", reason)
 }
@@ -595,7 +812,7 @@ func (s *Server) leaveRoom(c *client, reason string) {
 func (s *Server) handleSignal(c *client, m *Message) {
 	r := c.room
 	if r == nil || r.players[1] == nil {
-		c.sendError(&Error{Code: CodeWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
+		c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
 		return
 	}
 	idx := 0
@@ -604,10 +821,10 @@ func (s *Server) handleSignal(c *client, m *Message) {
 	}
 	switch {
 	case m.Type == TypeOffer && idx != 0:
-		c.sendError(&Error{Code: CodeWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
+		c.sendError(&Error{Code: ErrWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
 		return
 	case m.Type == TypeAnswer && idx != 1:
-		c.sendError(&Error{Code: CodeWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
+		c.sendError(&Error{Code: ErrWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
 		return
 	}
 	// Re-encode only the fields of this type, so nothing else is forwarded.
@@ -626,4 +843,5 @@ func (s *Server) removeClient(c *client) {
 		s.leaveRoom(c, "disconnected")
 	}
 	delete(s.clients, c)
+	s.lim.releaseConn(c.addr)
 }

@@ -22,7 +22,9 @@ type Running struct {
 
 // Start creates a server with cfg, listens on the TCP address addr (for
 // example "127.0.0.1:0" for a free loopback port, or ":8080" to be reachable
-// from other machines) and serves in the background until Close.
+// from other machines) and serves in the background until Close. Without
+// cfg.Secret the server's relay tokens are signed with a random secret of
+// its own, valid for its lifetime.
 func Start(addr string, cfg Config) (*Running, error) {
 	s, err := NewServer(cfg)
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
 )
 
 func TestStart(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	r, err := Start("127.0.0.1:0", Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@
 //
 // The report has, for each transport, its 3-probe ping (the session's
 // choice rule: three round trips, the maximum counts) and the round-trip
-// distribution (min/p50/p95/max over the last 256 pings of the run),
+// distribution (min/p50/p95/max over the pings of the run's last 10 s),
 // jitter in each direction (RFC 3550, from the ping timestamps) and ping
 // loss; the transport chosen and why; loss, duplicates and reordering of
 // the test messages; throughput both ways; the WebRTC candidate types
@@ -51,7 +51,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -59,12 +59,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "netdiag:", err)
 		os.Exit(1)
 	}
-}
-
-// hooks lets tests observe a run.
-type hooks struct {
-	// room is called with the code of a room this process created.
-	room func(code string)
 }
 
 var _ io.Writer = os.Stdout

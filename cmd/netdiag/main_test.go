@@ -2,6 +2,10 @@ package main
 
 // Every run here uses a loopback signaling URL, so sessions gather only
 // loopback candidates (InterfacesAuto), with -udp4: the network rule.
+//
+// The -self runs give WebRTC a minute (-webrtc-timeout) to open instead of
+// 5 s: the reports must show both transports up, and a loaded machine can
+// take longer than 5 s to connect pion on loopback.
 
 import (
 	"bytes"
@@ -9,19 +13,21 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
 )
 
 func TestSelfJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"-self", "-udp4", "-duration", "1s", "-json"}, &out, &errOut, nil)
+	err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s", "-json"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
@@ -70,7 +76,7 @@ func TestSelfJSON(t *testing.T) {
 
 func TestSelfText(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"-self", "-udp4", "-duration", "1s"}, &out, &errOut, nil); err != nil {
+	if err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s"}, &out, &errOut); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
@@ -82,6 +88,36 @@ func TestSelfText(t *testing.T) {
 	}
 }
 
+// roomWatch is a run's stderr that hands over the code of the room it
+// created, read from the line that tells the other machine how to join.
+type roomWatch struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	codes chan string
+	sent  bool
+}
+
+func newRoomWatch() *roomWatch { return &roomWatch{codes: make(chan string, 1)} }
+
+var roomLine = regexp.MustCompile(`-room ([0-9A-Z]{6})\n`)
+
+func (w *roomWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := roomLine.FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
+		w.sent = true
+		w.codes <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (w *roomWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 // TestTwoProcessesByRoom runs the two-machine mode: one run creates a room
 // (and prints its code), the other joins it, against a separate signaling
 // server.
@@ -91,26 +127,25 @@ func TestTwoProcessesByRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	codes := make(chan string, 1)
 	var wg sync.WaitGroup
-	var outA, outB, errA, errB bytes.Buffer
+	var outA, outB, errB bytes.Buffer
+	errA := newRoomWatch() // the host prints the room's code on stderr
 	var runA, runB error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		runA = run(context.Background(), []string{"-signal", url, "-udp4", "-duration", "1s", "-json"}, &outA, &errA,
-			&hooks{room: func(c string) { codes <- c }})
+		runA = run(context.Background(), []string{"-signal", url, "-udp4", "-duration", "1s", "-json"}, &outA, errA)
 	}()
 	go func() {
 		defer wg.Done()
 		var code string
 		select {
-		case code = <-codes:
-		case <-time.After(10 * time.Second):
-			runB = errors.New("no room code")
+		case code = <-errA.codes:
+		case <-testwait.Chan(t):
+			runB = errors.New("no room code (gave up near the test binary's deadline)")
 			return
 		}
-		runB = run(context.Background(), []string{"-signal", url, "-udp4", "-room", strings.ToLower(code), "-duration", "1s", "-json"}, &outB, &errB, nil)
+		runB = run(context.Background(), []string{"-signal", url, "-udp4", "-room", strings.ToLower(code), "-duration", "1s", "-json"}, &outB, &errB)
 	}()
 	wg.Wait()
 	if runA != nil || runB != nil {
@@ -149,7 +184,7 @@ func TestBothByAgreedCode(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = run(context.Background(), []string{"-signal", url, "-udp4", "-room", "brawl7", "-duration", "1s", "-json"}, &out[i], io.Discard, nil)
+			errs[i] = run(context.Background(), []string{"-signal", url, "-udp4", "-room", "brawl7", "-duration", "1s", "-json"}, &out[i], io.Discard)
 		}()
 	}
 	wg.Wait()
@@ -177,12 +212,14 @@ func TestFlagErrors(t *testing.T) {
 		{"-interfaces", "wifi"},
 		{"extra"},
 	} {
-		err := run(context.Background(), args, io.Discard, io.Discard, nil)
-		if err == nil || errors.Is(err, flag.ErrHelp) {
-			t.Errorf("%q: %v", args, err)
-		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			err := run(context.Background(), args, io.Discard, io.Discard)
+			if err == nil || errors.Is(err, flag.ErrHelp) {
+				t.Errorf("%q: %v", args, err)
+			}
+		})
 	}
-	if err := run(context.Background(), []string{"-h"}, io.Discard, io.Discard, nil); !errors.Is(err, flag.ErrHelp) {
+	if err := run(context.Background(), []string{"-h"}, io.Discard, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
 	}
 }
@@ -204,11 +241,11 @@ func TestJoinBadRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = run(context.Background(), []string{"-signal", url, "-room", "ZZZZZZ"}, io.Discard, io.Discard, nil)
+	err = run(context.Background(), []string{"-signal", url, "-room", "ZZZZZZ"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "ZZZZZZ") || !errors.Is(err, signaling.ErrRoomFull) {
 		t.Errorf("joining a full room: %v", err)
 	}
-	err = run(context.Background(), []string{"-signal", url, "-room", "0O1"}, io.Discard, io.Discard, nil)
+	err = run(context.Background(), []string{"-signal", url, "-room", "0O1"}, io.Discard, io.Discard)
 	if err == nil {
 		t.Error("a malformed room code was accepted")
 	}
@@ -216,7 +253,7 @@ func TestJoinBadRoom(t *testing.T) {
 
 func TestVerdict(t *testing.T) {
 	mk := func(p95, jitter float64) *transportReport {
-		return &transportReport{Name: "webrtc", RTTMs: rttReport{Samples: 10, P95: p95}, JitterInMs: jitter}
+		return &transportReport{Name: "webrtc", RTTMs: rttReport{Samples: 10, Recent: 10, P95: p95}, JitterInMs: jitter}
 	}
 	for _, c := range []struct {
 		tr          *transportReport
@@ -236,9 +273,12 @@ func TestVerdict(t *testing.T) {
 		{mk(30, 2), 0, true, "poor"},
 		{nil, 0, false, "poor"},
 		{&transportReport{Name: "tcp"}, 0, false, "poor"},
+		{&transportReport{Name: "tcp", RTTMs: rttReport{Samples: 10}}, 0, false, "poor"}, // none in the last 10 s
 	} {
-		if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
-			t.Errorf("%+v loss %v interrupted %v: %s (%s), want %s", c.tr, c.loss, c.interrupted, got, why, c.want)
-		}
+		t.Run(fmt.Sprint(c.want, " ", c.loss, " ", c.interrupted), func(t *testing.T) {
+			if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
+				t.Errorf("%+v loss %v interrupted %v: %s (%s), want %s", c.tr, c.loss, c.interrupted, got, why, c.want)
+			}
+		})
 	}
 }

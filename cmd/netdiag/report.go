@@ -25,8 +25,11 @@ type threshold struct {
 	LossPct  float64 `json:"loss_pct_max"`
 }
 
+// rttReport is a transport's clocksync.RTTStats: Samples over the run,
+// Min/P50/P95/Max over its last 10 s (Recent samples).
 type rttReport struct {
 	Samples  uint64  `json:"samples"`
+	Recent   int     `json:"recent"`
 	Min      float64 `json:"min"`
 	P50      float64 `json:"p50"`
 	P95      float64 `json:"p95"`
@@ -127,7 +130,7 @@ func buildReport(s *p2p.Session, before, st p2p.Stats, evs []p2p.Event, elapsed 
 			PingsSent:   l.PingsSent,
 			Pongs:       l.PongsReceived,
 			RTTMs: rttReport{
-				Samples: l.RTT.Samples, Min: ms(l.RTT.Min), P50: ms(l.RTT.P50), P95: ms(l.RTT.P95),
+				Samples: l.RTT.Samples, Recent: l.RTT.Recent, Min: ms(l.RTT.Min), P50: ms(l.RTT.P50), P95: ms(l.RTT.P95),
 				Max: ms(l.RTT.Max), Smoothed: ms(l.RTT.Smoothed),
 			},
 		}
@@ -166,6 +169,9 @@ func verdict(a *transportReport, lossPct float64, interrupted bool) (string, str
 	}
 	if a.RTTMs.Samples == 0 {
 		return "poor", "no ping was answered"
+	}
+	if a.RTTMs.Recent == 0 {
+		return "poor", "no ping was answered in the last 10 s"
 	}
 	jitter := max(a.JitterInMs, a.JitterOutMs)
 	for _, t := range thresholds {
@@ -235,8 +241,8 @@ func printText(w io.Writer, r report) error {
 			probe += ")"
 		}
 		rtt, jit, loss := "-", "-", "-"
-		if t.RTTMs.Samples > 0 {
-			rtt = fmt.Sprintf("%.2f / %.2f / %.2f / %.2f ms (%d)", t.RTTMs.Min, t.RTTMs.P50, t.RTTMs.P95, t.RTTMs.Max, t.RTTMs.Samples)
+		if t.RTTMs.Recent > 0 {
+			rtt = fmt.Sprintf("%.2f / %.2f / %.2f / %.2f ms (%d)", t.RTTMs.Min, t.RTTMs.P50, t.RTTMs.P95, t.RTTMs.Max, t.RTTMs.Recent)
 			jit = fmt.Sprintf("%.2f / %.2f ms", t.JitterInMs, t.JitterOutMs)
 		}
 		if t.PingsSent > 0 {

@@ -123,13 +123,10 @@ func (o options) config(log *slog.Logger) p2p.Config {
 
 // run is the whole command; main passes the process's arguments and
 // streams.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, h *hooks) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
-	}
-	if h == nil {
-		h = &hooks{}
 	}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
@@ -138,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h *hooks)
 	if o.self {
 		return runSelf(ctx, o, stdout, stderr, log)
 	}
-	s, err := connect(ctx, o, stderr, log, h)
+	s, err := connect(ctx, o, stderr, log)
 	if err != nil {
 		return err
 	}
@@ -148,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, h *hooks)
 	return printReports(stdout, o.jsonOut, []report{r})
 }
 
-func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger, h *hooks) (*p2p.Session, error) {
+func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger) (*p2p.Session, error) {
 	cfg := o.config(log)
 	ctx, cancel := context.WithTimeout(ctx, o.wait)
 	defer cancel()
@@ -164,9 +161,6 @@ func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger,
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "room %s created; on the other machine run:\n\n\tnetdiag -signal %s -room %s\n\n", room.Code(), o.signal, room.Code())
-	if h.room != nil {
-		h.room(room.Code())
-	}
 	return room.Connect(ctx)
 }
 

@@ -24,8 +24,8 @@
 // -burst-loss, -dup, -reorder, -blackout flags). -scenario presets names
 // the first five, extra the next four, all both.
 //
-// Methods: snap, midpoint, seed (the article's algorithm), ragsync and
-// follow (ours); see package correction.
+// Methods: snap, midpoint, midpoint-spring ("seed" is accepted too: its
+// former name), ragsync and follow (the default); see package correction.
 //
 // -seeds 1,2,3 plays every match with each seed and prints, per scenario and
 // method, the mean of every figure over the seeds (seeds lists them).
@@ -113,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ragsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "all", "lan, broadband, mobile, spike, awful, custom, all, or a comma-separated list")
-	method := fs.String("method", "all", "snap, midpoint, seed, ragsync, follow, all, or a comma-separated list")
+	method := fs.String("method", "all", "snap, midpoint, midpoint-spring, ragsync, follow, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")
 	seedList := fs.String("seeds", "", "comma-separated seeds, e.g. 1,2,3: play each and print the mean of every figure per scenario and method (overrides -seed)")
@@ -130,20 +130,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 	dup := fs.Float64("dup", 0, "custom: duplicate probability (0..1)")
 	reorder := fs.Float64("reorder", 0, "custom: probability that a packet is held back 20 ms (0..1)")
 	var corr correction.Config
+	def := corr.WithDefaults() // for the flags' help
 	fs.Float64Var(&corr.Stiffness, "stiffness", 0, "correction spring stiffness k in 1/s² (0: the method's default)")
-	fs.Float64Var(&corr.DampingRatio, "damping", 0, fmt.Sprintf("ragsync damping ratio ζ (0: %v, which with the default stiffness matches the target's velocity every tick)", correction.DefaultDampingRatio))
-	fs.Float64Var(&corr.MaxSoftError, "max-soft-error", 0, fmt.Sprintf("position error in m above which corrections snap (0: %v)", correction.DefaultMaxSoftError))
-	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, fmt.Sprintf("share of the error a ragsync hard correction removes per tick (0: %v)", correction.DefaultHardBlend))
-	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, fmt.Sprintf("ragsync: cap on the spring's pull in m/s (0: %v, negative: none)", correction.DefaultMaxCorrectionSpeed))
-	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, fmt.Sprintf("velocity change in m/s that counts as an impact (0: %v)", correction.DefaultImpactDeltaV))
-	fs.Float64Var(&corr.PositionGain, "position-gain", 0, fmt.Sprintf("follow: share of the position error removed per tick (0: %v)", correction.DefaultPositionGain))
-	fs.Float64Var(&corr.VelocityGain, "velocity-gain", 0, fmt.Sprintf("follow: share of the velocity error removed per tick (0: %v)", correction.DefaultVelocityGain))
-	fs.Float64Var(&corr.SmoothingMaxStep, "smoothing-max-step", 0, fmt.Sprintf("how far in m the drawn pose may move per tick beyond its body's motion (0: %v for follow, no drawn pose for the others; negative: no drawn pose)", correction.DefaultSmoothingMaxStep))
-	fs.Float64Var(&corr.SmoothingMaxOffset, "smoothing-max-offset", 0, fmt.Sprintf("how far in m the drawn pose may lag its body, for states up to 40 ms old (0: %v)", correction.DefaultSmoothingMaxOffset))
-	velocityFade := fs.Duration("velocity-fade", 0, fmt.Sprintf("follow: time constant of a root body's velocity difference, for extrapolating it (0: %v, negative: none)", time.Duration(correction.DefaultVelocityFade)*time.Microsecond))
-	gainAge := fs.Duration("gain-age", 0, fmt.Sprintf("follow: states older than this get proportionally smaller gains (0: %v, negative: never)", time.Duration(correction.DefaultGainAge)*time.Microsecond))
-	inputHold := fs.Duration("input-hold", 0, fmt.Sprintf("follow: how long a remote fighter acts on its owner's last state and input (0: %v)", time.Duration(correction.DefaultInputHold)*time.Microsecond))
-	maxExtrap := fs.Duration("max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", time.Duration(correction.DefaultMaxExtrapolation)*time.Microsecond))
+	fs.Float64Var(&corr.DampingRatio, "damping", 0, fmt.Sprintf("ragsync damping ratio ζ (0: %v, which with the default stiffness matches the target's velocity every tick)", def.DampingRatio))
+	fs.Float64Var(&corr.MaxSoftError, "max-soft-error", 0, fmt.Sprintf("position error in m above which corrections snap (0: %v)", def.MaxSoftError))
+	fs.Float64Var(&corr.HardBlend, "hard-blend", 0, fmt.Sprintf("share of the error a ragsync hard correction removes per tick (0: %v)", def.HardBlend))
+	fs.Float64Var(&corr.MaxCorrectionSpeed, "max-correction-speed", 0, fmt.Sprintf("ragsync: cap on the spring's pull in m/s (0: %v, negative: none)", def.MaxCorrectionSpeed))
+	fs.Float64Var(&corr.ImpactDeltaV, "impact-dv", 0, fmt.Sprintf("velocity change in m/s that counts as an impact (0: %v)", def.ImpactDeltaV))
+	fs.Float64Var(&corr.PositionGain, "position-gain", 0, fmt.Sprintf("follow: share of the position error removed per tick (0: %v)", def.PositionGain))
+	fs.Float64Var(&corr.VelocityGain, "velocity-gain", 0, fmt.Sprintf("follow: share of the velocity error removed per tick (0: %v)", def.VelocityGain))
+	fs.Float64Var(&corr.SmoothingMaxStep, "smoothing-max-step", 0, fmt.Sprintf("how far in m the drawn pose may move per tick beyond its body's motion (0: %v for follow, no drawn pose for the others; negative: no drawn pose)", def.SmoothingMaxStep))
+	fs.Float64Var(&corr.SmoothingMaxOffset, "smoothing-max-offset", 0, fmt.Sprintf("how far in m the drawn pose may lag its body, for states up to 40 ms old (0: %v)", def.SmoothingMaxOffset))
+	fs.DurationVar(&corr.VelocityFade, "velocity-fade", 0, fmt.Sprintf("follow: time constant of a root body's velocity difference, for extrapolating it (0: %v, negative: none)", def.VelocityFade))
+	fs.DurationVar(&corr.GainAge, "gain-age", 0, fmt.Sprintf("follow: states older than this get proportionally smaller gains (0: %v, negative: never)", def.GainAge))
+	fs.DurationVar(&corr.InputHold, "input-hold", 0, fmt.Sprintf("follow: how long a remote fighter acts on its owner's last state and input (0: %v)", def.InputHold))
+	fs.DurationVar(&corr.MaxExtrapolation, "max-extrapolation", 0, fmt.Sprintf("ragsync latency compensation cap (0: %v, negative: none)", def.MaxExtrapolation))
 	blackout := fs.String("blackout", "", "custom: DURATION/PERIOD, e.g. 2s/15s: the link is down for DURATION every PERIOD")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -176,10 +177,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	corr.MaxExtrapolation = maxExtrap.Microseconds()
-	corr.InputHold = inputHold.Microseconds()
-	corr.VelocityFade = velocityFade.Microseconds()
-	corr.GainAge = gainAge.Microseconds()
 	if err := corr.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}

@@ -13,14 +13,24 @@ import (
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p/netsim"
 	"github.com/ragsync/ragsync/physics"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Object ids of the simulated match, the same on both peers.
 const (
-	fighterA physics.ObjectID = 1 // owned by peer A (the clock leader)
-	fighterB physics.ObjectID = 2 // owned by peer B
+	fighterA physics.ObjectID = 1 // owned by peer A (side 1: the offerer, the clock leader)
+	fighterB physics.ObjectID = 2 // owned by peer B (side 2)
 	crateID  physics.ObjectID = 3 // shared; A starts with it
 )
+
+// matchConfig is the match both peers play.
+func matchConfig(corr correction.Config) ragsync.MatchConfig {
+	return ragsync.MatchConfig{
+		Fighters:   [2]physics.ObjectID{fighterA, fighterB},
+		Props:      []physics.ObjectID{crateID},
+		Replicator: ownership.Config{Correction: corr},
+	}
+}
 
 var objectIDs = [...]physics.ObjectID{fighterA, fighterB, crateID}
 
@@ -105,10 +115,9 @@ type hitRec struct {
 }
 
 // peer is one simulated player: a local clock, a clock calibrator, a world,
-// a Match, a bot, and its end of the network.
+// a Match, a bot, and its end of the network. It is the Match's Link.
 type peer struct {
-	id              ownership.PeerID
-	fighter, rival  physics.ObjectID
+	role            signaling.Role
 	master          *clocksync.ManualClock
 	clock           *clocksync.SkewedClock
 	cal             *clocksync.Calibrator
@@ -130,7 +139,8 @@ type peer struct {
 	kos             int
 }
 
-// ragsync.Link
+var _ ragsync.Link = (*peer)(nil)
+
 func (p *peer) Send(b []byte) error {
 	if p.counting {
 		p.sentBytes += uint64(len(b))
@@ -148,6 +158,11 @@ func (p *peer) Poll(fn func([]byte)) int {
 }
 
 func (p *peer) GameTime() (clocksync.GameTime, bool) { return p.cal.GameTime() }
+func (p *peer) Role() signaling.Role                 { return p.role }
+
+// StartMatch is called by the Match on its first synced tick, as
+// p2p.Session's is: the calibrator switches to its match mode.
+func (p *peer) StartMatch() { p.cal.StartMatch() }
 
 // receive is called when a packet arrives: calibration messages are handled
 // at once (as a network goroutine would), states wait for the next tick.
@@ -172,14 +187,14 @@ func (p *peer) masterAt(local time.Duration) time.Duration {
 	return time.Duration(math.Ceil(m))
 }
 
-func newPeer(id, remote ownership.PeerID, fighter, rival physics.ObjectID, master *clocksync.ManualClock,
-	skew float64, role clocksync.Role, corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
-	p := &peer{id: id, fighter: fighter, rival: rival, master: master, out: out,
+func newPeer(role signaling.Role, master *clocksync.ManualClock, skew float64, leader bool,
+	corr correction.Config, out *netsim.Link, seed uint64) (*peer, error) {
+	p := &peer{role: role, master: master, out: out,
 		clock:  &clocksync.SkewedClock{Base: master, SkewPPM: skew},
 		bot:    physics.NewBot(seed),
 		calBuf: make([]byte, 0, 64), pongBuf: make([]byte, 0, 64)}
 	var err error
-	if p.cal, err = clocksync.NewCalibrator(clocksync.Config{Role: role}, p.clock); err != nil {
+	if p.cal, err = clocksync.NewCalibrator(clocksync.Config{Leader: leader}, p.clock); err != nil {
 		return nil, err
 	}
 	if p.world, err = physics.NewWorld(physics.WorldConfig{}); err != nil {
@@ -194,23 +209,15 @@ func newPeer(id, remote ownership.PeerID, fighter, rival physics.ObjectID, maste
 	if _, err := p.world.AddCrate(crateID, physics.PropConfig{Pos: physics.V(3.5, 0.25)}); err != nil {
 		return nil, err
 	}
-	p.match, err = ragsync.NewMatch(p.world, p, ragsync.MatchConfig{Local: id, Remote: remote,
-		Replicator: ownership.Config{Correction: corr}})
-	if err != nil {
+	if p.match, err = ragsync.NewMatch(p.world, p, matchConfig(corr)); err != nil {
 		return nil, err
-	}
-	r := p.match.Replicator()
-	for _, err := range []error{r.Track(fighterA, 1, false), r.Track(fighterB, 2, false), r.Track(crateID, 1, true)} {
-		if err != nil {
-			return nil, err
-		}
 	}
 	return p, nil
 }
 
 func (p *peer) tick() {
-	f := p.world.Fighter(p.fighter)
-	f.SetInput(p.bot.Input(p.world, p.fighter, p.rival))
+	f := p.match.Fighter()
+	f.SetInput(p.bot.Input(p.world, f.ID(), p.match.Rival().ID()))
 	if err := p.match.Tick(); errors.Is(err, ragsync.ErrNotSynced) {
 		return
 	}
@@ -228,14 +235,15 @@ func (p *peer) tick() {
 	}
 	g := p.match.Stats().GameTime
 	fr := frame{g: g, t: p.master.Now()}
-	reg, rep := p.match.Registry(), p.match.Replicator()
+	rep := p.match.Replicator()
+	reg := rep.Registry()
 	for i, id := range objectIDs {
 		m := reg.Mode(id)
 		fr.owned[i] = m == ownership.ModeOwned
 		fr.remote[i] = m == ownership.ModeRemote
 		o := p.world.Object(id)
 		if fr.remote[i] {
-			cs := p.match.Corrector(id).Stats()
+			cs := rep.Corrector(id).Stats()
 			p.pops = append(p.pops, cs.Pop[:o.NumBodies()]...)
 		}
 		fr.p.n[i] = o.NumBodies()
@@ -271,11 +279,11 @@ func Run(o Options) (Result, error) {
 	master := &clocksync.ManualClock{}
 	corr := o.Correction
 	corr.Method = o.Method
-	a, err := newPeer(1, 2, fighterA, fighterB, master, 0, clocksync.RoleLeader, corr, pair.AB, o.Seed+1)
+	a, err := newPeer(signaling.RoleOfferer, master, 0, true, corr, pair.AB, o.Seed+1)
 	if err != nil {
 		return Result{}, err
 	}
-	b, err := newPeer(2, 1, fighterB, fighterA, master, o.Scenario.SkewPPM, clocksync.RoleFollower, corr, pair.BA, o.Seed+2)
+	b, err := newPeer(signaling.RoleAnswerer, master, o.Scenario.SkewPPM, false, corr, pair.BA, o.Seed+2)
 	if err != nil {
 		return Result{}, err
 	}
@@ -309,9 +317,8 @@ func Run(o Options) (Result, error) {
 		pair.AB.Deliver(t, b.receive)
 		pair.BA.Deliver(t, a.receive)
 		if !started && t >= start {
-			started = true
+			started = true // the measured match: each Match starts its calibrator at its first tick
 			for _, p := range peers {
-				p.cal.StartMatch()
 				p.counting = true
 			}
 		}

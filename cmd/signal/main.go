@@ -1,20 +1,30 @@
 // Command signal runs the ragsync signaling server: rooms by code, quick
-// match, SDP/ICE relay over WebSocket, and the TCP fallback relay, all on
-// one HTTP address.
+// match, SDP/ICE relay over WebSocket, the TCP fallback relay and,
+// optionally, a TURN server, with per-address limits and Prometheus
+// metrics.
 //
 //	go run ./cmd/signal                       # listens on 127.0.0.1:8080 (this machine only)
 //	go run ./cmd/signal -addr :8080           # listens on every interface: reachable by other machines
 //	go run ./cmd/signal -log-format json -log-level debug
+//	RAGSYNC_SIGNAL_ADDR=:8080 go run ./cmd/signal   # every flag can be an environment variable
 //
-// Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP relay),
-// http://ADDR/healthz (JSON counters). Every limit of signaling.Config has
-// a flag; 0 means the library default, shown in -help. SIGINT or SIGTERM
-// shuts down gracefully: clients get a shutting_down error and a going-away
-// close, relay streams get -shutdown-timeout to finish.
+// Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP
+// relay), http://ADDR/healthz (JSON counters), http://ADDR/metrics
+// (Prometheus; or on -metrics-addr only). Every limit of signaling.Config
+// has a flag; 0 means the library default, shown in -help. SIGINT or
+// SIGTERM shuts down gracefully: clients get a shutting_down error and a
+// going-away close, relay streams get -shutdown-timeout to finish.
+//
+// Every flag can also be set with an environment variable: RAGSYNC_SIGNAL_
+// and the flag's name in upper case with - as _ (-max-conns is
+// RAGSYNC_SIGNAL_MAX_CONNS). A flag on the command line wins over the
+// environment; an empty variable counts as unset.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,9 +32,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,7 +47,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Stderr, func(string) {
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, func(string) {
 		stop() // after the first signal, a second one kills the process
 	}, nil)
 	if errors.Is(err, flag.ErrHelp) {
@@ -46,11 +59,114 @@ func main() {
 	}
 }
 
-// run serves until ctx is done, then shuts down gracefully. onShutdown is
-// called when shutdown starts; ready, if not nil, gets the listen address.
-func run(ctx context.Context, args []string, stderr io.Writer, onShutdown func(string), ready func(addr string)) error {
+// envPrefix starts the environment variable of every flag.
+const envPrefix = "RAGSYNC_SIGNAL_"
+
+// envName is the environment variable of a flag.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, if that is set and not empty.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
+			}
+		}
+	})
+	return err
+}
+
+// usage prints the flags with their environment variables.
+func usage(fs *flag.FlagSet) func() {
+	return func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: signal [flags]\n\nRuns the ragsync signaling server. Every flag can also be set with the environment\nvariable shown after it (a flag on the command line wins; an empty variable is unset).\n\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			name, use := flag.UnquoteUsage(f)
+			fmt.Fprintf(w, "  -%s", f.Name)
+			if name != "" {
+				fmt.Fprintf(w, " %s", name)
+			}
+			fmt.Fprintf(w, "  [%s]\n    \t%s", envName(f.Name), strings.ReplaceAll(use, "\n", "\n    \t"))
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "0s" {
+				fmt.Fprintf(w, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintln(w)
+		})
+	}
+}
+
+// prefixList is a flag of comma-separated IP addresses or CIDR prefixes.
+type prefixList struct{ p *[]netip.Prefix }
+
+func (l prefixList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	var s []string
+	for _, p := range *l.p {
+		s = append(s, p.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (l prefixList) Set(v string) error {
+	*l.p = nil
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			*l.p = append(*l.p, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return fmt.Errorf("%q is neither an IP address nor a CIDR prefix", f)
+		}
+		*l.p = append(*l.p, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return nil
+}
+
+// stringList is a flag of comma-separated strings.
+type stringList struct{ p *[]string }
+
+func (l stringList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l stringList) Set(v string) error {
+	*l.p = nil
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			*l.p = append(*l.p, f)
+		}
+	}
+	return nil
+}
+
+// run serves until ctx is done, then shuts down gracefully. getenv reads
+// the environment; onShutdown is called when shutdown starts; ready, if
+// not nil, gets the listen address.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, onShutdown func(string), ready func(addr string)) error {
 	fs := flag.NewFlagSet("signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usage(fs)
 	var cfg signaling.Config
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; the default is reachable from this machine only, use :8080 to accept other machines")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -68,12 +184,45 @@ func run(ctx context.Context, args []string, stderr io.Writer, onShutdown func(s
 	fs.DurationVar(&cfg.RelayWaitTimeout, "relay-wait", 0, "how long a relay request waits for the other player (0: 30s)")
 	fs.DurationVar(&cfg.RelayIdleTimeout, "relay-idle", 0, "close relay streams idle for this long (0: 60s)")
 	fs.IntVar(&cfg.RelayBufferBytes, "relay-buffer", 0, "copy buffer per relay direction in bytes (0: 16384)")
+	fs.IntVar(&cfg.MaxConnsPerAddr, "max-conns-per-addr", 0, "WebSockets and relay connections per client address (0: 100)")
+	fs.IntVar(&cfg.MaxRoomsPerAddr, "max-rooms-per-addr", 0, "rooms and quick-match places held per client address (0: 50)")
+	fs.Float64Var(&cfg.AddrRatePerSec, "addr-rate", 0, "messages per second per client address, over all its connections; more wait (0: 100)")
+	fs.IntVar(&cfg.AddrRateBurst, "addr-burst", 0, "messages per client address in a burst (0: 200)")
+	fs.Float64Var(&cfg.FailedJoinRate, "failed-join-rate", 0, "joins that find no room (or a full one) per second per address, sustained: bounds code guessing (0: 0.2)")
+	fs.IntVar(&cfg.FailedJoinBurst, "failed-join-burst", 0, "failed joins per address in a burst (0: 10)")
+	fs.IntVar(&cfg.MaxHandshakesPerAddr, "max-handshakes-per-addr", 0, "connections per direct peer address still in their HTTP handshake (0: 16)")
+	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", 0, "time to send the request headers, TLS handshake included (0: 5s)")
+	fs.IntVar(&cfg.IPv6PrefixLen, "ipv6-prefix", 0, "IPv6 client addresses share limits per prefix of this length (0: 64)")
+	fs.Var(prefixList{&cfg.TrustedProxies}, "trusted-proxies", "comma-separated addresses or CIDR prefixes of reverse proxies whose client address header is believed (default: none)")
+	fs.StringVar(&cfg.ClientIPHeader, "client-ip-header", "", "header trusted proxies put the client address in (default X-Forwarded-For)")
+	secret := fs.String("secret", "", "secret (16+ bytes) signing relay tokens and TURN credentials; the same on every instance and across restarts (default: random, with a warning). Prefer the environment or -secret-file: flags show in ps")
+	secretFile := fs.String("secret-file", "", "file holding the secret (surrounding whitespace is ignored)")
+	fs.DurationVar(&cfg.CredentialTTL, "credential-ttl", 0, "how long relay tokens and TURN credentials stay valid (0: 12h)")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
+	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address only (e.g. 127.0.0.1:9090) instead of on -addr")
+	turnOn := fs.Bool("turn", false, "run the embedded TURN server; paired messages then carry credentials for it")
+	turnUDP := fs.String("turn-udp", "127.0.0.1:3478", "TURN UDP listen address; like -addr, the default is this machine only, use :3478 for others (empty: none)")
+	turnTCP := fs.String("turn-tcp", "127.0.0.1:3478", "TURN TCP listen address (empty: none)")
+	turnIP := fs.String("turn-ip", "", "public IP address of the TURN relay (required with -turn)")
+	turnBind := fs.String("turn-bind", "", "local address TURN relay sockets bind to (default: every interface)")
+	turnPorts := fs.String("turn-ports", "", "relay port range min-max, e.g. 49160-49200 (default: any)")
+	var turnURLs []string
+	fs.Var(stringList{&turnURLs}, "turn-urls", "comma-separated turn:/stun: URLs given to clients (default: from -turn-ip and the listeners' ports)")
+	turnRealm := fs.String("turn-realm", "", "TURN realm (default ragsync)")
+	turnMax := fs.Int("turn-max-allocations", 0, "TURN allocations on the server (0: 1000)")
+	turnPerAddr := fs.Int("turn-max-per-addr", 0, "TURN allocations and TCP connections per client address (0: 8)")
+	var turnAllow []netip.Prefix
+	fs.Var(prefixList{&turnAllow}, "turn-allow-peers", "comma-separated private/loopback prefixes TURN may relay to (default: none but -turn-ip)")
 	origins := fs.String("origins", "", "comma-separated browser origin patterns allowed to connect (default: same origin only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return err
 	}
 
 	var level slog.Level
@@ -89,33 +238,102 @@ func run(ctx context.Context, args []string, stderr io.Writer, onShutdown func(s
 	default:
 		return fmt.Errorf("-log-format must be text or json, not %q", *logFormat)
 	}
+	log := cfg.Logger
 	if *origins != "" {
 		cfg.OriginPatterns = strings.Split(*origins, ",")
 	}
+	switch {
+	case *secret != "" && *secretFile != "":
+		return errors.New("give -secret or -secret-file, not both")
+	case *secretFile != "":
+		b, err := os.ReadFile(*secretFile)
+		if err != nil {
+			return fmt.Errorf("-secret-file: %w", err)
+		}
+		cfg.Secret = []byte(strings.TrimSpace(string(b)))
+	case *secret != "":
+		cfg.Secret = []byte(*secret)
+	default:
+		cfg.Secret = make([]byte, 32)
+		if _, err := rand.Read(cfg.Secret); err != nil {
+			return err
+		}
+		log.Warn("no -secret: using a random one; relay tokens and TURN credentials will not survive a restart, and other instances will not accept them (set " + envName("secret") + ")")
+	}
+	if cfg.Secret != nil && len(cfg.Secret) < 16 {
+		return fmt.Errorf("the secret is %d bytes; use at least 16 (32 random bytes, e.g. openssl rand -hex 32)", len(cfg.Secret))
+	}
+	if *turnOn {
+		tc, err := turnConfig(*turnUDP, *turnTCP, *turnIP, *turnBind, *turnPorts)
+		if err != nil {
+			return err
+		}
+		tc.URLs, tc.Realm, tc.MaxAllocations, tc.MaxPerAddr, tc.AllowPeers = turnURLs, *turnRealm, *turnMax, *turnPerAddr, turnAllow
+		cfg.TURN = tc
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return errors.New("give both -tls-cert and -tls-key, or neither")
+	}
+	var certs *certReloader
+	if *tlsCert != "" {
+		var err error
+		if certs, err = newCertReloader(*tlsCert, *tlsKey, log); err != nil {
+			return err
+		}
+	}
+	cfg.HideMetrics = *metricsAddr != ""
 
 	srv, err := signaling.NewServer(cfg)
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
+	var l net.Listener
+	var ml net.Listener
+	var serveErr error
+	defer func() {
+		if serveErr != nil { // not started: stop TURN
+			srv.Shutdown(context.Background())
+		}
+	}()
+	if l, serveErr = net.Listen("tcp", *addr); serveErr != nil {
+		return serveErr
 	}
-	log := cfg.Logger
+	if *metricsAddr != "" {
+		if ml, serveErr = net.Listen("tcp", *metricsAddr); serveErr != nil {
+			l.Close()
+			return serveErr
+		}
+	}
 	if host, _, err := net.SplitHostPort(l.Addr().String()); err == nil {
 		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
 			log.Warn("listening on a non-loopback address: other machines can connect", "addr", l.Addr().String())
 		}
 	}
+	scheme := "http"
+	if certs != nil {
+		l = tls.NewListener(l, &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+		scheme = "https"
+	}
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(l) }()
+	var ms *http.Server
+	if ml != nil {
+		ms = &http.Server{Handler: metricsMux(srv), ReadHeaderTimeout: 5 * time.Second}
+		go func() { errc <- ms.Serve(ml) }()
+		log.Info("metrics listening", "addr", ml.Addr().String())
+	}
+	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String())
 	if ready != nil {
 		ready(l.Addr().String())
 	}
 
 	select {
 	case err := <-errc:
+		if ms != nil {
+			ms.Close()
+		}
+		srv.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
 	}
@@ -125,11 +343,114 @@ func run(ctx context.Context, args []string, stderr io.Writer, onShutdown func(s
 	log.Info("shutting down", "cause", context.Cause(ctx).Error(), "timeout", shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
+	if ms != nil {
+		ms.Shutdown(sctx)
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range 1 + btoi(ms != nil) {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func metricsMux(srv *signaling.Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", srv.MetricsHandler())
+	return mux
+}
+
+// turnConfig builds the TURN configuration from its flags.
+func turnConfig(udp, tcp, ip, bind, ports string) (*signaling.TURNConfig, error) {
+	tc := &signaling.TURNConfig{ListenUDP: udp, ListenTCP: tcp}
+	if ip == "" {
+		return nil, errors.New("-turn needs -turn-ip, the public address peers reach the relay at")
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return nil, fmt.Errorf("-turn-ip: %w", err)
+	}
+	tc.RelayIP = a
+	if bind != "" {
+		if tc.RelayBind, err = netip.ParseAddr(bind); err != nil {
+			return nil, fmt.Errorf("-turn-bind: %w", err)
+		}
+	}
+	if ports != "" {
+		lo, hi, ok := strings.Cut(ports, "-")
+		first, err1 := strconv.ParseUint(lo, 10, 16)
+		last, err2 := strconv.ParseUint(hi, 10, 16)
+		if !ok || err1 != nil || err2 != nil || first == 0 || first > last {
+			return nil, fmt.Errorf("-turn-ports %q: want min-max, e.g. 49160-49200", ports)
+		}
+		tc.MinPort, tc.MaxPort = uint16(first), uint16(last)
+	}
+	return tc, nil
+}
+
+// certReloader serves a certificate from files, reloading them when they
+// change (checked at most every 10 s), so a renewed certificate is picked
+// up without a restart. A failed reload keeps the old one and is logged.
+type certReloader struct {
+	certFile, keyFile string
+	log               *slog.Logger
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	mtime   time.Time
+	checked time.Time
+}
+
+func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *certReloader) modTime() time.Time {
+	var t time.Time
+	for _, f := range []string{r.certFile, r.keyFile} {
+		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(t) {
+			t = fi.ModTime()
+		}
+	}
+	return t
+}
+
+func (r *certReloader) load() error {
+	mt := r.modTime()
+	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	r.cert, r.mtime = &c, mt
+	return nil
+}
+
+func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.checked) > 10*time.Second {
+		r.checked = now
+		if r.modTime().After(r.mtime) {
+			if err := r.load(); err != nil {
+				r.log.Error("reloading the TLS certificate failed; keeping the old one", "err", err)
+			} else {
+				r.log.Info("TLS certificate reloaded", "file", r.certFile)
+			}
+		}
+	}
+	return r.cert, nil
 }

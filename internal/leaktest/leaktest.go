@@ -3,8 +3,9 @@
 // Check records the goroutines running when it is called and registers a
 // cleanup that fails the test if goroutines started since are still running
 // after the test's other cleanups. Goroutines take a moment to wind down
-// after a Close, so the cleanup polls; it gives up only after Grace, which is
-// long on purpose: a slow machine makes a clean test wait, never fail.
+// after a Close, so the cleanup polls; it has no fixed limit of its own and
+// gives up only shortly before the test binary's deadline (package
+// testwait): a slow machine makes a clean test wait, never fail.
 package leaktest
 
 import (
@@ -12,15 +13,13 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/ragsync/ragsync/internal/testwait"
 )
 
-// Grace is how long Check waits for new goroutines to exit before it
-// reports them.
-const Grace = 30 * time.Second
-
 // Check fails t if goroutines started after this call are still running
-// Grace after the test's cleanups. Call it first in the test, before
+// after the test's cleanups, once they have had until shortly before the
+// test binary's deadline to exit. Call it first in the test, before
 // anything that starts goroutines, so that its cleanup runs last.
 func Check(t testing.TB) {
 	t.Helper()
@@ -29,18 +28,10 @@ func Check(t testing.TB) {
 		if t.Failed() {
 			return // the failure says more than the leak it may cause
 		}
-		deadline := time.Now().Add(Grace)
-		for {
-			extra := since(before)
-			if len(extra) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("leaktest: %d goroutine(s) still running %v after the test:\n\n%s",
-					len(extra), Grace, strings.Join(extra, "\n\n"))
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		var extra []string
+		if !testwait.Until(t, func() bool { extra = since(before); return len(extra) == 0 }) {
+			t.Errorf("leaktest: %d goroutine(s) still running near the test binary's deadline:\n\n%s",
+				len(extra), strings.Join(extra, "\n\n"))
 		}
 	})
 }

@@ -79,14 +79,14 @@ type Window struct {
 	Start, End time.Duration
 }
 
-// Defaults for the zero values of Config fields.
+// Defaults for the zero values of Config fields (documented there).
 const (
-	DefaultReorderDelay   = 20 * time.Millisecond
-	DefaultBurstLen       = 4
-	DefaultDuplicateDelay = 2 * time.Millisecond
-	DefaultMaxQueueDelay  = 500 * time.Millisecond
-	DefaultMaxInFlight    = 4096
-	DefaultMaxPacketSize  = 65535
+	defaultReorderDelay   = 20 * time.Millisecond
+	defaultBurstLen       = 4
+	defaultDuplicateDelay = 2 * time.Millisecond
+	defaultMaxQueueDelay  = 500 * time.Millisecond
+	defaultMaxInFlight    = 4096
+	defaultMaxPacketSize  = 65535
 )
 
 // ErrInvalidConfig is wrapped by every error Validate returns.
@@ -174,7 +174,7 @@ func (c *Config) Validate() error {
 
 func (c *Config) burstLen() float64 {
 	if c.BurstLen == 0 {
-		return DefaultBurstLen
+		return defaultBurstLen
 	}
 	return c.BurstLen
 }

@@ -110,11 +110,11 @@ func (l *Link) SetConfig(cfg Config) error {
 	}
 	cfg.Blackouts = append([]Window(nil), cfg.Blackouts...)
 	l.cfg = cfg
-	l.reorderDelay = orDefault(cfg.ReorderDelay, DefaultReorderDelay)
-	l.dupDelay = orDefault(cfg.DuplicateDelay, DefaultDuplicateDelay)
-	l.maxQueue = orDefault(cfg.MaxQueueDelay, DefaultMaxQueueDelay)
-	l.maxInFlight = orDefault(cfg.MaxInFlight, DefaultMaxInFlight)
-	l.maxSize = orDefault(cfg.MaxPacketSize, DefaultMaxPacketSize)
+	l.reorderDelay = orDefault(cfg.ReorderDelay, defaultReorderDelay)
+	l.dupDelay = orDefault(cfg.DuplicateDelay, defaultDuplicateDelay)
+	l.maxQueue = orDefault(cfg.MaxQueueDelay, defaultMaxQueueDelay)
+	l.maxInFlight = orDefault(cfg.MaxInFlight, defaultMaxInFlight)
+	l.maxSize = orDefault(cfg.MaxPacketSize, defaultMaxPacketSize)
 	l.geP, l.geR = 0, 1
 	if cfg.BurstLoss > 0 {
 		l.geP, l.geR = cfg.gilbert()

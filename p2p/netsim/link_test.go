@@ -3,6 +3,7 @@ package netsim
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -263,30 +264,32 @@ func TestExplicitReorder(t *testing.T) {
 func TestBurstLoss(t *testing.T) {
 	const n = 400_000
 	for _, burst := range []float64{1, 3, 8} {
-		l := newLink(t, Config{BurstLoss: 0.1, BurstLen: burst}, 13)
-		out := transmit(t, l, n, ms)
-		// Runs of consecutive missing sequence numbers are the bursts.
-		var runs, lost int
-		prev := int64(-1)
-		for _, d := range append(out, delivery{seq: n}) {
-			if gap := int64(d.seq) - prev - 1; gap > 0 {
-				runs++
-				lost += int(gap)
+		t.Run(fmt.Sprint("BurstLen ", burst), func(t *testing.T) {
+			l := newLink(t, Config{BurstLoss: 0.1, BurstLen: burst}, 13)
+			out := transmit(t, l, n, ms)
+			// Runs of consecutive missing sequence numbers are the bursts.
+			var runs, lost int
+			prev := int64(-1)
+			for _, d := range append(out, delivery{seq: n}) {
+				if gap := int64(d.seq) - prev - 1; gap > 0 {
+					runs++
+					lost += int(gap)
+				}
+				prev = int64(d.seq)
 			}
-			prev = int64(d.seq)
-		}
-		rate := float64(lost) / n
-		mean := float64(lost) / float64(runs)
-		t.Logf("BurstLen %g: loss %.4f, mean burst %.3f over %d bursts", burst, rate, mean, runs)
-		if math.Abs(rate-0.1) > 0.1*0.1 {
-			t.Errorf("BurstLen %g: loss rate %.4f, want 0.1 ± 10%%", burst, rate)
-		}
-		if math.Abs(mean-burst) > 0.05*burst {
-			t.Errorf("BurstLen %g: mean burst %.3f, want ± 5%%", burst, mean)
-		}
-		if s := l.Stats(); s.LostBurst != uint64(lost) || s.LostRandom != 0 {
-			t.Errorf("stats %+v, lost %d", s, lost)
-		}
+			rate := float64(lost) / n
+			mean := float64(lost) / float64(runs)
+			t.Logf("BurstLen %g: loss %.4f, mean burst %.3f over %d bursts", burst, rate, mean, runs)
+			if math.Abs(rate-0.1) > 0.1*0.1 {
+				t.Errorf("BurstLen %g: loss rate %.4f, want 0.1 ± 10%%", burst, rate)
+			}
+			if math.Abs(mean-burst) > 0.05*burst {
+				t.Errorf("BurstLen %g: mean burst %.3f, want ± 5%%", burst, mean)
+			}
+			if s := l.Stats(); s.LostBurst != uint64(lost) || s.LostRandom != 0 {
+				t.Errorf("stats %+v, lost %d", s, lost)
+			}
+		})
 	}
 }
 

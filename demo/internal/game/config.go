@@ -40,8 +40,8 @@ type Config struct {
 	ICE         []string
 	LAN         bool
 	// Prefer is the transport policy (-prefer): TransportUnknown, the
-	// default ("ping"), for the seed's rule (the lower 3-probe ping wins,
-	// near-ties go to WebRTC); p2p.TransportWebRTC ("webrtc": TCP only as a
+	// default ("ping": the lower 3-probe ping wins, near-ties go to
+	// WebRTC); p2p.TransportWebRTC ("webrtc": TCP only as a
 	// fallback); or p2p.TransportTCP ("tcp").
 	Prefer      p2p.TransportKind
 	RoundLength time.Duration
@@ -94,7 +94,7 @@ Flags:
 	var ice stringList
 	fs.Var(&ice, "ice", "STUN/TURN server URL for WebRTC (repeatable), e.g. stun:stun.example.org:3478 or turn:user:pass@host:3478; none by default")
 	fs.BoolVar(&c.LAN, "lan", false, "gather WebRTC candidates on every interface even with a loopback -signal (the host of a game between two machines needs it)")
-	prefer := fs.String("prefer", "ping", "transport policy: ping (the lower 3-probe ping wins, as in the seed game; pings within 5 ms or 10% are a tie, which WebRTC wins), webrtc (TCP relay only as a fallback), or tcp")
+	prefer := fs.String("prefer", "ping", "transport policy: ping (the lower 3-probe ping wins; pings within 5 ms or 10% are a tie, which WebRTC wins), webrtc (TCP relay only as a fallback), or tcp")
 	fs.DurationVar(&c.RoundLength, "round", DefaultRoundLength, "length of a round (the host's counts)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the bots and the network impairment")
 	fs.BoolVar(&c.Verbose, "v", false, "debug logs (sessions, pion)")

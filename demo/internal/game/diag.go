@@ -81,15 +81,15 @@ type Diag struct {
 	n     int // samples ever taken
 	tick  int
 
-	lastSentAt  int64
+	lastSentAt  clocksync.GameTime
 	haveSentAt  bool
 	ageJitter   float64 // RFC 3550 style, over state ages (µs)
 	prevAge     time.Duration
 	lastAge     time.Duration
-	stateWin    struct{ first, last int64 } // sentAt span of the current 1 s loss window
-	quiet       int                         // ticks left in which the error is not accumulated (round reset)
-	prevLast    int64                       // sentAt of the previous loss window's last state
-	stateCount  uint64                      // packets in at the loss window's start
+	stateWin    struct{ first, last clocksync.GameTime } // sentAt span of the current 1 s loss window
+	quiet       int                                      // ticks left in which the error is not accumulated (round reset)
+	prevLast    clocksync.GameTime                       // sentAt of the previous loss window's last state
+	stateCount  uint64                                   // packets in at the loss window's start
 	stateLoss   float64
 	lossTicks   int
 	curErr      [2]float64 // rms, max of the rival's bodies at the last tick
@@ -138,7 +138,7 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 	if d.quiet > 0 {
 		d.quiet--
 	}
-	if c := m.Corrector(d.rival); c != nil && c.HasTarget() {
+	if c := m.Replicator().Corrector(d.rival); c != nil && c.HasTarget() {
 		cs := c.Stats()
 		var sq, mx float64
 		for i := range cs.Bodies {
@@ -156,7 +156,7 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 		}
 		// A new state of the rival arrived: its age, from the game clock.
 		if _, sentAt := c.Target(0); !d.haveSentAt || sentAt != d.lastSentAt {
-			age := time.Duration(int64(now)-sentAt) * time.Microsecond
+			age := now.Sub(sentAt)
 			if age >= 0 && age < 10*time.Second {
 				if d.haveSentAt {
 					diff := math.Abs(float64(age - d.prevAge))

@@ -274,10 +274,6 @@ func (p *Player) pollPairing() {
 
 // attach builds the match on a new session.
 func (p *Player) attach(s *p2p.Session) error {
-	me := ownership.PeerID(1)
-	if s.Role() == p2p.RoleAnswerer {
-		me = 2
-	}
 	a, err := newArena()
 	if err != nil {
 		return err
@@ -286,24 +282,22 @@ func (p *Player) attach(s *p2p.Session) error {
 	if err != nil {
 		return err
 	}
-	rival := 3 - me
-	m, err := ragsync.NewMatch(a.world, l, ragsync.MatchConfig{Local: me, Remote: rival, OnMessage: p.onMessage})
+	// The match takes this peer's side from the session's role.
+	m, err := ragsync.NewMatch(a.world, l, matchConfig(p.onMessage))
 	if err != nil {
 		l.close()
 		return err
 	}
-	if err := track(m.Replicator()); err != nil {
-		l.close()
-		return err
-	}
+	me := ownership.PeerID(m.Side())
+	rival := 3 - me
 	rules, err := NewRules(RulesConfig{Me: me, Rival: rival, RoundLength: p.cfg.RoundLength, Countdown: p.cfg.Countdown,
-		MaxHP: a.world.Fighter(FighterOf(me)).MaxHP()})
+		MaxHP: m.Fighter().MaxHP()})
 	if err != nil {
 		l.close()
 		return err
 	}
 	p.sess, p.link, p.arena, p.match, p.rules = s, l, a, m, rules
-	p.me, p.fid, p.rid = me, FighterOf(me), FighterOf(rival)
+	p.me, p.fid, p.rid = me, m.Fighter().ID(), m.Rival().ID()
 	p.diag = newDiag(p.rid)
 	p.bot = physics.NewBot(p.cfg.Seed + uint64(me))
 	p.status, p.err = StatusConnected, nil
@@ -414,12 +408,13 @@ func (p *Player) tick(c Controls) {
 	f.SetInput(in)
 	if err := p.match.Tick(); err != nil {
 		p.synced = false
+		if !errors.Is(err, ragsync.ErrNotSynced) { // cannot happen: matchConfig names every object
+			p.status, p.err = StatusFailed, err
+			p.log.Error("match", "err", err)
+		}
 		return // ErrNotSynced: the clock is still calibrating
 	}
-	if !p.synced {
-		p.synced = true
-		p.sess.StartMatch()
-	}
+	p.synced = true // the match started itself (Link.StartMatch) on its first synced tick
 	p.now = p.match.Stats().GameTime
 	ev := p.rules.Tick(p.now, f.HP())
 	if ev.NewRound {

@@ -3,27 +3,15 @@ package game
 import (
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/physics"
 )
-
-// checkGoroutines fails the test if goroutines started during it are
-// still running a few seconds after it ends.
-func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		if after := settleGoroutines(before, 5*time.Second); after > before {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Errorf("%d goroutines before, %d after:\n%s", before, after, buf[:n])
-		}
-	})
-}
 
 func testServer(t *testing.T) *embeddedServer {
 	t.Helper()
@@ -40,21 +28,25 @@ func testPlayer(name, url, room string) *Player {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	// WebRTC gets a minute to open instead of 5 s, so that a loaded
+	// machine does not start the session on TCP.
 	return NewPlayer(PlayerConfig{Name: name, Signal: url, Room: room, Bot: true, Seed: 7, Log: log,
-		P2P: p2p.Config{Prefer: p2p.TransportWebRTC, UDP4Only: true}})
+		P2P: p2p.Config{Prefer: p2p.TransportWebRTC, UDP4Only: true, WebRTCTimeout: time.Minute}})
 }
 
-// tickUntil runs the players at about 60 Hz until cond holds.
-func tickUntil(t *testing.T, what string, limit time.Duration, cond func() bool, ps ...*Player) {
+// tickUntil runs the players at about 60 Hz until cond holds. It has no
+// time limit of its own, only the test binary's (testwait): a loaded
+// machine pairs and syncs later, not never.
+func tickUntil(t *testing.T, what string, cond func() bool, ps ...*Player) {
 	t.Helper()
-	end := time.Now().Add(limit)
+	end, bounded := testwait.Deadline(t)
 	for !cond() {
-		if time.Now().After(end) {
+		if bounded && time.Now().After(end) {
 			var st []string
 			for _, p := range ps {
 				st = append(st, p.Name()+": "+p.Status().String())
 			}
-			t.Fatalf("%s: not within %v (%s)", what, limit, strings.Join(st, ", "))
+			t.Fatalf("%s: gave up near the test binary's deadline (%s)", what, strings.Join(st, ", "))
 		}
 		for _, p := range ps {
 			p.Update(Controls{})
@@ -68,26 +60,29 @@ func playing(p *Player) bool { return p.Match() != nil && p.Synced() && p.Status
 // A player whose rival leaves shows it, goes back to waiting on Confirm,
 // and pairs with the next player in a fresh match.
 func TestRivalLostAndNewRival(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := testServer(t)
 	url := srv.LocalURL()
 	a, b := testPlayer("a", url, ""), testPlayer("b", url, "")
 	defer a.Close()
 	a.Start()
-	tickUntil(t, "a waits", 10*time.Second, func() bool { return a.Status() == StatusWaiting }, a)
+	// a shows Waiting before its quick-match request reaches the server:
+	// wait for the server to have it queued, so that a is the one who
+	// waited (however late a loaded machine sends it).
+	tickUntil(t, "a waits", func() bool { return a.Status() == StatusWaiting && srv.Stats().Queued == 1 }, a)
 	b.Start()
-	tickUntil(t, "a and b play", 20*time.Second, func() bool { return playing(a) && playing(b) }, a, b)
+	tickUntil(t, "a and b play", func() bool { return playing(a) && playing(b) }, a, b)
 	if a.Me() != 1 || b.Me() != 2 {
 		t.Errorf("peer ids a %d, b %d: the one who waited is the offerer, peer 1", a.Me(), b.Me())
 	}
-	tickUntil(t, "round 1 on both", 10*time.Second, func() bool {
+	tickUntil(t, "round 1 on both", func() bool {
 		na, _, _ := a.Rules().Round()
 		nb, _, _ := b.Rules().Round()
 		return na == 1 && nb == 1
 	}, a, b)
 
 	b.Close() // b quits: its session says bye
-	tickUntil(t, "a sees b gone", 10*time.Second, func() bool { return a.Status() == StatusLost }, a)
+	tickUntil(t, "a sees b gone", func() bool { return a.Status() == StatusLost }, a)
 	if a.Err() == nil {
 		t.Error("no reason given for the lost rival")
 	}
@@ -99,16 +94,21 @@ func TestRivalLostAndNewRival(t *testing.T) {
 		t.Fatalf("status %v without confirming", a.Status())
 	}
 	a.Update(Controls{Confirm: true})
-	tickUntil(t, "a waits again", 10*time.Second, func() bool { return a.Status() == StatusWaiting }, a)
+	tickUntil(t, "a waits again", func() bool { return a.Status() == StatusWaiting && srv.Stats().Queued == 1 }, a)
 
 	c := testPlayer("c", url, "")
 	defer c.Close()
 	c.Start()
-	tickUntil(t, "a and c play", 20*time.Second, func() bool { return playing(a) && playing(c) }, a, c)
+	tickUntil(t, "a and c play", func() bool { return playing(a) && playing(c) }, a, c)
 	if n, _, _ := a.Rules().Round(); n > 1 || len(a.Results()) != 0 {
 		t.Errorf("the new match carries the old one: round %d, results %v", n, a.Results())
 	}
-	if s := a.Summary(); s.Transport != "webrtc" || s.Status != "connected" {
+	// WebRTC is preferred; a stall of its data channel longer than
+	// FailoverAfter on a loaded machine moves the session to TCP until
+	// WebRTC pings as well again: a working failover, not a failure.
+	s := a.Summary()
+	failedOver := s.Transport == "tcp" && s.Switches > 0
+	if (s.Transport != "webrtc" && !failedOver) || s.Status != "connected" {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -117,24 +117,24 @@ func TestRivalLostAndNewRival(t *testing.T) {
 // rival joins with the code; a third player with the same code is refused
 // with a clear error, and Confirm retries.
 func TestPrivateRoom(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := testServer(t)
 	url := srv.LocalURL()
 	a := testPlayer("a", url, "new")
 	defer a.Close()
 	a.Start()
-	tickUntil(t, "a waits in its room", 10*time.Second, func() bool { return a.Status() == StatusWaiting && a.Room() != "" }, a)
+	tickUntil(t, "a waits in its room", func() bool { return a.Status() == StatusWaiting && a.Room() != "" }, a)
 	code := a.Room()
 	b, c := testPlayer("b", url, code), testPlayer("c", url, code)
 	defer b.Close()
 	defer c.Close()
 	b.Start()
-	tickUntil(t, "a and b play", 20*time.Second, func() bool { return playing(a) && playing(b) }, a, b)
+	tickUntil(t, "a and b play", func() bool { return playing(a) && playing(b) }, a, b)
 	if a.Me() != 1 || b.Me() != 2 || b.Room() != code {
 		t.Errorf("creator peer %d, joiner peer %d in room %q (code %q)", a.Me(), b.Me(), b.Room(), code)
 	}
 	c.Start()
-	tickUntil(t, "c refused", 10*time.Second, func() bool { return c.Status() == StatusFailed }, a, b, c)
+	tickUntil(t, "c refused", func() bool { return c.Status() == StatusFailed }, a, b, c)
 	if c.Err() == nil || !strings.Contains(c.Err().Error(), code) {
 		t.Errorf("error %v does not name the room", c.Err())
 	}
@@ -142,14 +142,14 @@ func TestPrivateRoom(t *testing.T) {
 	if c.Status() != StatusConnecting && c.Status() != StatusWaiting {
 		t.Errorf("after Confirm: %v", c.Status())
 	}
-	tickUntil(t, "c refused again", 10*time.Second, func() bool { return c.Status() == StatusFailed }, a, b, c)
+	tickUntil(t, "c refused again", func() bool { return c.Status() == StatusFailed }, a, b, c)
 	if !playing(a) || !playing(b) {
 		t.Error("the third player disturbed the match")
 	}
 }
 
 func TestEmbeddedServerURLs(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := testServer(t)
 	if u := srv.LocalURL(); !strings.HasPrefix(u, "http://127.0.0.1:") || !isLoopbackURL(u) {
 		t.Errorf("local URL %q", u)
@@ -157,7 +157,8 @@ func TestEmbeddedServerURLs(t *testing.T) {
 	if s := srv.ShareURLs(); len(s) != 0 {
 		t.Errorf("a loopback server is shared as %v", s)
 	}
-	if err := healthy(t.Context(), srv.LocalURL(), time.Second); err != nil {
+	// No timeout of its own: the test binary's bounds the context.
+	if err := healthy(testwait.Context(t), srv.LocalURL(), time.Hour); err != nil {
 		t.Errorf("health check: %v", err)
 	}
 	for _, ip := range lanIPv4s() {
@@ -167,8 +168,10 @@ func TestEmbeddedServerURLs(t *testing.T) {
 	}
 	for u, want := range map[string]bool{"http://127.0.0.1:8080": true, "ws://localhost/x": true, "http://[::1]:1": true,
 		"http://192.168.1.2:8080": false, "::bad": false} {
-		if isLoopbackURL(u) != want {
-			t.Errorf("isLoopbackURL(%q) != %v", u, want)
-		}
+		t.Run(u, func(t *testing.T) {
+			if isLoopbackURL(u) != want {
+				t.Errorf("isLoopbackURL(%q) != %v", u, want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package game
 
 import (
+	"github.com/ragsync/ragsync"
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/physics"
 )
@@ -16,7 +17,8 @@ const (
 // Objects lists every object of the match in id order.
 var Objects = [...]physics.ObjectID{Fighter1, Fighter2, CrateID, BallID}
 
-// FighterOf returns the fighter peer p controls.
+// FighterOf returns the fighter side p (1 or 2) controls: the one
+// matchConfig lists for it.
 func FighterOf(p ownership.PeerID) physics.ObjectID {
 	if p == 2 {
 		return Fighter2
@@ -64,20 +66,15 @@ func newArena() (*arena, error) {
 	return a, nil
 }
 
-// track registers the objects with the replicator: each fighter is its
-// peer's for the whole match, the props are shared and start with peer 1.
-func track(r *ownership.Replicator) error {
-	for _, err := range []error{
-		r.Track(Fighter1, 1, false),
-		r.Track(Fighter2, 2, false),
-		r.Track(CrateID, 1, true),
-		r.Track(BallID, 1, true),
-	} {
-		if err != nil {
-			return err
-		}
+// matchConfig names the match's objects: each fighter is its side's for the
+// whole match (fighter 1 the offerer's, fighter 2 the answerer's); the props
+// are shared and start with side 1. onMessage gets the round protocol.
+func matchConfig(onMessage func(p []byte)) ragsync.MatchConfig {
+	return ragsync.MatchConfig{
+		Fighters:  [2]physics.ObjectID{Fighter1, Fighter2},
+		Props:     []physics.ObjectID{CrateID, BallID},
+		OnMessage: onMessage,
 	}
-	return nil
 }
 
 // reset puts every object this peer owns back at its start for a new

@@ -169,7 +169,7 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 	// Bodies are drawn where the replicator shows them: a rival's body,
 	// with the correction's smoothing, its own body as it is.
 	rep := pl.Match().Replicator()
-	reg := pl.Match().Registry()
+	reg := rep.Registry()
 	for _, id := range []physics.ObjectID{game.CrateID, game.BallID} {
 		o := w.Object(id)
 		owner, _ := reg.Owner(id)
@@ -220,7 +220,7 @@ func (g *Game) drawGhosts(dst *ebiten.Image, pl *game.Player, c camera) {
 		if m.Replicator().Mode(id) != ownership.ModeRemote {
 			continue
 		}
-		cr := m.Corrector(id)
+		cr := m.Replicator().Corrector(id)
 		if cr == nil || !cr.HasTarget() {
 			continue
 		}

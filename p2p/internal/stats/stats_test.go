@@ -1,9 +1,8 @@
-package p2p
+package stats
 
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 )
@@ -155,63 +154,6 @@ func TestSeqTrackerRandom(t *testing.T) {
 	}
 }
 
-func TestRTTEstimator(t *testing.T) {
-	var e RTTEstimator
-	if s := e.Stats(); s.Samples != 0 || s.P95 != 0 {
-		t.Fatalf("zero value stats %+v", s)
-	}
-	e.Add(100 * time.Millisecond)
-	s := e.Stats()
-	if s.Smoothed != 100*time.Millisecond || s.Var != 50*time.Millisecond || s.Min != s.Last || s.P95 != s.Last {
-		t.Errorf("first sample: %+v", s)
-	}
-	// 1..100 ms: p50 = 50 ms, p95 = 95 ms (nearest rank), max 100.
-	var e2 RTTEstimator
-	perm := rand.New(rand.NewPCG(1, 1)).Perm(100)
-	for _, i := range perm {
-		e2.Add(time.Duration(i+1) * time.Millisecond)
-	}
-	s = e2.Stats()
-	if s.P50 != 50*time.Millisecond || s.P95 != 95*time.Millisecond || s.Max != 100*time.Millisecond || s.Min != time.Millisecond {
-		t.Errorf("quantiles: %+v", s)
-	}
-	// The window keeps the last 256 samples only; Min is all-time.
-	for i := 0; i < 300; i++ {
-		e2.Add(time.Second)
-	}
-	s = e2.Stats()
-	if s.P50 != time.Second || s.Min != time.Millisecond || s.Samples != 400 {
-		t.Errorf("after the window moved: %+v", s)
-	}
-	// Smoothed converges to a constant input.
-	if d := s.Smoothed - time.Second; d < -time.Millisecond || d > time.Millisecond {
-		t.Errorf("smoothed %v", s.Smoothed)
-	}
-	e2.Add(-1)
-	if e2.Stats().Samples != 400 {
-		t.Error("negative sample accepted")
-	}
-}
-
-func TestRankMatchesSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for n := 1; n <= 300; n += 17 {
-		var e RTTEstimator
-		var all []time.Duration
-		for i := 0; i < n; i++ {
-			d := time.Duration(rng.IntN(1000)) * time.Microsecond
-			e.Add(d)
-			all = append(all, d)
-		}
-		w := all[max(0, len(all)-rttWindow):]
-		slices.Sort(w)
-		want := w[int(math.Ceil(0.95*float64(len(w))))-1]
-		if got := e.Stats().P95; got != want {
-			t.Errorf("n=%d: p95 %v, want %v", n, got, want)
-		}
-	}
-}
-
 func TestJitter(t *testing.T) {
 	var j Jitter
 	// Constant transit (plus any constant offset): no jitter.
@@ -278,15 +220,12 @@ func TestRateMeter(t *testing.T) {
 
 func TestEstimatorsDoNotAllocate(t *testing.T) {
 	var tr SeqTracker
-	var e RTTEstimator
 	var j Jitter
 	var r RateMeter
 	i := uint32(0)
 	n := testing.AllocsPerRun(1000, func() {
 		tr.Add(i)
 		i += 2
-		e.Add(time.Duration(i))
-		_ = e.Stats()
 		j.Add(time.Duration(i))
 		r.Add(10)
 		r.Update(time.Duration(i) * time.Millisecond)

@@ -1,5 +1,6 @@
-// Package relay frames messages over a reliable byte stream (the signaling
-// server's TCP relay, or a direct TCP connection) for ragsync's p2p layer.
+// Package relay frames p2p session messages over a reliable byte stream:
+// the signaling server's TCP relay (signaling.DialRelay), the session's
+// fallback transport.
 //
 // Wire format: each frame is a 2-byte big-endian payload length followed by
 // the payload (0 to MaxFrameLen bytes). There is nothing else on the
@@ -12,9 +13,10 @@
 //
 // AppendFrame encodes; Reader decodes into caller buffers without
 // allocating; Sender writes frames from a goroutine and, while the socket
-// is busy, keeps only the newest unsent frame of each class, so stale game
-// states never queue up behind each other (TCP's head-of-line pile-up,
-// which the design's seed game suffered from).
+// is busy, keeps only the newest unsent frame of each key (the p2p layer
+// keys game messages by their first byte), so stale game states never
+// queue up behind each other: the head-of-line pile-up that makes plain
+// TCP poor for real-time state.
 package relay
 
 import (

@@ -1,9 +1,11 @@
-package p2p
+// Package stats has the p2p session's link estimators: plain types fed
+// with samples, with time passed in, so they run in virtual time. SeqTracker
+// derives loss, duplicates and reordering from sequence numbers, Jitter is
+// RFC 3550's interarrival jitter, RateMeter counts packets and bytes per
+// second. Round-trip times are clocksync.RTTEstimator's.
+package stats
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // SeqResult is what SeqTracker.Add decided about one sequence number.
 type SeqResult uint8
@@ -162,97 +164,6 @@ func (t *SeqTracker) Loss() float64 {
 func (t *SeqTracker) Duplicates() uint64 { return t.dups }
 func (t *SeqTracker) Reordered() uint64  { return t.reordered }
 func (t *SeqTracker) Late() uint64       { return t.late }
-
-// rttWindow is the number of recent RTT samples kept for quantiles.
-const rttWindow = 256
-
-// RTTStats is a snapshot of an RTTEstimator.
-type RTTStats struct {
-	Samples  uint64        // samples ever added
-	Last     time.Duration // most recent sample
-	Min      time.Duration // smallest sample ever
-	Smoothed time.Duration // EWMA, gain 1/8 (RFC 6298 SRTT)
-	Var      time.Duration // mean deviation, gain 1/4 (RFC 6298 RTTVAR)
-	// P50, P95 and Max are over the last min(Samples, 256) samples.
-	P50 time.Duration
-	P95 time.Duration
-	Max time.Duration
-}
-
-// RTTEstimator accumulates round-trip time samples.
-//
-// Smoothed and Var follow RFC 6298: on the first sample SRTT = R and
-// RTTVAR = R/2; then RTTVAR ← ¾·RTTVAR + ¼·|SRTT − R| and
-// SRTT ← ⅞·SRTT + ⅛·R. Min is the minimum ever seen. P50/P95/Max are
-// exact order statistics (nearest-rank: the ⌈q·n⌉-th smallest) of the last
-// 256 samples, computed lazily when Stats is called after a new sample.
-//
-// The zero value is ready to use; it neither allocates nor locks (callers
-// synchronise).
-type RTTEstimator struct {
-	s      RTTStats
-	ring   [rttWindow]time.Duration
-	n      int // valid samples in ring
-	next   int // next ring slot
-	dirty  bool
-	sorted [rttWindow]time.Duration
-}
-
-// Add records one sample. Negative samples are ignored.
-func (e *RTTEstimator) Add(rtt time.Duration) {
-	if rtt < 0 {
-		return
-	}
-	if e.s.Samples == 0 {
-		e.s.Min = rtt
-		e.s.Smoothed = rtt
-		e.s.Var = rtt / 2
-	} else {
-		if rtt < e.s.Min {
-			e.s.Min = rtt
-		}
-		d := e.s.Smoothed - rtt
-		if d < 0 {
-			d = -d
-		}
-		e.s.Var = (3*e.s.Var + d) / 4
-		e.s.Smoothed = (7*e.s.Smoothed + rtt) / 8
-	}
-	e.s.Samples++
-	e.s.Last = rtt
-	e.ring[e.next] = rtt
-	e.next = (e.next + 1) % rttWindow
-	if e.n < rttWindow {
-		e.n++
-	}
-	e.dirty = true
-}
-
-// Stats returns the current figures.
-func (e *RTTEstimator) Stats() RTTStats {
-	if e.dirty {
-		s := e.sorted[:e.n]
-		copy(s, e.ring[:e.n])
-		slices.Sort(s)
-		e.s.P50 = rank(s, 0.50)
-		e.s.P95 = rank(s, 0.95)
-		e.s.Max = s[len(s)-1]
-		e.dirty = false
-	}
-	return e.s
-}
-
-// rank returns the nearest-rank q-quantile of sorted s (non-empty).
-func rank(s []time.Duration, q float64) time.Duration {
-	i := int(q*float64(len(s))+0.999999999) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(s) {
-		i = len(s) - 1
-	}
-	return s[i]
-}
 
 // Jitter is the RFC 3550 §6.4.1 interarrival-jitter estimator: for
 // consecutive transit times T(i−1), T(i) of packets in one direction,

@@ -1,21 +1,24 @@
-package p2p
+package wire
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
 func TestHeaderRoundTrip(t *testing.T) {
 	for _, h := range []Header{{MsgData, 0}, {MsgPing, 1}, {MsgPong, 0xdeadbeef}, {MsgControl, 0xffffffff}} {
-		b := AppendHeader([]byte("xx"), h)
-		if len(b) != 2+HeaderLen {
-			t.Fatalf("len %d", len(b))
-		}
-		got, p, err := ParseHeader(append(b[2:], "payload"...))
-		if err != nil || got != h || string(p) != "payload" {
-			t.Errorf("%+v: got %+v %q %v", h, got, p, err)
-		}
+		t.Run(fmt.Sprint(h.Type), func(t *testing.T) {
+			b := AppendHeader([]byte("xx"), h)
+			if len(b) != 2+HeaderLen {
+				t.Fatalf("len %d", len(b))
+			}
+			got, p, err := ParseHeader(append(b[2:], "payload"...))
+			if err != nil || got != h || string(p) != "payload" {
+				t.Errorf("%+v: got %+v %q %v", h, got, p, err)
+			}
+		})
 	}
 }
 
@@ -30,37 +33,43 @@ func TestHeaderErrors(t *testing.T) {
 		{[]byte{0x10, 0, 0, 0, 0}, ErrBadType},
 		{[]byte{0x15, 0, 0, 0, 0}, ErrBadType},
 	} {
-		_, _, err := ParseHeader(c.in)
-		if !errors.Is(err, c.want) {
-			t.Errorf("% x: %v, want %v", c.in, err, c.want)
-		}
-		var we *WireError
-		if !errors.As(err, &we) || we.Len != len(c.in) || !bytes.Equal(we.Input, c.in) {
-			t.Errorf("% x: error does not carry the input: %#v", c.in, err)
-		}
+		t.Run(fmt.Sprintf("% x", c.in), func(t *testing.T) {
+			_, _, err := ParseHeader(c.in)
+			if !errors.Is(err, c.want) {
+				t.Errorf("% x: %v, want %v", c.in, err, c.want)
+			}
+			var we *Error
+			if !errors.As(err, &we) || we.Len != len(c.in) || !bytes.Equal(we.Input, c.in) {
+				t.Errorf("% x: error does not carry the input: %#v", c.in, err)
+			}
+		})
 	}
 }
 
 func TestControlRoundTrip(t *testing.T) {
-	for _, c := range []control{
-		{Kind: ctrlSelect, Epoch: 7, Transport: TransportTCP},
-		{Kind: ctrlSelectAck, Epoch: 0xffffffff, Transport: TransportWebRTC},
-		{Kind: ctrlBye, Reason: byeClosed},
-		{Kind: ctrlHello, Enabled: 3},
-		{Kind: ctrlHello, Enabled: 2},
+	for _, c := range []Control{
+		{Kind: CtrlSelect, Epoch: 7, Transport: TransportTCP},
+		{Kind: CtrlSelectAck, Epoch: 0xffffffff, Transport: TransportWebRTC},
+		{Kind: CtrlBye, Reason: ByeClosed},
+		{Kind: CtrlHello, Enabled: 3},
+		{Kind: CtrlHello, Enabled: 2},
 	} {
-		got, err := parseControl(appendControl(nil, c))
-		if err != nil || got != c {
-			t.Errorf("%+v: got %+v, %v", c, got, err)
-		}
+		t.Run(c.Kind.String(), func(t *testing.T) {
+			got, err := ParseControl(AppendControl(nil, c))
+			if err != nil || got != c {
+				t.Errorf("%+v: got %+v, %v", c, got, err)
+			}
+		})
 	}
 	for _, bad := range [][]byte{
 		nil, {9}, {1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 3}, {1, 0, 0, 0, 1, 1, 0}, {3}, {3, 1, 1},
 		{4}, {4, 0}, {4, 4}, {4, 1, 1},
 	} {
-		if _, err := parseControl(bad); !errors.Is(err, ErrBadControl) {
-			t.Errorf("% x: %v", bad, err)
-		}
+		t.Run(fmt.Sprintf("% x", bad), func(t *testing.T) {
+			if _, err := ParseControl(bad); !errors.Is(err, ErrBadControl) {
+				t.Errorf("% x: %v", bad, err)
+			}
+		})
 	}
 }
 
@@ -72,8 +81,8 @@ func TestHeaderDoesNotAllocate(t *testing.T) {
 		if _, _, err := ParseHeader(b); err != nil {
 			t.Fatal(err)
 		}
-		c := appendControl(b[:0], control{Kind: ctrlSelect, Epoch: 1, Transport: TransportTCP})
-		if _, err := parseControl(c); err != nil {
+		c := AppendControl(b[:0], Control{Kind: CtrlSelect, Epoch: 1, Transport: TransportTCP})
+		if _, err := ParseControl(c); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -90,7 +99,7 @@ func FuzzParseHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, p, err := ParseHeader(b)
 		if err != nil {
-			var we *WireError
+			var we *Error
 			if !errors.As(err, &we) {
 				t.Fatalf("error %T", err)
 			}
@@ -102,11 +111,11 @@ func FuzzParseHeader(f *testing.F) {
 			t.Fatalf("re-encoded % x, input % x", re, b)
 		}
 		if h.Type == MsgControl {
-			c, err := parseControl(p)
+			c, err := ParseControl(p)
 			if err != nil {
 				return
 			}
-			if re := appendControl(nil, c); !bytes.Equal(re, p) {
+			if re := AppendControl(nil, c); !bytes.Equal(re, p) {
 				t.Fatalf("control re-encoded % x, input % x", re, p)
 			}
 		}

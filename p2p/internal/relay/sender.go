@@ -14,51 +14,51 @@ var ErrSenderClosed = errors.New("relay: sender closed")
 // full (the peer is not reading).
 var ErrControlQueueFull = errors.New("relay: control queue full")
 
-// MaxClasses is the largest number of latest-only classes.
-const MaxClasses = 16
+// NumKeys is the number of latest-only keys: one per value of a message's
+// first byte, and one more for messages that have none.
+const NumKeys = 257
 
 // SenderConfig configures NewSender. The zero value is ready to use.
 type SenderConfig struct {
-	// Classes is the number of latest-only classes, 1..MaxClasses.
-	// Zero means 4.
-	Classes int
 	// ControlQueue is the capacity of the FIFO control queue. Zero means 16.
 	ControlQueue int
 }
 
 // SenderStats are a Sender's counters.
 type SenderStats struct {
-	Frames         uint64             // frames written
-	Bytes          uint64             // bytes written, headers included
-	Writes         uint64             // calls to the writer's Write
-	Superseded     uint64             // latest-only frames replaced before being written
-	ClassSupersede [MaxClasses]uint64 // Superseded by class
-	ControlFull    uint64             // SendControl calls refused with ErrControlQueueFull
-	Dropped        uint64             // frames pending at Close, never written
+	Frames      uint64 // frames written
+	Bytes       uint64 // bytes written, headers included
+	Writes      uint64 // calls to the writer's Write
+	Superseded  uint64 // latest-only frames replaced before being written
+	ControlFull uint64 // SendControl calls refused with ErrControlQueueFull
+	Dropped     uint64 // frames pending at Close, never written
 }
 
 // Sender writes frames to an io.Writer from its own goroutine. Frames come
 // in two kinds:
 //
-//   - Latest-only frames (Send): each class has one slot. A frame replaces an
-//     unsent frame of its class (counted in Superseded), so while the writer
-//     is blocked only the newest state of each class waits. Use a class per
-//     independent stream of states (e.g. 0 for own bodies, 1 for HP/props).
+//   - Latest-only frames (Send) have a key; a frame replaces an unsent
+//     frame of the same key (counted in Superseded), so while the writer is
+//     blocked only the newest frame of each key waits. The p2p layer keys
+//     game messages by their first byte (their kind): a game state replaces
+//     the unsent state before it, never a message of another kind.
 //   - Control frames (SendControl): a small FIFO that is never superseded,
-//     written before any latest-only frame, for pings, pongs and one-off
-//     events, so they are neither starved nor lost.
+//     written before any latest-only frame, for pings, pongs and session
+//     control, so they are neither starved nor lost.
 //
 // Each time the writer gets to run it writes everything pending, in one
-// Write: control frames in order, then classes in increasing order. Send
-// and SendControl copy the payload and never block. After a write error
-// every call returns it. Sender is safe for concurrent use; in steady state
-// it does not allocate.
+// Write: control frames in order, then latest-only frames in the order
+// their keys became pending (a replacement keeps its predecessor's place).
+// Send and SendControl copy the payload and never block. After a write
+// error every call returns it. Sender is safe for concurrent use; once
+// each key in use has had its buffer allocated, it does not allocate.
 type Sender struct {
 	w io.Writer
 
 	mu      sync.Mutex
-	slots   [][]byte // payload per class
-	pending []bool
+	slots   [NumKeys][]byte // payload per key, allocated on first use
+	pending [NumKeys]bool
+	order   [NumKeys]uint16 // pending keys, oldest first
 	npend   int
 	ctrl    [][]byte // ring of control payload buffers
 	cHead   int
@@ -74,52 +74,43 @@ type Sender struct {
 
 // NewSender starts a Sender writing to w. Call Close to stop it.
 func NewSender(w io.Writer, cfg SenderConfig) *Sender {
-	if cfg.Classes <= 0 {
-		cfg.Classes = 4
-	}
-	if cfg.Classes > MaxClasses {
-		cfg.Classes = MaxClasses
-	}
 	if cfg.ControlQueue <= 0 {
 		cfg.ControlQueue = 16
 	}
 	s := &Sender{
-		w:       w,
-		slots:   make([][]byte, cfg.Classes),
-		pending: make([]bool, cfg.Classes),
-		ctrl:    make([][]byte, cfg.ControlQueue),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		w:    w,
+		ctrl: make([][]byte, cfg.ControlQueue),
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	go s.run()
 	return s
 }
 
-// Send queues payload as the newest frame of class, replacing an unsent
-// frame of the same class. It returns an error for a class out of range, a
-// payload over MaxFrameLen (*FrameSizeError), after Close, or after a write
-// error.
-func (s *Sender) Send(class int, payload []byte) error {
+// Send queues payload as the newest frame of key (0 ≤ key < NumKeys),
+// replacing an unsent frame of the same key. It returns an error for a key
+// out of range, a payload over MaxFrameLen (*FrameSizeError), after Close,
+// or after a write error.
+func (s *Sender) Send(key int, payload []byte) error {
 	if len(payload) > MaxFrameLen {
 		return &FrameSizeError{Size: len(payload), Limit: MaxFrameLen}
+	}
+	if key < 0 || key >= NumKeys {
+		return fmt.Errorf("relay: key %d out of range [0,%d)", key, NumKeys)
 	}
 	s.mu.Lock()
 	if err := s.usable(); err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	if class < 0 || class >= len(s.slots) {
-		s.mu.Unlock()
-		return fmt.Errorf("relay: class %d out of range [0,%d)", class, len(s.slots))
-	}
-	if s.pending[class] {
+	if s.pending[key] {
 		s.stats.Superseded++
-		s.stats.ClassSupersede[class]++
 	} else {
-		s.pending[class] = true
+		s.pending[key] = true
+		s.order[s.npend] = uint16(key)
 		s.npend++
 	}
-	s.slots[class] = append(s.slots[class][:0], payload...)
+	s.slots[key] = append(s.slots[key][:0], payload...)
 	s.mu.Unlock()
 	s.signal()
 	return nil
@@ -194,14 +185,11 @@ func (s *Sender) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Dropped += uint64(s.npend + s.cLen)
+	for _, k := range s.order[:s.npend] {
+		s.pending[k] = false
+	}
 	s.npend, s.cLen = 0, 0
-	for i := range s.pending {
-		s.pending[i] = false
-	}
-	if s.err != nil {
-		return s.err
-	}
-	return nil
+	return s.err
 }
 
 func (s *Sender) run() {
@@ -222,11 +210,9 @@ func (s *Sender) run() {
 			buf, _ = AppendFrame(buf, s.ctrl[s.cHead])
 			s.cHead = (s.cHead + 1) % len(s.ctrl)
 		}
-		for i, p := range s.pending {
-			if p {
-				buf, _ = AppendFrame(buf, s.slots[i])
-				s.pending[i] = false
-			}
+		for _, k := range s.order[:s.npend] {
+			buf, _ = AppendFrame(buf, s.slots[k])
+			s.pending[k] = false
 		}
 		s.npend = 0
 		s.mu.Unlock()

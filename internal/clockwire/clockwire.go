@@ -1,4 +1,32 @@
-package clocksync
+// Package clockwire is the wire format of clocksync's calibration messages,
+// shared by clocksync (which builds and answers them) and p2p (which
+// carries them in its ping and pong messages and reads their timestamps).
+//
+// Calibration messages are fixed-size, big-endian, timestamps in signed
+// nanoseconds of the sender's local clock:
+//
+//	ping (PingLen = 15 bytes)
+//	  0  u8   Magic 0xC5 (clocksync, version 1)
+//	  1  u8   Kind 1
+//	  2  u8   flags: bit 0 = sender is the leader; other bits zero
+//	  3  u32  seq: the pinger's sequence number
+//	  7  i64  t1
+//
+//	pong (PongLen = 39 bytes)
+//	  0  u8   Magic 0xC5
+//	  1  u8   Kind 2
+//	  2  u8   flags: bit 0 = sender is the leader, bit 1 = game time
+//	          valid, bit 2 = sender's match running; other bits zero
+//	  3  u32  seq: the ping's
+//	  7  i64  t1: the ping's, echoed
+//	 15  i64  t2: ping received, responder's clock
+//	 23  i64  t3: pong sent, responder's clock
+//	 31  i64  game: responder's game time at t3, µs (0 unless bit 1)
+//
+// A message of any other length, magic, kind or flags is rejected with a
+// *WireError, which matches ErrMalformed with errors.Is. The encoders
+// append to the caller's buffer and, like the parsers, do not allocate.
+package clockwire
 
 import (
 	"encoding/binary"
@@ -29,7 +57,7 @@ func (k Kind) String() string {
 	}
 }
 
-// Wire format constants (see the package doc).
+// Wire format constants.
 const (
 	// Magic is the first byte of every calibration message: "clocksync,
 	// wire version 1". A new version gets a new magic.
@@ -67,11 +95,15 @@ type Pong struct {
 	GameValid bool
 	// Running reports whether the responder's match has started.
 	Running bool
-	// Game is the responder's game time at T3 (0 unless GameValid).
-	Game GameTime
+	// Game is the responder's game time at T3 in microseconds (0 unless
+	// GameValid).
+	Game int64
 }
 
-// Errors wrapped by the *WireError the parsers return.
+// ErrMalformed matches every *WireError.
+var ErrMalformed = errors.New("clocksync: malformed calibration message")
+
+// Errors wrapped by the *WireError the parsers return, besides ErrMalformed.
 var (
 	ErrTruncated = errors.New("clocksync: message truncated")
 	ErrTrailing  = errors.New("clocksync: trailing bytes after message")
@@ -92,8 +124,8 @@ func (e *WireError) Error() string {
 	return fmt.Sprintf("%v (len %d, starts % x)", e.Err, e.Len, e.Input)
 }
 
-// Unwrap returns the sentinel error.
-func (e *WireError) Unwrap() error { return e.Err }
+// Unwrap returns ErrMalformed and the specific sentinel error.
+func (e *WireError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
 
 func wireError(err error, b []byte) error {
 	return &WireError{Err: err, Input: append([]byte(nil), b[:min(len(b), 16)]...), Len: len(b)}
@@ -183,7 +215,7 @@ func ParsePong(b []byte) (Pong, error) {
 		T1:        time.Duration(binary.BigEndian.Uint64(b[7:])),
 		T2:        time.Duration(binary.BigEndian.Uint64(b[15:])),
 		T3:        time.Duration(binary.BigEndian.Uint64(b[23:])),
-		Game:      GameTime(binary.BigEndian.Uint64(b[31:])),
+		Game:      int64(binary.BigEndian.Uint64(b[31:])),
 		Leader:    b[2]&flagLeader != 0,
 		GameValid: b[2]&flagGameValid != 0,
 		Running:   b[2]&flagRunning != 0,
