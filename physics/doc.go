@@ -35,6 +35,17 @@
 // punch and kick are poses, motor speeds and forces; attacks have wind-up,
 // active and recovery phases and a cooldown. A fallen fighter lies limp, then
 // gets up with a ramped lift at the shoulders. See Tuning for the numbers.
+// The gait follows the world's clock (World.SetClock, the shared game time
+// when a replicator sets it), so two worlds walk a fighter in step.
+//
+// A fighter its peer does not own has its controller off
+// (Fighter.SetControlled(false)). It is then either a limp ragdoll whose HP,
+// action, facing and attack are set from its owner's states
+// (Fighter.SetRemoteState), or it follows its owner (Fighter.SetFollowing):
+// its muscles hold the action its owner reported and walk by its owner's
+// input, its attacks run on the owner's timers from the reported phase plus
+// the report's age (Fighter.FollowRemoteState), and it decides nothing
+// itself. Either way its strikes produce hit events where its owner's do.
 //
 // During an attack's active phase, a contact of the striking limb with another
 // fighter is a HitEvent (once per attack and victim). Damage is not applied

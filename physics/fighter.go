@@ -144,10 +144,10 @@ func (f *Fighter) isFollowing() bool { return f.following }
 // SetFollowing makes a fighter whose controller is off (SetControlled(false))
 // move its muscles as its owner's do, instead of lying limp: each step it
 // holds the pose, balance and walking of the action, attack and facing its
-// owner last reported (SetRemoteState), walking as the input set with
+// owner last reported (FollowRemoteState), walking as the input set with
 // SetInput says, but it decides nothing itself: it starts no attack, jump or
-// fall, does not turn, and its attack phases change only with the owner's
-// reports. The local copy of a remote fighter then moves between two of its
+// fall and does not turn; an attack begins only with its owner's report and
+// runs on its owner's timers. The local copy of a remote fighter then moves between two of its
 // owner's states as the owner's own fighter does, which a correction can use
 // as its prediction. It has no effect on a controlled fighter.
 func (f *Fighter) SetFollowing(on bool) { f.following = on }
