@@ -94,7 +94,8 @@ type Stats struct {
 	// ticks after a transfer.
 	ClaimsLost uint64
 	// Invalid counts object states refused by validation (out of bounds,
-	// inconsistent fighter state).
+	// inconsistent fighter state, an invalid input with them), and inputs
+	// without their fighter's state.
 	Invalid uint64
 	// Applied counts object states that became correction targets.
 	Applied uint64
@@ -355,15 +356,18 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 //     win? (Registry.Authorize, a pure check: nothing changes yet)
 //  2. validate the whole object state: bodies finite, in bounds, at
 //     plausible speeds; a fighter's HP, action and attack consistent
-//     (physics.Object.Validate)
+//     (physics.Object.Validate); and the input the packet carries with it:
+//     defined bits only (physics.InputMask), and only for a fighter
 //  3. commit: a winning claim moves the object to the rival
 //     (Registry.Commit), and the state becomes the object's correction
-//     target (and, for a fighter, its HP, action and attack).
+//     target (and, for a fighter, its HP, action and attack, and its
+//     input).
 //
 // A state that fails a step is skipped and counted, and changes nothing;
-// one that is both unauthorized and invalid counts as unauthorized. The
-// packet's other objects are still applied, so one bad object loses nothing
-// else. HandlePacket returns a *PacketError (ErrMalformed) for a packet it
+// one that is both unauthorized and invalid counts as unauthorized. An
+// input whose fighter's state the packet does not carry is invalid too and
+// reaches no fighter. The packet's other objects are still applied, so one
+// bad object loses nothing else. HandlePacket returns a *PacketError (ErrMalformed) for a packet it
 // cannot parse, or else the first per-object error (an *AuthorityError, a
 // *physics.StateError), or nil. A packet the timestamp filter drops
 // (duplicate, out of order, too old, too far ahead) is not an error: it is
