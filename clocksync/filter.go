@@ -62,11 +62,11 @@ const (
 // one object of a sender: keep one Filter per stream). A state is dropped
 // if its sender's game time ts is not newer than the last accepted one (a
 // duplicate, or overtaken by a newer state), or more than MaxDelay older
-// than the current game time now: the two rules of the 2011 post-mortem
-// this design comes from, "Сетевой слой движка физики" ("The network layer
-// of a physics engine", gdev.ru), for a ragdoll fighting game on Box2D. It
-// is also dropped if it is more than MaxAhead in the future. The checks run in that order, and
-// only accepted states move the stream's newest timestamp.
+// than the current game time now (so a state that arrives late is never
+// applied over a newer one, and a state too old to correct toward is not
+// applied at all). It is also dropped if it is more than MaxAhead in the
+// future. The checks run in that order, and only accepted states move the
+// stream's newest timestamp.
 //
 // The zero value is ready to use, with the defaults. A Filter is a small
 // value (80 bytes) that never allocates; it is not safe for
