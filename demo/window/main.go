@@ -22,7 +22,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(2)
 	}
-	if err := ui.Run(cfg, game.NewLogger(os.Stderr, cfg.Verbose)); err != nil {
+	err = ui.Run(cfg, game.NewLogger(os.Stderr, cfg.Verbose))
+	if errors.Is(err, ui.ErrNoDisplay) {
+		fmt.Fprintf(os.Stderr, `demo: %v.
+  To play without a window (bot against bot, with a summary at the end):
+      go run ./demo -headless -bot
+  To run the window on a virtual display:
+      xvfb-run -a go run ./demo -bot
+`, err)
+		os.Exit(1)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}

@@ -18,10 +18,14 @@ type link struct {
 	s       *p2p.Session
 	pipe    *netsim.Pipe
 	sendErr atomic.Uint64 // sends the session refused from the pipe goroutine
+	seqs    seqCounter    // the rival's state packets by sequence number (game loop only)
+	fn      func(p []byte)
+	seeFn   func(p []byte) // l.see, made once (a method value allocates)
 }
 
 func newLink(s *p2p.Session, impair *netsim.Config, seed uint64) (*link, error) {
 	l := &link{s: s}
+	l.seeFn = l.see
 	if impair != nil {
 		pipe, err := netsim.NewPipe(*impair, seed, nil, func(p []byte) {
 			if err := s.Send(p); err != nil {
@@ -43,7 +47,21 @@ func (l *link) Send(p []byte) error {
 	return l.s.Send(p)
 }
 
-func (l *link) Poll(fn func(p []byte)) int { return l.s.Poll(fn) }
+// Poll hands the received packets to fn, counting the rival's state
+// packets by their sequence numbers on the way.
+func (l *link) Poll(fn func(p []byte)) int {
+	l.fn = fn
+	n := l.s.Poll(l.seeFn)
+	l.fn = nil
+	return n
+}
+
+func (l *link) see(p []byte) {
+	if seq, ok := stateSeq(p); ok {
+		l.seqs.add(seq)
+	}
+	l.fn(p)
+}
 
 func (l *link) GameTime() (clocksync.GameTime, bool) { return l.s.GameTime() }
 
