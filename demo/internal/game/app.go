@@ -38,18 +38,18 @@ type App struct {
 	cfg Config
 	log *slog.Logger
 
-	setup    SetupState
-	setupCh  chan setupResult
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // the App's own goroutines
-	err      error
-	server   *embeddedServer
-	signal   string
-	share    []string
-	local    *Player
-	bot      *Player
-	botRoom  string
+	setup   SetupState
+	setupCh chan setupResult
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // the App's own goroutines
+	err     error
+	server  *embeddedServer
+	signal  string
+	share   []string
+	local   *Player
+	bot     *Player
+	botRoom string
 
 	now       func() time.Time // wall clock; time.Now
 	frameRate func() float64   // the window's frames per second; nil headless

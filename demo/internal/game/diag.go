@@ -94,15 +94,15 @@ type Diag struct {
 
 	// State loss from the sender's sequence numbers over lossEvery of
 	// wall time: what the counter says was sent and got in the window.
-	lossStart  time.Time
-	lossSent   uint64
-	lossGot    uint64
-	stateLoss  float64
-	stateRate  float64 // states the rival sent per second, last window
-	totalSent  uint64 // counter values at the match's first state
-	totalGot   uint64
+	lossStart                 time.Time
+	lossSent                  uint64
+	lossGot                   uint64
+	stateLoss                 float64
+	stateRate                 float64 // states the rival sent per second, last window
+	totalSent                 uint64  // counter values at the match's first state
+	totalGot                  uint64
 	totalSentNow, totalGotNow uint64 // at the last window
-	seqStarted bool
+	seqStarted                bool
 
 	curErr     [2]float64 // rms, max of the rival's bodies at the last tick
 	win, total window
