@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"image"
 	"image/color"
 
 	"github.com/hajimehoshi/ebiten/v2"
@@ -134,13 +135,22 @@ func (g *Game) solid(dst *ebiten.Image, c camera, s *physics.Shape, pos physics.
 // drawWorld draws the arena, the props (coloured by their current owner),
 // the fighters with their hit flashes, the sparks and, with ghost, the last
 // received state of every object the rival owns.
-func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
+//
+// Under a software GL the cost of a frame is mostly its pixels: the sky is
+// the screen's clear colour with a glow near the horizon only, and the
+// world is drawn clipped to its region (a sub-image), so the arena's shapes
+// never fill the top bar's or the HUD's pixels twice.
+func (g *Game) drawWorld(screen *ebiten.Image, pl *game.Player) {
 	v := g.view
 	c := v.cam
 	w := pl.World()
 	b := g.batch
 	r := c.r
-	b.gradient(dst, float32(r.x), float32(r.y), float32(r.w), float32(r.h), colSky, colSkyLow)
+	dst := screen.SubImage(image.Rect(int(r.x), int(r.y), int(r.x+r.w), int(r.y+r.h))).(*ebiten.Image)
+	defer b.flush(dst)
+	_, hy := c.pt(physics.V(0, 0))
+	glow := float32(1.2 * c.scale)
+	b.gradient(dst, float32(r.x), hy-glow, float32(r.w), glow, colSky, colSkyLow)
 	for _, s := range w.ArenaShapes() {
 		g.solid(dst, c, &s, physics.Vec2{}, 0, colArena)
 	}
@@ -193,18 +203,9 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 		rad := float32(0.1*c.scale) + k*float32(0.45*c.scale)
 		b.ring(dst, x, y, rad, 4*(1-k)+1, color.RGBA{255, 240, 180, uint8(230 * (1 - k))})
 	}
-	// The KO moment: a white flash, then the screen dims a little.
-	if v.koPeer != 0 {
-		t := v.koTicks
-		a := uint8(0)
-		switch {
-		case t < 12:
-			a = uint8(200 - 15*t)
-			b.rect(dst, float32(r.x), float32(r.y), float32(r.w), float32(r.h), color.RGBA{255, 255, 255, a})
-		default:
-			a = uint8(min(60, 2*(t-12)))
-			b.rect(dst, float32(r.x), float32(r.y), float32(r.w), float32(r.h), color.RGBA{0, 0, 0, a})
-		}
+	// The KO moment opens with a white flash.
+	if t := v.koTicks; v.koPeer != 0 && t < 12 {
+		b.rect(dst, float32(r.x), float32(r.y), float32(r.w), float32(r.h), color.RGBA{255, 255, 255, uint8(200 - 15*t)})
 	}
 }
 

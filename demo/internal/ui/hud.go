@@ -412,8 +412,9 @@ func (g *Game) drawNetHUD(dst *ebiten.Image) {
 	b := g.batch
 	const x, w = 0, screenW
 	y := float64(screenH - hudH)
-	b.rect(dst, x, float32(y), w, hudH, colBar)
-	b.rect(dst, x, float32(y), w, 1, colDim)
+	// The HUD's background is the screen's clear colour: no pixels filled
+	// twice (see drawWorld).
+	b.rect(dst, x, float32(y), w, 2, colDim)
 	for i, l := range v.hudLines {
 		col := l.c
 		if col == nil {
@@ -424,7 +425,7 @@ func (g *Game) drawNetHUD(dst *ebiten.Image) {
 	gy := float32(y) + 8 + float32(len(v.hudLines))*lineH + 6
 	gh := float32(screenH) - gy - 22
 	gx, gw := float32(x+12), float32(w-24)
-	b.rect(dst, gx, gy, gw, gh, color.RGBA{0, 0, 0, 255})
+	b.strokeRect(dst, gx, gy, gw, gh, 1, colPanel)
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
 	top := 20.0 // ms, at least
 	for _, s := range v.samples {

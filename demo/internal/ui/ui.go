@@ -6,9 +6,10 @@
 //
 // Drawing is cheap by construction, so the logic keeps its 60 ticks a
 // second even under a software GL: every shape of a frame goes into a few
-// batched DrawTriangles calls (batch), and every line of text is rendered
-// once and then drawn as one image (textCache). BenchmarkDraw measures a
-// frame with everything on.
+// batched DrawTriangles calls (batch), all its text into one more, from a
+// glyph atlas rendered once (textBatch), and no pixel is filled twice
+// where it can be helped. BenchmarkDraw measures a frame with everything
+// on.
 package ui
 
 import (
@@ -36,7 +37,7 @@ type Game struct {
 
 	view  *view
 	batch *batch
-	text  *textCache
+	text  *textBatch
 	texts []textItem
 	xy    []float32
 }
@@ -49,7 +50,7 @@ const controlsFor = 12 * 60
 // first Update.
 func NewGame(cfg game.Config, log *slog.Logger) *Game {
 	return &Game{cfg: cfg, log: log, hud: cfg.HUD, ghost: cfg.Ghost, controls: true,
-		view: newView(), batch: newBatch(), text: newTextCache()}
+		view: newView(), batch: newBatch(), text: newTextBatch()}
 }
 
 // ErrNoDisplay is returned by Run when no window can be opened.
@@ -136,7 +137,7 @@ func (g *Game) step() {
 }
 
 // Draw paints the current state; it changes nothing the game or the view
-// holds (only the batch's buffers and the text cache's pixels).
+// holds (only the batches' vertex buffers).
 func (g *Game) Draw(screen *ebiten.Image) {
 	g.texts = g.texts[:0]
 	screen.Fill(colSky)
@@ -147,16 +148,14 @@ func (g *Game) Draw(screen *ebiten.Image) {
 	for _, t := range g.texts {
 		g.text.draw(screen, t.s, t.x, t.y, t.size, t.col, t.centre)
 	}
-	g.text.endFrame()
+	g.text.flush(screen)
 }
 
 func (g *Game) drawAll(screen *ebiten.Image) {
 	pl := g.app.Local()
 	inMatch := pl != nil && pl.World() != nil && pl.Match() != nil && g.view.world == pl.World() && g.view.camSet
 	if inMatch {
-		g.drawWorld(screen, pl)
-		// The world's shapes go first: the top bar and panels cover them.
-		g.batch.flush(screen)
+		g.drawWorld(screen, pl) // flushes its shapes, clipped to its region
 		g.drawTopBar(screen, pl)
 	}
 	if g.drawStatus(screen) {
