@@ -41,7 +41,7 @@ var (
 	colOutline = color.RGBA{14, 14, 20, 255}
 	colSpark   = color.RGBA{255, 236, 150, 255}
 	colSparkHi = color.RGBA{255, 255, 255, 255}
-	colEye     = color.RGBA{250, 250, 250, 255}
+	colEye     = color.RGBA{236, 236, 228, 255} // not the sparks' white
 
 	// Per peer: fighter body, its far limbs (drawn behind), and props it owns.
 	colFighter = [3]color.RGBA{{}, {66, 135, 245, 255}, {235, 80, 70, 255}}

@@ -138,7 +138,7 @@ func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 	one := func(s string, c color.Color, size float64) {
 		g.panel(dst, []hudLine{{s, c}}, screenW/2, g.bannerY(1, size), size)
 	}
-	if v := g.view; v.koPeer != 0 && v.koTicks < 75 {
+	if v := g.view; v.koPeer != 0 && v.koTicks < koBanner {
 		size := 8.0
 		if v.koTicks < 8 {
 			size = 12 - float64(v.koTicks)/2

@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
 
 	"github.com/ragsync/ragsync/demo/internal/game"
+	"github.com/ragsync/ragsync/physics"
 )
 
 // Game is the ebiten.Game of the demo.
@@ -34,6 +36,14 @@ type Game struct {
 	controls bool // F3 or H; shown at the start
 	touched  bool // the player toggled the controls panel
 	fought   int  // ticks of fighting seen, to put the controls away
+
+	// The logic's own clock: ticks run since start. Ebiten calls Update 60
+	// times a second, but runs at most 5 to catch up after a slow frame;
+	// Update runs the ticks the wall clock says are due, so the game keeps
+	// 60 a second even when a frame takes longer than 5 ticks.
+	start   time.Time
+	done    int64
+	confirm bool // R or Enter pressed, for the next tick
 
 	view  *view
 	batch *batch
@@ -96,19 +106,48 @@ func (g *Game) Close() {
 // App returns the game's App (nil before the first Update).
 func (g *Game) App() *game.App { return g.app }
 
-// Update runs one tick: keyboard, then the game logic, then the view.
+// Catching up: beyond catchUpAfter ticks behind the wall clock, Update
+// runs up to maxCatchUp ticks at once; further behind than maxBacklog, the
+// backlog is dropped (the machine was suspended, or is far too slow).
+const (
+	catchUpAfter = 2
+	maxCatchUp   = 30
+	maxBacklog   = 60
+)
+
+// Update runs the keyboard, then one tick of the game logic and of the
+// view, or more when the wall clock says the game fell behind (see start).
 func (g *Game) Update() error {
+	now := time.Now()
 	if g.app == nil {
 		g.app = game.NewApp(g.cfg, g.log)
 		g.app.SetFrameRate(ebiten.ActualFPS)
+		g.start = now
 	}
 	k := readKeys()
 	if k.quit {
 		return ebiten.Termination
 	}
 	g.apply(k)
-	g.app.Update(game.Controls{Fighter: k.fighter, Confirm: k.confirm})
-	g.step()
+	due := int64(now.Sub(g.start)/physics.TickDuration) + 1
+	n := int64(1)
+	switch behind := due - g.done; {
+	case behind > maxBacklog:
+		g.done = due - 1
+	case behind > catchUpAfter:
+		n = min(behind, maxCatchUp)
+	case behind < -catchUpAfter: // ahead of the wall clock: wait a tick
+		n = 0
+	}
+	g.confirm = g.confirm || k.confirm
+	c := game.Controls{Fighter: k.fighter, Confirm: g.confirm}
+	for range n {
+		g.confirm = false
+		g.app.Update(c)
+		g.step()
+		g.done++
+		c.Confirm = false // a key press counts once
+	}
 	return nil
 }
 

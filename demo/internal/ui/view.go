@@ -57,7 +57,8 @@ type ring struct {
 const (
 	sparkLife = 22 // ticks
 	ringLife  = 14
-	koLength  = 150 // ticks of the KO moment
+	koLength  = 150 // ticks of the KO moment (the camera closes in)
+	koBanner  = 110 // ticks of the K.O. text, before the result's banner
 )
 
 func newView() *view {
