@@ -64,6 +64,7 @@ type App struct {
 	// when the local player loses its rival or fails to pair: a server that
 	// stopped answering is a host who quit.
 	lastStatus Status
+	nextCheck  time.Time
 	healthCh   chan bool
 	checking   bool
 	serverGone bool
@@ -151,7 +152,7 @@ func (a *App) Update(local Controls) {
 	if a.setup != SetupDone {
 		return
 	}
-	a.watchServer()
+	a.watchServer(wall)
 	if a.serverGone && local.Confirm {
 		a.Host()
 		return
@@ -194,24 +195,30 @@ func (a *App) rates(wall time.Time) {
 	}
 }
 
-// watchServer checks the signaling server's health when the local player
-// loses its rival or fails to pair, if another process runs the server.
-func (a *App) watchServer() {
+// watchServer checks the signaling server's health while the local player
+// has lost its rival or failed to pair, if another process runs the server:
+// at once, then every serverCheckEvery (a host that quits says goodbye to
+// its rival a moment before its server stops).
+func (a *App) watchServer(wall time.Time) {
 	st := a.local.Status()
+	down := st == StatusLost || st == StatusFailed
 	if st != a.lastStatus {
 		a.lastStatus = st
-		if st != StatusLost && st != StatusFailed {
+		a.nextCheck = wall
+		if !down {
 			a.serverGone = false
-		} else if a.server == nil && !a.checking {
-			a.checking = true
-			url := a.signal
-			a.wg.Add(1)
-			go func() {
-				defer a.wg.Done()
-				err := healthy(a.ctx, url, 2*time.Second)
-				a.healthCh <- err != nil
-			}()
 		}
+	}
+	if down && a.server == nil && !a.checking && !a.serverGone && !wall.Before(a.nextCheck) {
+		a.checking = true
+		a.nextCheck = wall.Add(serverCheckEvery)
+		url := a.signal
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			err := healthy(a.ctx, url, 2*time.Second)
+			a.healthCh <- err != nil
+		}()
 	}
 	if a.checking {
 		select {
@@ -226,6 +233,9 @@ func (a *App) watchServer() {
 		}
 	}
 }
+
+// serverCheckEvery is how often watchServer checks a server that answered.
+const serverCheckEvery = 2 * time.Second
 
 // Host starts a signaling server in this process (on -listen) to replace
 // one that went away, and pairs again through it; the rival can then join

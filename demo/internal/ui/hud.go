@@ -115,8 +115,11 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		g.say(clock(r.Remaining(now)), screenW/2, 6, 2, colText, true)
 		g.say(fmt.Sprintf("round %d", n), screenW/2, 36, 1, colDim, true)
 	}
-	ls := pl.Session().Stats()
-	status := fmt.Sprintf("%s | rtt %.1f ms", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
+	status := "the rival is gone"
+	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
+		ls := pl.Session().Stats()
+		status = fmt.Sprintf("%s | rtt %.1f ms", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
+	}
 	g.say(status, 20, 44, 1, colDim, false)
 	keys := "F1 net HUD  F2 ghost  F3/H controls  Esc quit"
 	g.say(keys, screenW-20-textWidth(keys, 1), 44, 1, colDim, false)

@@ -13,6 +13,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,7 +44,8 @@ type Game struct {
 	// 60 a second even when a frame takes longer than 5 ticks.
 	start   time.Time
 	done    int64
-	confirm bool // R or Enter pressed, for the next tick
+	confirm bool            // R or Enter pressed, for the next tick
+	stop    <-chan struct{} // the process was asked to end
 
 	view  *view
 	batch *batch
@@ -66,9 +68,12 @@ func NewGame(cfg game.Config, log *slog.Logger) *Game {
 // ErrNoDisplay is returned by Run when no window can be opened.
 var ErrNoDisplay = errors.New("no display to open the window on")
 
-// Run opens the window and plays until it is closed or Esc is pressed.
-func Run(cfg game.Config, log *slog.Logger) error {
+// Run opens the window and plays until it is closed, Esc is pressed or ctx
+// is done (the process got SIGINT or SIGTERM); then it closes the App, so
+// the rival's session hears a goodbye instead of waiting out a timeout.
+func Run(ctx context.Context, cfg game.Config, log *slog.Logger) error {
 	g := NewGame(cfg, log)
+	g.stop = ctx.Done()
 	defer g.Close()
 	ebiten.SetTPS(60)
 	ebiten.SetWindowSize(screenW, screenH)
@@ -125,6 +130,11 @@ func (g *Game) Update() error {
 		g.start = now
 	}
 	k := readKeys()
+	select {
+	case <-g.stop:
+		k.quit = true
+	default:
+	}
 	if k.quit {
 		return ebiten.Termination
 	}
