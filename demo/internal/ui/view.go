@@ -264,9 +264,6 @@ const (
 func frame(pl *game.Player, r rect, koPeer, koTicks int) camera {
 	w := pl.World()
 	rep := pl.Match().Replicator()
-	cfg := w.Config().Arena
-	in := w.Arena()
-	wt := cfg.WallThickness
 	minX, maxX, maxY := math.Inf(1), math.Inf(-1), 0.0
 	for _, f := range w.Fighters() {
 		if koPeer != 0 && peerOf(f.ID()) != koPeer && koTicks > 20 {
@@ -277,7 +274,14 @@ func frame(pl *game.Player, r rect, koPeer, koTicks int) camera {
 			minX, maxX, maxY = math.Min(minX, p.X), math.Max(maxX, p.X), math.Max(maxY, p.Y)
 		}
 	}
-	if math.IsInf(minX, 0) {
+	return frameBox(w.Arena(), w.Config().Arena.WallThickness, minX, maxX, maxY, r, koPeer != 0 && koTicks > 20)
+}
+
+// frameBox is frame's geometry: the camera for fighters spanning minX..maxX
+// (and up to maxY) in the arena's interior in, walls wt thick, drawn in r;
+// close frames tighter (the KO moment).
+func frameBox(in physics.Rect, wt, minX, maxX, maxY float64, r rect, close bool) camera {
+	if math.IsInf(minX, 0) || math.IsInf(maxX, 0) {
 		minX, maxX = in.Min.X, in.Max.X
 	}
 	// Keep the fighters' box inside the arena (a body may poke into a
@@ -285,15 +289,14 @@ func frame(pl *game.Player, r rect, koPeer, koTicks int) camera {
 	minX, maxX = math.Max(minX, in.Min.X), math.Min(maxX, in.Max.X)
 	maxY = math.Min(math.Max(maxY, 1.8), in.Max.Y)
 	side := frameSide
-	if koPeer != 0 && koTicks > 20 {
+	if close {
 		side = 1.2
 	}
 	viewW := math.Max(maxX-minX+2*side, frameMinW)
 	viewH := maxY + frameAbove + frameBelow
 	s := math.Min(r.w/viewW, r.h/viewH)
 	// Never wider than the arena with its walls.
-	fit := math.Min(r.w/(in.Max.X-in.Min.X+2*wt), r.h/(in.Max.Y+wt+frameBelow))
-	s = math.Max(s, fit)
+	s = math.Max(s, r.w/(in.Max.X-in.Min.X+2*wt))
 	halfW, halfH := r.w/2/s, r.h/2/s
 	cx := (minX + maxX) / 2
 	lo, hi := in.Min.X-wt+halfW, in.Max.X+wt-halfW
