@@ -116,8 +116,8 @@ func (g *Game) App() *game.App { return g.app }
 // backlog is dropped (the machine was suspended, or is far too slow).
 const (
 	catchUpAfter = 2
-	maxCatchUp   = 30
-	maxBacklog   = 60
+	maxCatchUp   = 60
+	maxBacklog   = 180
 )
 
 // Update runs the keyboard, then one tick of the game logic and of the
