@@ -330,65 +330,243 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// TestWindowScreenshot opens the real window under Xvfb with a bot rival,
-// screenshots the X screen, and checks that it shows the arena and both
-// fighters.
-func TestWindowScreenshot(t *testing.T) {
+// TestNoDisplay: without a display the demo says what to do instead
+// (-headless, xvfb-run) and exits non-zero, without a panic or a goroutine
+// dump; the window program itself, given a display that does not exist,
+// says the same.
+func TestNoDisplay(t *testing.T) {
+	bin := demoBinary(t)
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "DISPLAY=") && !strings.HasPrefix(e, "WAYLAND_DISPLAY=") {
+			env = append(env, e)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		bin  string
+		env  []string
+	}{
+		{"demo without DISPLAY", bin, env},
+		{"window on a display that does not exist", filepath.Join(filepath.Dir(bin), "demo-window"), append(env, "DISPLAY=:4242")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.CommandContext(testwait.Context(t), c.bin, "-bot", "-listen", "127.0.0.1:0")
+			cmd.Env = c.env
+			out, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() == 0 {
+				t.Fatalf("exit: %v, want a non-zero exit code\n%s", err, out)
+			}
+			s := string(out)
+			for _, want := range []string{"display", "-headless", "xvfb-run"} {
+				if !strings.Contains(s, want) {
+					t.Errorf("the message lacks %q:\n%s", want, s)
+				}
+			}
+			for _, bad := range []string{"goroutine ", "panic", ".go:"} {
+				if strings.Contains(s, bad) {
+					t.Errorf("the output has %q:\n%s", bad, s)
+				}
+			}
+		})
+	}
+}
+
+// Colours the window test looks for (ui's palette; solid, not anti-aliased).
+var (
+	colArena   = color.RGBA{112, 98, 82, 255}
+	colF1      = color.RGBA{66, 135, 245, 255}
+	colF2      = color.RGBA{235, 80, 70, 255}
+	colWarn    = color.RGBA{255, 196, 64, 255}
+	colBad     = color.RGBA{255, 96, 80, 255} // the K.O. text
+	colSpark   = color.RGBA{255, 236, 150, 255}
+	colSparkHi = color.RGBA{255, 255, 255, 255}
+	colAge     = color.RGBA{255, 210, 90, 255} // the HUD graph's state age
+)
+
+const (
+	topBar = 64
+	hudTop = 720 - 250 // the net HUD's top edge
+)
+
+// xvfbScript runs script (sh) under xvfb-run on a 1280×720 screen; it
+// skips the test if the tools are missing.
+func xvfbScript(t *testing.T, script string) {
+	t.Helper()
 	for _, tool := range []string{"xvfb-run", "import"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (run make deps, which installs xvfb, xauth and imagemagick): %v", tool, err)
 		}
 	}
-	bin := demoBinary(t)
-	dir := t.TempDir()
-	shot := filepath.Join(dir, "screen.png")
-	logf := filepath.Join(dir, "demo.log")
-	// Wait until the round is set (both peers paired and synced), let the
-	// countdown run out and the fight start, then screenshot. The wait for
-	// the round has no limit but the test binary's deadline (each check
-	// takes at least 0.1 s); the countdown is 3 s of game time, which
-	// follows the wall clock, so 4.5 s later the fight has started however
-	// slowly the machine draws it.
-	polls := 1 << 30
-	if d, ok := testwait.Deadline(t); ok {
-		polls = int(time.Until(d) / (100 * time.Millisecond))
-	}
-	script := fmt.Sprintf(`%q -bot -listen 127.0.0.1:0 >%q 2>&1 &
-pid=$!
-i=0
-while ! grep -q 'round set.*peer=you' %q; do
-  i=$((i+1)); if [ $i -gt %d ] || ! kill -0 $pid 2>/dev/null; then echo "demo did not start a round"; kill $pid 2>/dev/null; exit 1; fi
-  sleep 0.1
-done
-sleep 4.5
-import -window root %q
-rc=$?
-kill $pid
-wait $pid 2>/dev/null
-exit $rc
-`, bin, logf, logf, polls, shot)
 	cmd := exec.CommandContext(testwait.Context(t), "xvfb-run", "-a", "-s", "-screen 0 1280x720x24", "sh", "-c", script)
 	cmd.WaitDelay = 10 * time.Second // after a kill at the deadline
-	out, err := cmd.CombinedOutput()
-	logs, _ := os.ReadFile(logf)
-	if err != nil {
-		t.Fatalf("xvfb-run: %v\n%s\ndemo log:\n%s", err, out, logs)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("xvfb-run: %v\n%s", err, out)
 	}
-	if keep := os.Getenv("DEMO_SCREENSHOT"); keep != "" {
-		if b, err := os.ReadFile(shot); err == nil {
-			os.WriteFile(keep, b, 0o644)
+}
+
+// polls is how many 0.1 s waits fit before the test binary's deadline.
+func polls(t *testing.T) int {
+	if d, ok := testwait.Deadline(t); ok {
+		return max(int(time.Until(d)/(100*time.Millisecond))-100, 10)
+	}
+	return 1 << 30
+}
+
+// keepShots copies the screenshots to $DEMO_SCREENSHOTS, if set.
+func keepShots(t *testing.T, shots map[string]string) {
+	dir := os.Getenv("DEMO_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range shots {
+		b, err := os.ReadFile(src)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
+		}
+		if err != nil {
+			t.Error(err)
 		}
 	}
-	f, err := os.Open(shot)
+	t.Logf("screenshots in %s", dir)
+}
+
+func loadPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	img, err := png.Decode(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	checkScreenshot(t, img)
+	return img
+}
+
+// count finds the pixels of colour c inside r.
+func count(img image.Image, c color.RGBA, r image.Rectangle) region {
+	var out region
+	r = r.Intersect(img.Bounds())
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if near(img.At(x, y), c) {
+				out.add(x, y)
+			}
+		}
+	}
+	return out
+}
+
+// TestWindowWaiting opens the window with nobody to pair with: it shows
+// that it waits for a rival, how one joins, and the controls.
+func TestWindowWaiting(t *testing.T) {
+	bin := demoBinary(t)
+	dir := t.TempDir()
+	shot, logf := filepath.Join(dir, "waiting.png"), filepath.Join(dir, "demo.log")
+	xvfbScript(t, fmt.Sprintf(`%q -listen 127.0.0.1:0 >%q 2>&1 &
+pid=$!
+i=0
+while ! grep -q 'looking for a rival' %q; do
+  i=$((i+1)); if [ $i -gt %d ] || ! kill -0 $pid 2>/dev/null; then echo "the demo did not wait for a rival"; cat %q; kill $pid; exit 1; fi
+  sleep 0.1
+done
+sleep 1
+import -window root %q
+rc=$?
+kill $pid
+wait $pid 2>/dev/null
+exit $rc
+`, bin, logf, logf, polls(t), logf, shot))
+	keepShots(t, map[string]string{"waiting": shot})
+	img := loadPNG(t, shot)
+	if w := count(img, colWarn, img.Bounds()); w.n < 300 {
+		t.Errorf("no waiting line (%d px of its colour)", w.n)
+	}
+	// The controls panel at the bottom right: its heading in colWarn.
+	if c := count(img, colWarn, image.Rect(900, 400, 1280, 720)); c.n < 50 {
+		t.Errorf("no controls panel (%d px of its heading's colour at the bottom right)", c.n)
+	}
+}
+
+// TestWindowFight opens the real window under Xvfb with a bot rival and the
+// net HUD, screenshots it through the fight until a KO, and checks a shot
+// mid-fight (the arena, both fighters large and with volume, the HUD below
+// the world), one with hit sparks and one of the KO moment. It logs the
+// game's tick and frame rates from the demo's periodic lines.
+func TestWindowFight(t *testing.T) {
+	bin := demoBinary(t)
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "demo.log")
+	xvfbScript(t, fmt.Sprintf(`cd %q
+%q -bot -hud -listen 127.0.0.1:0 >demo.log 2>&1 &
+pid=$!
+i=0
+while ! grep -q 'round set.*peer=you' demo.log; do
+  i=$((i+1)); if [ $i -gt %d ] || ! kill -0 $pid 2>/dev/null; then echo "the demo did not start a round"; cat demo.log; kill $pid; exit 1; fi
+  sleep 0.1
+done
+sleep 4.5
+import -window root mid.png
+n=0
+while ! grep -q 'round over.*peer=you.*KO' demo.log; do
+  n=$((n+1)); if [ $n -gt %d ] || ! kill -0 $pid 2>/dev/null; then echo "no KO"; cat demo.log; kill $pid; exit 1; fi
+  import -window root shot-$n.png
+done
+import -window root shot-ko1.png
+import -window root shot-ko2.png
+kill $pid
+wait $pid 2>/dev/null
+exit 0
+`, dir, bin, polls(t), polls(t)/3))
+	logs, _ := os.ReadFile(logf)
+	for _, l := range strings.Split(string(logs), "\n") {
+		if strings.Contains(l, "peer=you") && strings.Contains(l, "tps=") {
+			i := strings.Index(l, "tps=")
+			j := strings.Index(l[i:], " path=")
+			if j < 0 {
+				j = min(len(l)-i, 30)
+			}
+			t.Logf("periodic line: %s", l[i:i+j])
+		}
+	}
+	mid := loadPNG(t, filepath.Join(dir, "mid.png"))
+	checkScreenshot(t, mid)
+	if a := count(mid, colAge, image.Rect(0, hudTop, 1280, 720)); a.n < 50 {
+		t.Errorf("no net graph in the HUD (%d px of the state age's colour)", a.n)
+	}
+	if f := count(mid, colF1, image.Rect(0, hudTop, 1280, 720)); f.n > 0 {
+		t.Errorf("a fighter drawn over the HUD (%d px)", f.n)
+	}
+	// The shot with the most of the K.O. text's colour, and among the
+	// others (a hit before the KO) the one with the most spark pixels.
+	shots, _ := filepath.Glob(filepath.Join(dir, "shot-*.png"))
+	world := image.Rect(0, topBar, 1280, hudTop)
+	var hitShot, koShot string
+	var hitN, koN int
+	for _, p := range shots {
+		img := loadPNG(t, p)
+		ko := count(img, colBad, world).n
+		if ko > koN {
+			koN, koShot = ko, p
+		}
+		if n := count(img, colSpark, world).n + count(img, colSparkHi, world).n; n > hitN && ko < 500 {
+			hitN, hitShot = n, p
+		}
+	}
+	t.Logf("%d shots; the hit: %s (%d spark px); the KO: %s (%d px of the K.O. text)", len(shots), filepath.Base(hitShot), hitN, filepath.Base(koShot), koN)
+	keepShots(t, map[string]string{"fight-hud": filepath.Join(dir, "mid.png"), "hit": hitShot, "ko": koShot})
+	if hitN < 40 {
+		t.Errorf("no hit sparks in any of %d shots (at most %d px)", len(shots), hitN)
+	}
+	if koN < 1500 {
+		t.Errorf("no K.O. text in any of %d shots (at most %d px)", len(shots), koN)
+	}
 }
 
 // region counts the pixels of one colour and their bounding box.
@@ -419,52 +597,32 @@ func near(c color.Color, want color.RGBA) bool {
 
 // checkScreenshot finds the arena (walls and ground) and the two fighters'
 // colours (torso, head and near limbs; far limbs are darker) and checks
-// they are where a match puts them.
+// they are where a match puts them, framed large by the camera: each
+// fighter spans at least 150 px (with the HUD on) and fills thousands of pixels (a
+// body with volume, not a stick figure).
 func checkScreenshot(t *testing.T, img image.Image) {
-	var (
-		arenaCol = color.RGBA{112, 98, 82, 255}
-		f1       = color.RGBA{66, 135, 245, 255}
-		f2       = color.RGBA{235, 80, 70, 255}
-	)
-	const topBar = 64
 	b := img.Bounds()
 	if b.Dx() < 1280 || b.Dy() < 720 {
 		t.Fatalf("screenshot is %v", b)
 	}
-	var arena, p1, p2 region
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			c := img.At(x, y)
-			switch {
-			case near(c, arenaCol):
-				arena.add(x, y)
-			case y < topBar:
-			case near(c, f1):
-				p1.add(x, y)
-			case near(c, f2):
-				p2.add(x, y)
-			}
-		}
-	}
+	world := image.Rect(0, topBar, 1280, hudTop)
+	arena := count(img, colArena, world)
+	p1, p2 := count(img, colF1, world), count(img, colF2, world)
 	t.Logf("arena %d px in %v; fighter 1 %d px in %v; fighter 2 %d px in %v", arena.n, arena.box, p1.n, p1.box, p2.n, p2.box)
-	total := b.Dx() * b.Dy()
-	if arena.n < total/10 || arena.box.Dx() < b.Dx()/2 || arena.box.Dy() < b.Dy()/2 {
+	if arena.n < 20000 || arena.box.Dx() < b.Dx()/2 {
 		t.Fatalf("no arena: %d px of its colour in %v", arena.n, arena.box)
 	}
-	// The interior: inside the walls, above the ground (the arena's
-	// colour frames it; its bottom quarter is ground).
-	interior := image.Rect(arena.box.Min.X+20, topBar, arena.box.Max.X-20, arena.box.Max.Y-20)
+	ground := arena.box.Max.Y
 	for i, p := range []region{p1, p2} {
-		if p.n < 300 {
+		if p.n < 3000 {
 			t.Errorf("fighter %d: %d pixels of its colour", i+1, p.n)
 			continue
 		}
-		if !p.box.In(interior) {
-			t.Errorf("fighter %d at %v, outside the arena's interior %v", i+1, p.box, interior)
+		if p.box.Dy() < 150 && p.box.Dx() < 150 {
+			t.Errorf("fighter %d spans only %v: too small", i+1, p.box)
 		}
-		// A standing or fallen ragdoll: neither a speck nor the screen.
-		if p.box.Dx() > b.Dx()/3 || p.box.Dy() > b.Dy()/2 {
-			t.Errorf("fighter %d spans %v: not a fighter", i+1, p.box)
+		if p.box.Max.Y > ground || p.box.Min.Y < topBar {
+			t.Errorf("fighter %d at %v, outside the world (ground at y=%d)", i+1, p.box, ground)
 		}
 	}
 }

@@ -31,6 +31,10 @@ func main() {
 		os.Exit(2)
 	}
 	if !cfg.Headless {
+		if !hasDisplay() {
+			fmt.Fprintln(os.Stderr, noDisplayMsg)
+			os.Exit(1)
+		}
 		os.Exit(launchWindow(os.Args[1:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -12,7 +12,9 @@
 //	go run ./cmd/netdiag -signal http://SERVER:8080 -room CODE
 //
 // Without -room, netdiag creates a room with a fresh code and prints the
-// command to run on the other machine.
+// command to run on the other machine, with a signaling address that
+// machine can use: for a loopback -signal (this machine's own), this
+// machine's network addresses with the same port instead.
 //
 // Or pair by quick match on both (-quick), or try it alone: -self runs both
 // ends in this process, against -signal if given, else against a signaling

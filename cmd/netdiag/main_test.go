@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -278,6 +279,39 @@ func TestVerdict(t *testing.T) {
 		t.Run(fmt.Sprint(c.want, " ", c.loss, " ", c.interrupted), func(t *testing.T) {
 			if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {
 				t.Errorf("%+v loss %v interrupted %v: %s (%s), want %s", c.tr, c.loss, c.interrupted, got, why, c.want)
+			}
+		})
+	}
+}
+
+// The host's hint names an address the other machine can use: not the
+// loopback address this machine reaches the server at, but its network
+// addresses with the same port; a non-loopback -signal is passed on as is.
+func TestJoinHint(t *testing.T) {
+	lan := []net.IP{net.ParseIP("192.0.2.7").To4(), net.ParseIP("198.51.100.3").To4()}
+	for _, tc := range []struct {
+		name, signal string
+		ips          []net.IP
+		want, not    []string
+	}{
+		{"loopback with network addresses", "http://127.0.0.1:8080", lan,
+			[]string{"netdiag -signal http://192.0.2.7:8080 -room ABCDEF\n", "netdiag -signal http://198.51.100.3:8080 -room ABCDEF\n", "-addr :8080", "-interfaces all"},
+			[]string{"-signal http://127.0.0.1:8080 -room"}},
+		{"localhost", "http://localhost:9000", lan[:1], []string{"-signal http://192.0.2.7:9000 -room ABCDEF\n"}, []string{"localhost:9000 -room"}},
+		{"loopback only", "http://127.0.0.1:8080", nil, []string{"-signal http://127.0.0.1:8080 -room ABCDEF\n", "no other network address"}, nil},
+		{"a server other machines reach", "https://signal.example.org", lan, []string{"-signal https://signal.example.org -room ABCDEF\n"}, []string{"192.0.2.7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := joinHint(tc.signal, "ABCDEF", tc.ips)
+			for _, w := range tc.want {
+				if !strings.Contains(h, w) {
+					t.Errorf("hint lacks %q:\n%s", w, h)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(h, n) {
+					t.Errorf("hint has %q:\n%s", n, h)
+				}
 			}
 		})
 	}

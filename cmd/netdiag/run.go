@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -160,8 +162,83 @@ func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "room %s created; on the other machine run:\n\n\tnetdiag -signal %s -room %s\n\n", room.Code(), o.signal, room.Code())
+	fmt.Fprint(stderr, joinHint(o.signal, room.Code(), lanIPv4s()))
 	return room.Connect(ctx)
+}
+
+// joinHint is what the host prints for the other machine: the command to
+// run there, with a signaling address that machine can use. A loopback
+// address (this machine's own) is no use to it: the command then names each
+// of this machine's network addresses (ips) with the same port instead,
+// and says what the server and this side need for it to work.
+func joinHint(signal, code string, ips []net.IP) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "room %s created; on the other machine run:\n\n", code)
+	u, err := url.Parse(signal)
+	if err != nil || !isLoopback(u.Hostname()) {
+		fmt.Fprintf(&b, "\tnetdiag -signal %s -room %s\n\n", signal, code)
+		return b.String()
+	}
+	if len(ips) == 0 {
+		fmt.Fprintf(&b, "\tnetdiag -signal %s -room %s\n\n", signal, code)
+		fmt.Fprintf(&b, "(%s is this machine's loopback address, and this machine has no other network address: "+
+			"only a run on this machine can join. Give -signal a server both machines reach.)\n\n", signal)
+		return b.String()
+	}
+	for _, ip := range ips {
+		v := *u
+		v.Host = net.JoinHostPort(ip.String(), u.Port())
+		if u.Port() == "" {
+			v.Host = ip.String()
+		}
+		fmt.Fprintf(&b, "\tnetdiag -signal %s -room %s\n", v.String(), code)
+	}
+	fmt.Fprintf(&b, "\n(%s is this machine's loopback address, which the other machine cannot use; the line above names "+
+		"this machine's network address instead. It works if the signaling server listens on it (go run ./cmd/signal -addr :%s), "+
+		"and WebRTC reaches the other machine if this side runs with -interfaces all.)\n\n", signal, portOr(u, "8080"))
+	return b.String()
+}
+
+func portOr(u *url.URL, def string) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	return def
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// lanIPv4s lists this machine's non-loopback, non-link-local IPv4 addresses
+// on interfaces that are up. Reading the interfaces sends nothing.
+func lanIPv4s() []net.IP {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip4 := ipn.IP.To4(); ip4 != nil && !ip4.IsLoopback() && !ip4.IsLinkLocalUnicast() {
+					out = append(out, ip4)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // runSelf connects two sessions in this process and reports both.

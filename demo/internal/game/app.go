@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -21,6 +22,7 @@ const (
 	SetupRunning SetupState = iota // checking for a server, maybe starting one
 	SetupDone                      // the players are pairing
 	SetupFailed                    // see App.Err
+	SetupHosting                   // the server in use went away; starting one here (App.Host)
 )
 
 type setupResult struct {
@@ -36,18 +38,36 @@ type App struct {
 	cfg Config
 	log *slog.Logger
 
-	setup    SetupState
-	setupCh  chan setupResult
-	cancel   context.CancelFunc
-	err      error
-	server   *embeddedServer
-	signal   string
-	share    []string
-	local    *Player
-	bot      *Player
-	botRoom  string
-	ticks    uint64
-	logEvery uint64
+	setup   SetupState
+	setupCh chan setupResult
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // the App's own goroutines
+	err     error
+	server  *embeddedServer
+	signal  string
+	share   []string
+	local   *Player
+	bot     *Player
+	botRoom string
+
+	now       func() time.Time // wall clock; time.Now
+	frameRate func() float64   // the window's frames per second; nil headless
+	ticks     uint64
+	logAt     time.Time // wall time of the last periodic line
+	logTicks  uint64    // ticks at logAt
+	rateAt    time.Time // the 1 s window of Rates
+	rateTicks uint64
+	tps, fps  float64
+
+	// The health of a signaling server this process does not run, checked
+	// when the local player loses its rival or fails to pair: a server that
+	// stopped answering is a host who quit.
+	lastStatus Status
+	nextCheck  time.Time
+	healthCh   chan bool
+	checking   bool
+	serverGone bool
 }
 
 // LogEvery is the interval of the summary lines in the log.
@@ -60,11 +80,30 @@ func NewApp(cfg Config, log *slog.Logger) *App {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &App{cfg: cfg, log: log, setupCh: make(chan setupResult, 1), cancel: cancel,
-		logEvery: uint64(LogEvery.Seconds() * ticksPerSec)}
-	go func() { a.setupCh <- a.findServer(ctx) }()
+	a := &App{cfg: cfg, log: log, setupCh: make(chan setupResult, 1), cancel: cancel, ctx: ctx,
+		now: time.Now, healthCh: make(chan bool, 1)}
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); a.setupCh <- a.findServer(ctx) }()
 	return a
 }
+
+// SetFrameRate gives the App the window's frame rate (ebiten.ActualFPS),
+// for the periodic log line and the HUD.
+func (a *App) SetFrameRate(fps func() float64) { a.frameRate = fps }
+
+// Rates returns the game's ticks per second and the window's frames per
+// second over the last second of wall time (frames 0 without a window).
+func (a *App) Rates() (tps, fps float64) { return a.tps, a.fps }
+
+// RivalIsBot reports whether the local player's rival is this process's
+// bot (-bot).
+func (a *App) RivalIsBot() bool { return a.cfg.Bot }
+
+// ServerGone reports that the signaling server in use, which another
+// process ran, stopped answering after the local player lost its rival or
+// failed to pair: its host has probably quit. Confirm (Enter) then hosts a
+// server here (see Host).
+func (a *App) ServerGone() bool { return a.serverGone }
 
 // findServer decides which signaling server to use, embedding one if
 // needed.
@@ -98,7 +137,11 @@ func (a *App) playerConfig(name string, room string, seed uint64, bot bool) Play
 
 // Update runs one 60 Hz tick of everything.
 func (a *App) Update(local Controls) {
-	if a.setup == SetupRunning {
+	wall := a.now()
+	a.ticks++
+	a.rates(wall)
+	switch a.setup {
+	case SetupRunning, SetupHosting:
 		select {
 		case r := <-a.setupCh:
 			a.startPlayers(r)
@@ -107,6 +150,11 @@ func (a *App) Update(local Controls) {
 		}
 	}
 	if a.setup != SetupDone {
+		return
+	}
+	a.watchServer(wall)
+	if a.serverGone && local.Confirm {
+		a.Host()
 		return
 	}
 	a.local.Update(local)
@@ -122,13 +170,95 @@ func (a *App) Update(local Controls) {
 		}
 		a.bot.Update(Controls{}) // the App restarts it along with the local player
 	}
-	a.ticks++
-	if a.ticks%a.logEvery == 0 {
-		a.local.logWindow()
+	if wall.Sub(a.logAt) >= LogEvery {
+		tps := float64(a.ticks-a.logTicks) / wall.Sub(a.logAt).Seconds()
+		a.logAt, a.logTicks = wall, a.ticks
+		a.local.logWindow(wall, tps, a.fps)
 		if a.bot != nil {
-			a.bot.logWindow()
+			a.bot.logWindow(wall, tps, a.fps)
 		}
 	}
+}
+
+// rates measures the tick and frame rates over seconds of wall time.
+func (a *App) rates(wall time.Time) {
+	if a.rateAt.IsZero() {
+		a.rateAt, a.rateTicks, a.logAt, a.logTicks = wall, a.ticks, wall, a.ticks
+		return
+	}
+	if el := wall.Sub(a.rateAt); el >= time.Second {
+		a.tps = float64(a.ticks-a.rateTicks) / el.Seconds()
+		if a.frameRate != nil {
+			a.fps = a.frameRate()
+		}
+		a.rateAt, a.rateTicks = wall, a.ticks
+	}
+}
+
+// watchServer checks the signaling server's health while the local player
+// has lost its rival or failed to pair, if another process runs the server:
+// at once, then every serverCheckEvery (a host that quits says goodbye to
+// its rival a moment before its server stops).
+func (a *App) watchServer(wall time.Time) {
+	st := a.local.Status()
+	down := st == StatusLost || st == StatusFailed
+	if st != a.lastStatus {
+		a.lastStatus = st
+		a.nextCheck = wall
+		if !down {
+			a.serverGone = false
+		}
+	}
+	if down && a.server == nil && !a.checking && !a.serverGone && !wall.Before(a.nextCheck) {
+		a.checking = true
+		a.nextCheck = wall.Add(serverCheckEvery)
+		url := a.signal
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			err := healthy(a.ctx, url, 2*time.Second)
+			a.healthCh <- err != nil
+		}()
+	}
+	if a.checking {
+		select {
+		case gone := <-a.healthCh:
+			a.checking = false
+			st := a.local.Status()
+			a.serverGone = gone && (st == StatusLost || st == StatusFailed)
+			if a.serverGone {
+				a.log.Warn("the signaling server does not answer any more: its host has probably quit", "url", a.signal)
+			}
+		default:
+		}
+	}
+}
+
+// serverCheckEvery is how often watchServer checks a server that answered.
+const serverCheckEvery = 2 * time.Second
+
+// Host starts a signaling server in this process (on -listen) to replace
+// one that went away, and pairs again through it; the rival can then join
+// this machine. Update calls it on Confirm while ServerGone.
+func (a *App) Host() {
+	a.serverGone = false
+	a.setup = SetupHosting
+	a.local.stop()
+	if a.bot != nil {
+		a.bot.stop()
+	}
+	a.log.Info("hosting a signaling server here", "listen", a.cfg.Listen)
+	listen := a.cfg.Listen
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		srv, err := startServer(listen, a.log)
+		if err != nil {
+			a.setupCh <- setupResult{err: err}
+			return
+		}
+		a.setupCh <- setupResult{url: srv.LocalURL(), server: srv}
+	}()
 }
 
 func (a *App) startPlayers(r setupResult) {
@@ -141,6 +271,17 @@ func (a *App) startPlayers(r setupResult) {
 	a.signal, a.server = r.url, r.server
 	if r.server != nil {
 		a.share = r.server.ShareURLs()
+	}
+	if a.local != nil {
+		// Hosting after the server in use went away: the same players,
+		// through the new server.
+		a.local.cfg.Signal = a.signal
+		a.local.Restart()
+		if a.bot != nil {
+			a.bot.cfg.Signal = a.signal
+			a.botRoom = ""
+		}
+		return
 	}
 	room := a.cfg.Room
 	if a.cfg.Bot {
@@ -161,9 +302,14 @@ func (a *App) startPlayers(r setupResult) {
 // goroutine the App started.
 func (a *App) Close() {
 	a.cancel()
-	if a.setup == SetupRunning {
-		if r := <-a.setupCh; r.server != nil {
-			a.server = r.server
+	a.wg.Wait()
+	if a.setup == SetupRunning || a.setup == SetupHosting {
+		select {
+		case r := <-a.setupCh:
+			if r.server != nil {
+				a.server = r.server
+			}
+		default:
 		}
 		a.setup = SetupFailed
 	}

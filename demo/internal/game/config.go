@@ -75,14 +75,18 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
   go run ./demo -headless -bot -duration 30s   bot against bot, no window, print a summary
 
 Controls: A/D or ←/→ walk, W or ↑ jump, S or ↓ block, J punch, K kick,
-R or Enter rematch, F1 net HUD, F2 ghost of the rival's received state, Esc quit.
+R or Enter rematch, F1 net HUD, F2 ghost of the rival's received state,
+F3 or H controls panel, Esc quit.
+
+Playing between two machines: the host runs  go run ./demo -listen :8080 -lan
+and the window shows the -signal address for the other machine.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.Signal, "signal", DefaultSignal, "signaling server URL; without -signal, one is embedded if none answers at the default")
-	fs.StringVar(&c.Listen, "listen", ":8080", "address of the embedded signaling server (all interfaces by default, so another machine can reach it)")
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address of the embedded signaling server: this machine only by default; -listen :8080 lets other machines join (the window then shows the addresses to give them)")
 	fs.StringVar(&c.Room, "room", "", `private room: "new" creates one with a server-chosen code to share; CODE joins the room with that code (or creates it, for the rival to join); empty: quick match`)
 	fs.BoolVar(&c.Bot, "bot", false, "fight a local bot peer (real signaling, real WebRTC on loopback, its own world)")
 	fs.BoolVar(&c.Headless, "headless", false, "no window: the local fighter is bot-driven; prints a summary at the end")

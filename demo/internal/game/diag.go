@@ -12,11 +12,14 @@ import (
 	"github.com/ragsync/ragsync/physics"
 )
 
-// Graph geometry: one sample every SampleTicks ticks, GraphLen samples.
+// Graph geometry: one sample every SampleEvery of wall time, GraphLen
+// samples. The graph, the loss window and the log's window follow the wall
+// clock, so they keep their length when the game ticks slowly.
 const (
-	SampleTicks = 6  // 100 ms at 60 Hz
+	SampleEvery = 100 * time.Millisecond
 	GraphLen    = 60 // 6 s of history
 	ticksPerSec = 60.0
+	lossEvery   = time.Second // the window of the state-loss figure
 )
 
 // Sample is one point of the HUD's net graph.
@@ -65,6 +68,7 @@ func (a *ageAcc) mean() time.Duration {
 // window holds what accumulates between two log lines (and over the match).
 type window struct {
 	ticks     int
+	start     time.Time // wall time of the window's first tick
 	err       errAcc
 	age       ageAcc
 	hardTicks uint64 // at the window's start
@@ -77,30 +81,36 @@ type window struct {
 type Diag struct {
 	rival physics.ObjectID
 
-	graph [GraphLen]Sample
-	n     int // samples ever taken
-	tick  int
+	graph      [GraphLen]Sample
+	n          int       // samples ever taken
+	nextSample time.Time // wall time of the next graph sample
 
-	lastSentAt  clocksync.GameTime
-	haveSentAt  bool
-	ageJitter   float64 // RFC 3550 style, over state ages (µs)
-	prevAge     time.Duration
-	lastAge     time.Duration
-	stateWin    struct{ first, last clocksync.GameTime } // sentAt span of the current 1 s loss window
-	quiet       int                                      // ticks left in which the error is not accumulated (round reset)
-	prevLast    clocksync.GameTime                       // sentAt of the previous loss window's last state
-	stateCount  uint64                                   // packets in at the loss window's start
-	stateLoss   float64
-	lossTicks   int
-	curErr      [2]float64 // rms, max of the rival's bodies at the last tick
-	win, total  window
-	hardPerSec  float64
-	startPos    [len(Objects)]physics.Vec2
-	moved       [len(Objects)]float64
-	haveStart   bool
-	last        MatchStatsView
-	lastLink    p2p.Stats
-	hasLinkStat bool
+	lastSentAt clocksync.GameTime
+	haveSentAt bool
+	ageJitter  float64 // RFC 3550 style, over state ages (µs)
+	prevAge    time.Duration
+	lastAge    time.Duration
+	quiet      int // ticks left in which the error is not accumulated (round reset)
+
+	// State loss from the sender's sequence numbers over lossEvery of
+	// wall time: what the counter says was sent and got in the window.
+	lossStart                 time.Time
+	lossSent                  uint64
+	lossGot                   uint64
+	stateLoss                 float64
+	stateRate                 float64 // states the rival sent per second, last window
+	totalSent                 uint64  // counter values at the match's first state
+	totalGot                  uint64
+	totalSentNow, totalGotNow uint64 // at the last window
+	seqStarted                bool
+
+	curErr     [2]float64 // rms, max of the rival's bodies at the last tick
+	win, total window
+	hardPerSec float64
+	startPos   [len(Objects)]physics.Vec2
+	moved      [len(Objects)]float64
+	haveStart  bool
+	last       MatchStatsView
 }
 
 // MatchStatsView is what Diag keeps of the match's counters.
@@ -116,19 +126,20 @@ type MatchStatsView struct {
 func newDiag(rival physics.ObjectID) *Diag { return &Diag{rival: rival} }
 
 // tickUpdate records one tick: the rival's correction error, the age of its
-// newest state, movement, and every SampleTicks a graph sample.
-func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTime) {
+// newest state, movement, the state loss every lossEvery and every
+// SampleEvery of wall time a graph sample.
+func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTime, wall time.Time, seqs *seqCounter) {
 	st := m.Stats()
 	d.last = MatchStatsView{Ticks: st.Ticks, Unsynced: st.Unsynced, Rejected: st.Rejected,
 		HitsDealt: st.Replicator.HitsDealt, HitsTaken: st.Replicator.HitsTaken, Damage: st.Replicator.Damage,
 		HardTicks: st.Replicator.Correction.HardTicks, Claims: st.Replicator.Claims, Transfers: st.Replicator.Transfers,
 		PacketsIn: st.Replicator.PacketsIn}
 	if d.win.ticks == 0 {
-		d.win.hardTicks, d.win.states = d.last.HardTicks, d.last.PacketsIn
+		d.win.hardTicks, d.win.states, d.win.start = d.last.HardTicks, d.last.PacketsIn, wall
 	}
 	if d.total.ticks == 0 {
-		d.total.hardTicks, d.total.states = d.last.HardTicks, d.last.PacketsIn
-		d.stateCount = d.last.PacketsIn
+		d.total.hardTicks, d.total.states, d.total.start = d.last.HardTicks, d.last.PacketsIn, wall
+		d.lossStart, d.nextSample = wall, wall
 	}
 	d.win.ticks++
 	d.total.ticks++
@@ -166,39 +177,10 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 				d.win.age.add(age)
 				d.total.age.add(age)
 			}
-			if d.stateWin.first == 0 {
-				d.stateWin.first = sentAt
-			}
-			d.stateWin.last = sentAt
 			d.lastSentAt, d.haveSentAt = sentAt, true
 		}
 	}
-	// Missing rival states over ~1 s windows: the rival sends one state
-	// per tick, so the span of their timestamps says how many were sent:
-	// those after the previous window's last one up to this window's last.
-	d.lossTicks++
-	if d.lossTicks >= int(ticksPerSec) {
-		w := d.stateWin
-		tick := float64(physics.TickDuration.Microseconds())
-		var expected float64
-		switch {
-		case w.last == 0:
-		case d.prevLast != 0:
-			expected = math.Round(float64(w.last-d.prevLast) / tick)
-		default:
-			expected = math.Round(float64(w.last-w.first)/tick) + 1
-		}
-		got := float64(d.last.PacketsIn - d.stateCount)
-		if expected >= 10 {
-			d.stateLoss = math.Max(0, math.Min(1, 1-got/expected))
-		}
-		if w.last != 0 {
-			d.prevLast = w.last
-		}
-		d.stateWin.first, d.stateWin.last = 0, 0
-		d.stateCount = d.last.PacketsIn
-		d.lossTicks = 0
-	}
+	d.countLoss(seqs, wall)
 
 	// How far each fighter got from its start, in this peer's world.
 	w := m.World()
@@ -211,14 +193,43 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 	}
 	d.haveStart = true
 
-	d.tick++
-	if d.tick%SampleTicks == 0 {
+	if !wall.Before(d.nextSample) {
 		ls := s.Stats()
-		d.lastLink, d.hasLinkStat = ls, true
 		d.graph[d.n%GraphLen] = Sample{RTT: ls.RTT.Smoothed, Jitter: ls.Jitter, StateAge: d.lastAge,
 			Loss: math.Max(ls.LossRecent, d.stateLoss)}
 		d.n++
+		d.nextSample = d.nextSample.Add(SampleEvery)
+		if d.nextSample.Before(wall) { // the game stalled: no backlog of samples
+			d.nextSample = wall.Add(SampleEvery)
+		}
 	}
+}
+
+// countLoss closes the state-loss window every lossEvery of wall time:
+// the share of the numbers the rival used that did not arrive, and the
+// rate at which it sent.
+func (d *Diag) countLoss(c *seqCounter, wall time.Time) {
+	if c == nil || !c.have {
+		return
+	}
+	if !d.seqStarted {
+		d.seqStarted = true
+		d.lossSent, d.lossGot = c.sent, c.got
+		d.lossStart = wall
+		d.totalSent, d.totalGot = c.sent, c.got
+		return
+	}
+	el := wall.Sub(d.lossStart)
+	if el < lossEvery {
+		return
+	}
+	sent, got := c.sent-d.lossSent, c.got-d.lossGot
+	if sent > 0 {
+		d.stateLoss = math.Max(0, math.Min(1, 1-float64(got)/float64(sent)))
+	}
+	d.stateRate = float64(sent) / el.Seconds()
+	d.lossSent, d.lossGot, d.lossStart = c.sent, c.got, wall
+	d.totalSentNow, d.totalGotNow = c.sent, c.got
 }
 
 // roundReset keeps the teleports of a new round (both players reset their
@@ -246,15 +257,29 @@ func (d *Diag) StateAge() (age, jitter time.Duration) {
 	return d.lastAge, time.Duration(d.ageJitter)
 }
 
-// StateLoss is the share of the rival's states that did not arrive over the
-// last second.
+// StateLoss is the share of the states the rival sent over the last second
+// (by its sequence numbers) that did not arrive.
 func (d *Diag) StateLoss() float64 { return d.stateLoss }
 
+// StateRate is how many states a second the rival sent over the last
+// second: 60 when it ticks at full speed.
+func (d *Diag) StateRate() float64 { return d.stateRate }
+
+// MatchStateLoss is the share of the rival's states lost over the whole
+// match so far.
+func (d *Diag) MatchStateLoss() float64 {
+	sent, got := d.totalSentNow-d.totalSent, d.totalGotNow-d.totalGot
+	if sent == 0 || d.totalSentNow < d.totalSent {
+		return 0
+	}
+	return math.Max(0, 1-float64(got)/float64(sent))
+}
+
 // closeWindow returns the 5 s figures and starts a new window.
-func (d *Diag) closeWindow() (err errAcc, age ageAcc, hardPerSec float64) {
+func (d *Diag) closeWindow(wall time.Time) (err errAcc, age ageAcc, hardPerSec float64) {
 	w := d.win
-	if w.ticks > 0 {
-		hardPerSec = float64(d.last.HardTicks-w.hardTicks) / (float64(w.ticks) / ticksPerSec)
+	if secs := wall.Sub(w.start).Seconds(); w.ticks > 0 && secs > 0 {
+		hardPerSec = float64(d.last.HardTicks-w.hardTicks) / secs
 	}
 	d.hardPerSec = hardPerSec
 	d.win = window{}
@@ -285,7 +310,7 @@ type Summary struct {
 	LinkLossPct float64 `json:"link_loss_pct"`
 	StateAgeMs  float64 `json:"state_age_ms"` // mean age of the rival's states on arrival
 	StateAgeMax float64 `json:"state_age_max_ms"`
-	StateLoss   float64 `json:"state_loss_pct"` // last second
+	StateLoss   float64 `json:"state_loss_pct"` // over the match, by the rival's sequence numbers
 	ClockOffMs  float64 `json:"clock_offset_ms"`
 	ClockUncMs  float64 `json:"clock_uncertainty_ms"`
 	ClockSynced bool    `json:"clock_synced"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -76,12 +77,21 @@ type PlayerConfig struct {
 	Countdown    time.Duration
 	RematchDelay time.Duration // bots ask for a rematch this long after a result; zero: 3 s
 	Log          *slog.Logger
+	// Now is the wall clock of the figures (graphs, loss and log windows)
+	// and of the notices. Nil: time.Now.
+	Now func() time.Time
 }
+
+// nobodyAfter is how long a player waits in a room whose code it was given
+// before the demo says nobody was in it: a rival who held the room pairs
+// at once.
+const nobodyAfter = 4 * time.Second
 
 // pairState is what the pairing goroutine reports (under mu).
 type pairState struct {
 	status Status
 	room   string
+	since  time.Time // when the waiting in room began
 }
 
 type pairResult struct {
@@ -105,8 +115,10 @@ type Player struct {
 	pairCh chan pairResult
 	gen    uint64
 
-	status Status
-	err    error // why the pairing failed or the rival was lost
+	status  Status
+	err     error  // why the pairing failed or the rival was lost
+	pairing string // the room of the pairing in progress ("", "new" or a code)
+	ownRoom string // the code of the private room this player created, kept for the next rival
 
 	sess   *p2p.Session
 	link   *link
@@ -137,6 +149,9 @@ func NewPlayer(cfg PlayerConfig) *Player {
 	if cfg.RematchDelay == 0 {
 		cfg.RematchDelay = 3 * time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Player{cfg: cfg, log: cfg.Log.With("peer", cfg.Name), status: StatusIdle, pairCh: make(chan pairResult, 1),
 		msgBuf: make([]byte, 0, 1200)}
 }
@@ -152,6 +167,7 @@ func (p *Player) StartRoom(room string) {
 	p.ps = pairState{status: StatusConnecting}
 	p.mu.Unlock()
 	p.status, p.err = StatusConnecting, nil
+	p.pairing = room
 	p.gen++
 	gen := p.gen
 	p.wg.Add(1)
@@ -175,11 +191,13 @@ func (p *Player) StartRoom(room string) {
 }
 
 func (p *Player) setPair(st Status, room string) {
+	now := p.cfg.Now()
 	p.mu.Lock()
 	p.ps.status = st
 	if room != "" {
 		p.ps.room = room
 	}
+	p.ps.since = now
 	p.mu.Unlock()
 }
 
@@ -227,7 +245,7 @@ func (p *Player) Update(c Controls) {
 		p.pollPairing()
 		if p.sess == nil {
 			if p.status == StatusFailed && c.Confirm {
-				p.StartRoom(p.cfg.Room)
+				p.StartRoom(p.nextRoom())
 			}
 			return
 		}
@@ -297,11 +315,15 @@ func (p *Player) attach(s *p2p.Session) error {
 		return err
 	}
 	p.sess, p.link, p.arena, p.match, p.rules = s, l, a, m, rules
+	if p.cfg.Room != "" && s.Room() != "" {
+		// A private room: the next rival is looked for under the same code.
+		p.ownRoom = s.Room()
+	}
 	p.me, p.fid, p.rid = me, m.Fighter().ID(), m.Rival().ID()
 	p.diag = newDiag(p.rid)
 	p.bot = physics.NewBot(p.cfg.Seed + uint64(me))
 	p.status, p.err = StatusConnected, nil
-	p.connectedAt = time.Now()
+	p.connectedAt = p.cfg.Now()
 	p.results = nil
 	st := s.Stats()
 	p.log.Info("connected", "role", s.Role().String(), "peer_id", int(me), "room", s.Room(), "transport", st.Transport.String(),
@@ -337,9 +359,14 @@ func (p *Player) pollEvents() {
 				p.status = StatusConnected
 				p.log.Info("rival back", "silence", ev.Silence)
 			case p2p.EventTransportChanged:
-				p.log.Info("transport changed", "from", ev.From.String(), "to", ev.Transport.String(), "reason", ev.Reason)
+				// The session logs the change itself (Info); once is enough.
+				p.log.Debug("transport changed", "from", ev.From.String(), "to", ev.Transport.String(), "reason", ev.Reason)
 			case p2p.EventDisconnected:
-				p.lose(errors.New(ev.String()))
+				err := ev.Err
+				if err == nil {
+					err = fmt.Errorf("%w: %s", p2p.ErrDisconnected, ev.String())
+				}
+				p.lose(err)
 				return
 			default:
 				p.log.Debug("session event", "event", ev.String())
@@ -355,10 +382,35 @@ func (p *Player) lose(why error) {
 	p.log.Warn("rival lost", "err", why)
 }
 
-// Restart drops the current session (if any) and looks for a new rival.
+// Restart drops the current session (if any) and looks for a new rival: in
+// the same private room (the same code) if this player had one, so a rival
+// who comes back with the code finds it.
 func (p *Player) Restart() {
 	p.stop()
-	p.StartRoom(p.cfg.Room)
+	p.StartRoom(p.nextRoom())
+}
+
+// nextRoom is the room to look for the next rival in: the code of the
+// private room this player created or joined, else what it was started
+// with (a quick match, or "new").
+func (p *Player) nextRoom() string {
+	if p.ownRoom != "" {
+		return p.ownRoom
+	}
+	return p.cfg.Room
+}
+
+// NobodyInRoom reports that this player has been waiting for a while in a
+// room whose code it was given (-room CODE): nobody held that room, so the
+// pairing created it and now waits in it. A wrong code looks like this.
+func (p *Player) NobodyInRoom() bool {
+	if p.status != StatusWaiting || p.pairing == "" || p.pairing == "new" || p.pairing == p.ownRoom {
+		return false
+	}
+	p.mu.Lock()
+	since := p.ps.since
+	p.mu.Unlock()
+	return !since.IsZero() && p.cfg.Now().Sub(since) >= nobodyAfter
 }
 
 // stop ends pairing and the session, closing the session in the
@@ -442,7 +494,7 @@ func (p *Player) tick(c Controls) {
 		}
 		p.msgBuf = msg[:0]
 	}
-	p.diag.tickUpdate(p.match, p.sess, p.now)
+	p.diag.tickUpdate(p.match, p.sess, p.now, p.cfg.Now(), &p.link.seqs)
 }
 
 // Accessors for drawing and the HUD (read-only, from the game loop).
@@ -500,7 +552,7 @@ func (p *Player) Summary() Summary {
 	ls := p.sess.Stats()
 	s.Role, s.Room = p.sess.Role().String(), p.sess.Room()
 	fillLink(&s, &ls)
-	secs := time.Since(p.connectedAt).Seconds()
+	secs := p.cfg.Now().Sub(p.connectedAt).Seconds()
 	s.Seconds = secs
 	if secs > 0 {
 		var txp, txb, rxp, rxb uint64
@@ -511,10 +563,10 @@ func (p *Player) Summary() Summary {
 	}
 	d := p.diag
 	s.StateAgeMs, s.StateAgeMax = float64(d.total.age.mean())/1e6, float64(d.total.age.max)/1e6
-	s.StateLoss = 100 * d.stateLoss
+	s.StateLoss = 100 * d.MatchStateLoss()
 	s.ErrRMSm, s.ErrMaxm = d.total.err.rms(), d.total.err.max
-	if d.total.ticks > 0 {
-		s.HardPerSec = float64(d.last.HardTicks-d.total.hardTicks) / (float64(d.total.ticks) / ticksPerSec)
+	if el := p.cfg.Now().Sub(d.total.start).Seconds(); d.total.ticks > 0 && el > 0 {
+		s.HardPerSec = float64(d.last.HardTicks-d.total.hardTicks) / el
 	}
 	s.HitsDealt, s.HitsTaken, s.Damage = d.last.HitsDealt, d.last.HitsTaken, d.last.Damage
 	s.Transfers, s.Ticks, s.Rejected = d.last.Transfers, d.last.Ticks, d.last.Rejected
@@ -529,21 +581,36 @@ func (p *Player) Summary() Summary {
 	return s
 }
 
-// logWindow writes the 5 s summary line of this player.
-func (p *Player) logWindow() {
-	if p.sess == nil || p.diag == nil {
+// logWindow writes the periodic line of this player: the game's tick and
+// frame rates (wall clock), and the net figures of the window while a match
+// runs. Without a match (waiting, the rival lost) it says where the player
+// is and no figure of a match that is over.
+func (p *Player) logWindow(wall time.Time, tps, fps float64) {
+	rates := []any{"tps", round1(tps)}
+	if fps > 0 {
+		rates = append(rates, "fps", round1(fps))
+	}
+	live := p.status == StatusConnected || p.status == StatusInterrupted
+	if p.sess == nil || p.diag == nil || !live || !p.synced {
+		args := append(rates, "status", p.status.String())
+		if room := p.Room(); room != "" {
+			args = append(args, "room", room)
+		}
+		p.log.Info("status", args...)
 		return
 	}
-	err, age, hard := p.diag.closeWindow()
+	err, age, hard := p.diag.closeWindow(wall)
 	ls := p.sess.Stats()
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	p.log.Info("net",
+	p.log.Info("net", append(rates,
 		"path", PathOf(&ls),
-		"rtt_ms", ms(ls.RTT.Smoothed), "jitter_ms", ms(ls.Jitter), "loss_pct", 100*ls.LossRecent,
-		"state_age_ms", ms(age.mean()), "state_loss_pct", 100*p.diag.stateLoss,
+		"rtt_ms", ms(ls.RTT.Smoothed), "jitter_ms", ms(ls.Jitter), "loss_pct", round1(100*ls.LossRecent),
+		"state_age_ms", ms(age.mean()), "state_loss_pct", round1(100*p.diag.stateLoss), "rival_states_per_s", round1(p.diag.stateRate),
 		"clock_offset_ms", ms(ls.ClockOffset), "clock_unc_ms", ms(ls.ClockUncertainty),
 		"tx_pps", int(ls.TxPacketsPerSec), "tx_Bps", int(ls.TxBytesPerSec), "rx_pps", int(ls.RxPacketsPerSec), "rx_Bps", int(ls.RxBytesPerSec),
-		"err_rms_m", round3(err.rms()), "err_max_m", round3(err.max), "hard_snaps_per_s", round3(hard))
+		"err_rms_m", round3(err.rms()), "err_max_m", round3(err.max), "hard_snaps_per_s", round3(hard))...)
 }
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -151,7 +151,7 @@ func TestPrivateRoom(t *testing.T) {
 func TestEmbeddedServerURLs(t *testing.T) {
 	leaktest.Check(t)
 	srv := testServer(t)
-	if u := srv.LocalURL(); !strings.HasPrefix(u, "http://127.0.0.1:") || !isLoopbackURL(u) {
+	if u := srv.LocalURL(); !strings.HasPrefix(u, "http://127.0.0.1:") || !IsLoopbackURL(u) {
 		t.Errorf("local URL %q", u)
 	}
 	if s := srv.ShareURLs(); len(s) != 0 {
@@ -169,8 +169,8 @@ func TestEmbeddedServerURLs(t *testing.T) {
 	for u, want := range map[string]bool{"http://127.0.0.1:8080": true, "ws://localhost/x": true, "http://[::1]:1": true,
 		"http://192.168.1.2:8080": false, "::bad": false} {
 		t.Run(u, func(t *testing.T) {
-			if isLoopbackURL(u) != want {
-				t.Errorf("isLoopbackURL(%q) != %v", u, want)
+			if IsLoopbackURL(u) != want {
+				t.Errorf("IsLoopbackURL(%q) != %v", u, want)
 			}
 		})
 	}

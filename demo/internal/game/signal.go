@@ -122,9 +122,9 @@ func lanIPv4s() []net.IP {
 	return out
 }
 
-// isLoopbackURL reports whether u's host is a loopback address or
+// IsLoopbackURL reports whether u's host is a loopback address or
 // "localhost".
-func isLoopbackURL(u string) bool {
+func IsLoopbackURL(u string) bool {
 	p, err := url.Parse(u)
 	if err != nil {
 		return false

@@ -3,39 +3,45 @@ package ui
 import (
 	"image"
 	"image/color"
-	"math"
 
 	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/vector"
 
 	"github.com/ragsync/ragsync/demo/internal/game"
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/physics"
 )
 
-// Screen size (logical pixels) and the top bar's height.
+// Screen size (logical pixels), the top bar's height and the net HUD's
+// (drawn below the world, which then gets less room).
 const (
 	screenW = 1280
 	screenH = 720
 	topBar  = 64
+	hudH    = 250
 )
 
 // Palette. Solid fills without anti-aliasing, so the window test can find
 // these exact colours in a screenshot.
 var (
 	colSky     = color.RGBA{24, 28, 40, 255}
+	colSkyLow  = color.RGBA{52, 50, 66, 255}
 	colArena   = color.RGBA{112, 98, 82, 255}  // ground, walls, ceiling
 	colGround  = color.RGBA{132, 118, 96, 255} // top edge of the ground
+	colShadow  = color.RGBA{0, 0, 0, 90}
 	colBar     = color.RGBA{12, 14, 20, 255}
 	colText    = color.RGBA{235, 235, 240, 255}
 	colDim     = color.RGBA{150, 155, 170, 255}
 	colWarn    = color.RGBA{255, 196, 64, 255}
 	colBad     = color.RGBA{255, 96, 80, 255}
 	colGood    = color.RGBA{120, 220, 120, 255}
-	colGhost   = color.RGBA{255, 255, 255, 200}
+	colGhost   = color.RGBA{255, 255, 255, 55}
 	colPanel   = color.RGBA{0, 0, 0, 170}
 	colHPBack  = color.RGBA{60, 20, 20, 255}
 	colHPFront = color.RGBA{80, 200, 90, 255}
+	colOutline = color.RGBA{14, 14, 20, 255}
+	colSpark   = color.RGBA{255, 236, 150, 255}
+	colSparkHi = color.RGBA{255, 255, 255, 255}
+	colEye     = color.RGBA{236, 236, 228, 255} // not the sparks' white
 
 	// Per peer: fighter body, its far limbs (drawn behind), and props it owns.
 	colFighter = [3]color.RGBA{{}, {66, 135, 245, 255}, {235, 80, 70, 255}}
@@ -44,101 +50,10 @@ var (
 	colPropOff = color.RGBA{170, 170, 170, 255}
 )
 
-// camera maps world metres (y up) to screen pixels (y down).
-type camera struct {
-	scale, ox, oy float64
-}
-
-// newCamera fits the arena with its walls below the top bar.
-func newCamera(w *physics.World) camera {
-	cfg := w.Config().Arena
-	in := w.Arena()
-	wt := cfg.WallThickness
-	viewW := in.Max.X - in.Min.X + 2*wt
-	viewH := in.Max.Y - in.Min.Y + 2*wt
-	s := math.Min(screenW/viewW, (screenH-topBar)/viewH)
-	cx := (in.Min.X + in.Max.X) / 2
-	return camera{scale: s, ox: screenW/2 - cx*s, oy: topBar + (in.Max.Y+wt)*s}
-}
-
-func (c camera) pt(p physics.Vec2) (float32, float32) {
-	return float32(c.ox + p.X*c.scale), float32(c.oy - p.Y*c.scale)
-}
-
-// painter fills convex polygons with DrawTriangles (no anti-aliasing),
-// reusing its buffers.
-type painter struct {
-	white *ebiten.Image
-	vs    []ebiten.Vertex
-	is    []uint16
-	pts   []physics.Vec2
-}
-
-func newPainter() *painter {
-	img := ebiten.NewImage(3, 3)
-	img.Fill(color.White)
-	return &painter{white: img.SubImage(image.Rect(1, 1, 2, 2)).(*ebiten.Image)}
-}
-
-func (p *painter) fillPoly(dst *ebiten.Image, c camera, pts []physics.Vec2, col color.RGBA) {
-	if len(pts) < 3 {
-		return
-	}
-	p.vs, p.is = p.vs[:0], p.is[:0]
-	r, g, b, a := float32(col.R)/255, float32(col.G)/255, float32(col.B)/255, float32(col.A)/255
-	for _, q := range pts {
-		x, y := c.pt(q)
-		p.vs = append(p.vs, ebiten.Vertex{DstX: x, DstY: y, SrcX: 1, SrcY: 1, ColorR: r, ColorG: g, ColorB: b, ColorA: a})
-	}
-	for i := 1; i+1 < len(pts); i++ {
-		p.is = append(p.is, 0, uint16(i), uint16(i+1))
-	}
-	dst.DrawTriangles(p.vs, p.is, p.white, nil)
-}
-
-func strokePoly(dst *ebiten.Image, c camera, pts []physics.Vec2, col color.Color) {
-	for i := range pts {
-		x0, y0 := c.pt(pts[i])
-		x1, y1 := c.pt(pts[(i+1)%len(pts)])
-		vector.StrokeLine(dst, x0, y0, x1, y1, 1.5, col, true)
-	}
-}
-
-// shapePoints transforms a box or polygon shape's vertices to world
-// coordinates for a body at pos, angle.
-func (p *painter) shapePoints(s *physics.Shape, pos physics.Vec2, angle float64) []physics.Vec2 {
-	p.pts = p.pts[:0]
-	for _, v := range s.Vertices {
-		p.pts = append(p.pts, pos.Add(v.Rotate(angle)))
-	}
-	return p.pts
-}
-
-// drawShape fills (or, for a ghost, outlines) one shape of a body at pos,
-// angle.
-func (p *painter) drawShape(dst *ebiten.Image, c camera, s *physics.Shape, pos physics.Vec2, angle float64, col color.RGBA, outline bool) {
-	switch s.Kind {
-	case physics.ShapeCircle:
-		ctr := pos.Add(s.Center.Rotate(angle))
-		x, y := c.pt(ctr)
-		r := float32(s.Radius * c.scale)
-		if outline {
-			vector.StrokeCircle(dst, x, y, r, 1.5, col, true)
-			return
-		}
-		vector.FillCircle(dst, x, y, r, col, false)
-		// A mark to see it roll.
-		e := pos.Add(s.Center.Add(physics.V(s.Radius*0.7, 0)).Rotate(angle))
-		ex, ey := c.pt(e)
-		vector.StrokeLine(dst, x, y, ex, ey, 2, colSky, false)
-	default:
-		pts := p.shapePoints(s, pos, angle)
-		if outline {
-			strokePoly(dst, c, pts, col)
-			return
-		}
-		p.fillPoly(dst, c, pts, col)
-	}
+// mix returns a moved a fraction t toward b.
+func mix(a, b color.RGBA, t float32) color.RGBA {
+	l := func(x, y uint8) uint8 { return uint8(float32(x) + (float32(y)-float32(x))*t) }
+	return color.RGBA{l(a.R, b.R), l(a.G, b.G), l(a.B, b.B), l(a.A, b.A)}
 }
 
 // farLimb reports whether fighter body i is a left limb, drawn behind.
@@ -150,25 +65,110 @@ func farLimb(i int) bool {
 	return false
 }
 
-// drawWorld draws the arena, the props (coloured by their current owner)
-// and the fighters, and, with ghost, the last received state of every
-// object the rival owns.
-func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
-	w := pl.World()
-	c := newCamera(w)
-	g.cam = c
-	for _, s := range w.ArenaShapes() {
-		g.paint.drawShape(dst, c, &s, physics.Vec2{}, 0, colArena, false)
+// outlinePx is the width of a fighter's outline, in pixels.
+const outlinePx = 2.5
+
+// shape draws one fixture of a body at pos, angle: a circle, or a box as a
+// capsule along its long side (limbs and torso get round ends, so the
+// fighter reads as a body, not a stick figure), or any other polygon as
+// it is. grow widens it by that many pixels (the outline pass).
+func (g *Game) shape(dst *ebiten.Image, c camera, s *physics.Shape, pos physics.Vec2, angle float64, col color.RGBA, grow float32) {
+	b := g.batch
+	switch s.Kind {
+	case physics.ShapeCircle:
+		x, y := c.pt(pos.Add(s.Center.Rotate(angle)))
+		b.circle(dst, x, y, float32(s.Radius*c.scale)+grow, col)
+	case physics.ShapeBox:
+		a := angle + s.Angle
+		ctr := pos.Add(s.Center.Rotate(angle))
+		hx, hy := s.HalfExtents.X, s.HalfExtents.Y
+		var u physics.Vec2
+		var half, r float64
+		if hy >= hx {
+			u, half, r = physics.V(0, 1).Rotate(a), hy-hx, hx
+		} else {
+			u, half, r = physics.V(1, 0).Rotate(a), hx-hy, hy
+		}
+		x0, y0 := c.pt(ctr.Sub(u.Scale(half)))
+		x1, y1 := c.pt(ctr.Add(u.Scale(half)))
+		b.capsule(dst, x0, y0, x1, y1, float32(r*c.scale)+grow, col)
+	case physics.ShapePolygon:
+		g.xy = g.xy[:0]
+		for _, v := range s.Vertices {
+			x, y := c.pt(pos.Add(v.Rotate(angle)))
+			g.xy = append(g.xy, x, y)
+		}
+		b.poly(dst, g.xy, col)
 	}
-	// The ground's top edge.
+}
+
+// solid draws a prop's or the arena's fixture exactly as its geometry is.
+func (g *Game) solid(dst *ebiten.Image, c camera, s *physics.Shape, pos physics.Vec2, angle float64, col color.RGBA) {
+	b := g.batch
+	switch s.Kind {
+	case physics.ShapeCircle:
+		ctr := pos.Add(s.Center.Rotate(angle))
+		x, y := c.pt(ctr)
+		r := float32(s.Radius * c.scale)
+		b.circle(dst, x, y, r+outlinePx, colOutline)
+		b.circle(dst, x, y, r, col)
+		// A mark to see it roll.
+		ex, ey := c.pt(pos.Add(s.Center.Add(physics.V(s.Radius*0.7, 0)).Rotate(angle)))
+		b.line(dst, x, y, ex, ey, 3, colOutline)
+	case physics.ShapeBox, physics.ShapePolygon:
+		g.xy = g.xy[:0]
+		for _, v := range s.Vertices {
+			x, y := c.pt(pos.Add(v.Rotate(angle)))
+			g.xy = append(g.xy, x, y)
+		}
+		b.poly(dst, g.xy, col)
+	case physics.ShapeEdge, physics.ShapeChain:
+		g.xy = g.xy[:0]
+		for _, v := range s.Vertices {
+			x, y := c.pt(pos.Add(v.Rotate(angle)))
+			g.xy = append(g.xy, x, y)
+		}
+		b.polyline(dst, g.xy, 3, col)
+	}
+}
+
+// drawWorld draws the arena, the props (coloured by their current owner),
+// the fighters with their hit flashes, the sparks and, with ghost, the last
+// received state of every object the rival owns.
+//
+// Under a software GL the cost of a frame is mostly its pixels: the sky is
+// the screen's clear colour with a glow near the horizon only, and the
+// world is drawn clipped to its region (a sub-image), so the arena's shapes
+// never fill the top bar's or the HUD's pixels twice.
+func (g *Game) drawWorld(screen *ebiten.Image, pl *game.Player) {
+	v := g.view
+	c := v.cam
+	w := pl.World()
+	b := g.batch
+	r := c.r
+	dst := screen.SubImage(image.Rect(int(r.x), int(r.y), int(r.x+r.w), int(r.y+r.h))).(*ebiten.Image)
+	defer b.flush(dst)
+	_, hy := c.pt(physics.V(0, 0))
+	glow := float32(1.2 * c.scale)
+	b.gradient(dst, float32(r.x), hy-glow, float32(r.w), glow, colSky, colSkyLow)
+	for _, s := range w.ArenaShapes() {
+		g.solid(dst, c, &s, physics.Vec2{}, 0, colArena)
+	}
 	in := w.Arena()
 	x0, y0 := c.pt(physics.V(in.Min.X, 0))
 	x1, _ := c.pt(physics.V(in.Max.X, 0))
-	vector.FillRect(dst, x0, y0, x1-x0, 3, colGround, false)
+	b.rect(dst, x0, y0, x1-x0, 4, colGround)
 
 	// Bodies are drawn where the replicator shows them: a rival's body,
 	// with the correction's smoothing, its own body as it is.
 	rep := pl.Match().Replicator()
+	// Shadows on the ground.
+	for _, f := range w.Fighters() {
+		p, _ := rep.Shown(f.ID(), 0)
+		sx, sy := c.pt(physics.V(p.X, 0))
+		hw := float32(0.45*c.scale) * float32(max(0.3, 1-p.Y/4))
+		b.quad(dst, sx-hw, sy-3, sx+hw, sy-3, sx+hw*0.8, sy+4, sx-hw*0.8, sy+4, colShadow)
+	}
 	reg := rep.Registry()
 	for _, id := range []physics.ObjectID{game.CrateID, game.BallID} {
 		o := w.Object(id)
@@ -179,38 +179,88 @@ func (g *Game) drawWorld(dst *ebiten.Image, pl *game.Player) {
 		}
 		for _, s := range o.Shapes() {
 			pos, ang := rep.Shown(id, s.Body)
-			g.paint.drawShape(dst, c, &s, pos, ang, col, false)
+			g.solid(dst, c, &s, pos, ang, col)
 		}
 	}
 	for _, f := range w.Fighters() {
-		o := f.Object()
-		peer := 1
-		if f.ID() == game.Fighter2 {
-			peer = 2
-		}
-		shapes := o.Shapes()
-		for pass := range 2 {
-			for i := range shapes {
-				s := &shapes[i]
-				far := farLimb(s.Body)
-				if (pass == 0) != far {
-					continue
-				}
-				col := colFighter[peer]
-				if far {
-					col = colFarLimb[peer]
-				}
-				pos, ang := rep.Shown(f.ID(), s.Body)
-				g.paint.drawShape(dst, c, s, pos, ang, col, false)
-			}
-		}
+		g.drawFighter(dst, c, rep, f)
 	}
 	if g.ghost {
 		g.drawGhosts(dst, pl, c)
 	}
+	for _, s := range v.sparks {
+		x, y := c.pt(s.p)
+		tx, ty := c.pt(s.p.Sub(s.v.Scale(0.025)))
+		col := colSpark
+		if s.life > sparkLife*2/3 {
+			col = colSparkHi
+		}
+		b.line(dst, tx, ty, x, y, 3, col)
+	}
+	for _, rg := range v.rings {
+		x, y := c.pt(rg.p)
+		k := float32(rg.age) / ringLife
+		rad := float32(0.1*c.scale) + k*float32(0.45*c.scale)
+		b.ring(dst, x, y, rad, 4*(1-k)+1, color.RGBA{255, 240, 180, uint8(230 * (1 - k))})
+	}
+	// The KO moment opens with a white flash.
+	if t := v.koTicks; v.koPeer != 0 && t < 12 {
+		b.rect(dst, float32(r.x), float32(r.y), float32(r.w), float32(r.h), color.RGBA{255, 255, 255, uint8(200 - 15*t)})
+	}
 }
 
-// drawGhosts outlines every body of the rival's objects where the rival's
+// drawFighter draws a fighter with volume: dark outlines first, then the
+// far limbs in a darker shade, then the torso, head and near limbs, all
+// whitened for a moment after a hit, and an eye on the side it faces.
+func (g *Game) drawFighter(dst *ebiten.Image, c camera, rep *ownership.Replicator, f *physics.Fighter) {
+	peer := peerOf(f.ID())
+	if peer == 0 {
+		return
+	}
+	o := f.Object()
+	shapes := o.Shapes()
+	fl := g.view.flash[peer]
+	body, far := mix(colFighter[peer], colSparkHi, 0.8*fl), mix(colFarLimb[peer], colSparkHi, 0.8*fl)
+	for pass := range 2 {
+		farPass := pass == 0
+		for i := range shapes {
+			s := &shapes[i]
+			if farLimb(s.Body) != farPass {
+				continue
+			}
+			pos, ang := rep.Shown(f.ID(), s.Body)
+			g.shape(dst, c, s, pos, ang, colOutline, outlinePx)
+		}
+		col := body
+		if farPass {
+			col = far
+		}
+		for i := range shapes {
+			s := &shapes[i]
+			if farLimb(s.Body) != farPass {
+				continue
+			}
+			pos, ang := rep.Shown(f.ID(), s.Body)
+			g.shape(dst, c, s, pos, ang, col, 0)
+		}
+	}
+	// The eye, on the side the fighter faces (a KO'd fighter's is shut).
+	head, _ := rep.Shown(f.ID(), physics.PartHead.Index())
+	dir := 1.0
+	if f.Facing() == physics.FacingLeft {
+		dir = -1
+	}
+	x, y := c.pt(head.Add(physics.V(0.055*dir, 0.03)))
+	rad := float32(0.025 * c.scale)
+	if f.Action() == physics.ActionKO {
+		g.batch.line(dst, x-rad, y, x+rad, y, 2, colOutline)
+		return
+	}
+	g.batch.circle(dst, x, y, rad, colEye)
+	g.batch.circle(dst, x+float32(dir)*rad*0.35, y, rad*0.5, colOutline)
+}
+
+// drawGhosts shades every body of the rival's objects where the rival's
 // last received state put it (Corrector.Target), so the correction toward
 // it can be seen.
 func (g *Game) drawGhosts(dst *ebiten.Image, pl *game.Player, c camera) {
@@ -227,7 +277,7 @@ func (g *Game) drawGhosts(dst *ebiten.Image, pl *game.Player, c camera) {
 		o := w.Object(id)
 		for _, s := range o.Shapes() {
 			st, _ := cr.Target(s.Body)
-			g.paint.drawShape(dst, c, &s, st.Pos, st.Angle, colGhost, true)
+			g.shape(dst, c, &s, st.Pos, st.Angle, colGhost, 0)
 		}
 	}
 }

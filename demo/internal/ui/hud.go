@@ -8,79 +8,65 @@ import (
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/text/v2"
-	"github.com/hajimehoshi/ebiten/v2/vector"
-	"golang.org/x/image/font/basicfont"
 
 	"github.com/ragsync/ragsync/demo/internal/game"
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p"
 )
 
-// face is the HUD's bitmap font; text/v2 draws it from the top-left of the line.
-var face = text.NewGoXFace(basicfont.Face7x13)
+// Text is drawn after the shapes of its layer (Game.Draw flushes the batch
+// first), so a panel's box is always under its words.
 
-const lineH = 15
-
-// say draws s (may hold newlines) with its top at y, scaled by size,
-// left-aligned at x or centred on x.
-func say(dst *ebiten.Image, s string, x, y float64, size float64, col color.Color, centre bool) {
-	for i, line := range strings.Split(s, "\n") {
-		op := &text.DrawOptions{}
-		lx := x
-		if centre {
-			lx -= float64(len([]rune(line))) * 7 * size / 2
-		}
-		op.GeoM.Scale(size, size)
-		op.GeoM.Translate(lx, y+float64(i)*lineH*size)
-		op.ColorScale.ScaleWithColor(col)
-		text.Draw(dst, line, face, op)
-	}
+// textItem is one line queued for the text pass.
+type textItem struct {
+	s      string
+	x, y   float64
+	size   float64
+	col    color.Color
+	centre bool
 }
 
-// panel draws a translucent box behind centred lines of text.
-func panel(dst *ebiten.Image, in []string, inCols []color.Color, y float64, size float64) {
-	var lines []string
-	var cols []color.Color
-	for i, l := range in {
-		for _, part := range strings.Split(l, "\n") {
-			lines = append(lines, part)
-			var c color.Color
-			if i < len(inCols) {
-				c = inCols[i]
-			}
-			cols = append(cols, c)
-		}
-	}
-	w := 0
+// say queues a line of text (no newlines) with its top at y.
+func (g *Game) say(s string, x, y, size float64, col color.Color, centre bool) {
+	g.texts = append(g.texts, textItem{s, x, y, size, col, centre})
+}
+
+// panel draws a translucent box centred on cx with its top at y, around
+// lines of text (each line with its colour, nil: colText).
+func (g *Game) panel(dst *ebiten.Image, lines []hudLine, cx, y, size float64) {
+	w := 0.0
 	for _, l := range lines {
-		w = max(w, len([]rune(l)))
+		w = math.Max(w, textWidth(l.s, size))
 	}
-	pw := float32(float64(w)*7*size + 40)
-	ph := float32(float64(len(lines))*lineH*size + 24)
-	vector.FillRect(dst, float32(screenW/2)-pw/2, float32(y)-12, pw, ph, colPanel, false)
+	pw := w + 40
+	ph := float64(len(lines))*lineH*size + 24
+	g.batch.rect(dst, float32(cx-pw/2), float32(y-12), float32(pw), float32(ph), colPanel)
 	for i, l := range lines {
-		col := color.Color(colText)
-		if i < len(cols) && cols[i] != nil {
-			col = cols[i]
+		col := l.c
+		if col == nil {
+			col = colText
 		}
-		say(dst, l, screenW/2, y+float64(i)*lineH*size, size, col, true)
+		g.say(l.s, cx, y+float64(i)*lineH*size, size, col, true)
 	}
 }
 
-func hpBar(dst *ebiten.Image, x, y, w, h float32, hp, maxHP int, rightToLeft bool) {
-	vector.FillRect(dst, x, y, w, h, colHPBack, false)
+func hpBar(b *batch, dst *ebiten.Image, x, y, w, h float32, hp, maxHP int, rightToLeft bool, flash float32) {
+	b.rect(dst, x, y, w, h, colHPBack)
 	f := float32(0)
 	if maxHP > 0 {
 		f = float32(hp) / float32(maxHP)
 	}
 	fw := w * max(0, min(1, f))
-	if rightToLeft {
-		vector.FillRect(dst, x+w-fw, y, fw, h, colHPFront, false)
-	} else {
-		vector.FillRect(dst, x, y, fw, h, colHPFront, false)
+	front := mix(colHPFront, colSparkHi, 0.7*flash)
+	if f < 0.3 {
+		front = mix(colBad, colSparkHi, 0.7*flash)
 	}
-	vector.StrokeRect(dst, x, y, w, h, 1, colDim, false)
+	if rightToLeft {
+		b.rect(dst, x+w-fw, y, fw, h, front)
+	} else {
+		b.rect(dst, x, y, fw, h, front)
+	}
+	b.strokeRect(dst, x, y, w, h, 1, colDim)
 }
 
 func clock(d time.Duration) string {
@@ -88,9 +74,11 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
-// drawTopBar draws both HP bars, the round timer and a one-line link status.
+// drawTopBar draws both HP bars (the rival labelled a bot when it is
+// one), the round timer and a one-line link status with the keys.
 func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
-	vector.FillRect(dst, 0, 0, screenW, topBar, colBar, false)
+	b := g.batch
+	b.rect(dst, 0, 0, screenW, topBar, colBar)
 	w := pl.World()
 	r := pl.Rules()
 	now := pl.Now()
@@ -103,52 +91,81 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 			hp = res.HP[peer-1]
 		}
 		who := "rival"
-		if peer == me {
+		switch {
+		case peer == me:
 			who = "you"
+		case g.app.RivalIsBot():
+			who = "bot"
 		}
 		label := fmt.Sprintf("P%d (%s)  %d/%d", peer, who, hp, f.MaxHP())
 		x := float32(20)
 		if peer == 2 {
 			x = screenW - 20 - 460
 		}
-		vector.FillRect(dst, x-10, 10, 6, 24, colFighter[peer], false)
-		hpBar(dst, x, 10, 460, 24, hp, f.MaxHP(), peer == 2)
+		b.rect(dst, x-10, 10, 6, 24, colFighter[peer])
+		hpBar(b, dst, x, 10, 460, 24, hp, f.MaxHP(), peer == 2, g.view.flash[peer])
 		tx := float64(x) + 8
 		if peer == 2 {
-			tx = float64(x) + 460 - 8 - float64(len(label))*7
+			tx = float64(x) + 460 - 8 - textWidth(label, 1)
 		}
-		say(dst, label, tx, 15, 1, colText, false)
+		g.say(label, tx, 15, 1, colText, false)
 	}
 	n, _, _ := r.Round()
 	if n > 0 {
-		say(dst, clock(r.Remaining(now)), screenW/2, 6, 2, colText, true)
-		say(dst, fmt.Sprintf("round %d", n), screenW/2, 36, 1, colDim, true)
+		g.say(clock(r.Remaining(now)), screenW/2, 6, 2, colText, true)
+		g.say(fmt.Sprintf("round %d", n), screenW/2, 36, 1, colDim, true)
 	}
-	ls := pl.Session().Stats()
-	status := fmt.Sprintf("%s | rtt %.1f ms | F1 net HUD | F2 ghost", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
-	say(dst, status, 20, 44, 1, colDim, false)
+	status := "the rival is gone"
+	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
+		ls := pl.Session().Stats()
+		status = fmt.Sprintf("%s | rtt %.1f ms", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
+	}
+	g.say(status, 20, 44, 1, colDim, false)
+	keys := "F1 net HUD  F2 ghost  F3/H controls  Esc quit"
+	g.say(keys, screenW-20-textWidth(keys, 1), 44, 1, colDim, false)
 }
 
-// drawRoundBanner shows the countdown, FIGHT!, and the result with the
-// rematch state.
+// bannerY is where the round banners go: the middle of the world's region,
+// which the HUD never covers (it is drawn below the region).
+func (g *Game) bannerY(lines int, size float64) float64 {
+	r := g.view.region(g.hud)
+	return r.y + r.h*0.42 - float64(lines)*lineH*size/2
+}
+
+// drawRoundBanner shows the countdown, FIGHT!, the KO moment and the
+// result with the rematch state.
 func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 	r := pl.Rules()
 	now := pl.Now()
 	n, start, _ := r.Round()
+	one := func(s string, c color.Color, size float64) {
+		g.panel(dst, []hudLine{{s, c}}, screenW/2, g.bannerY(1, size), size)
+	}
+	if v := g.view; v.koPeer != 0 && v.koTicks < koBanner {
+		size := 8.0
+		if v.koTicks < 8 {
+			size = 12 - float64(v.koTicks)/2
+		}
+		y := g.bannerY(1, size)
+		g.say("K.O.", screenW/2+4, y+4, size, colOutline, true)
+		g.say("K.O.", screenW/2, y, size, colBad, true)
+		return
+	}
 	switch r.Phase(now) {
 	case game.PhaseWaiting:
-		panel(dst, []string{"Connected. Waiting for the host to start the round..."}, nil, 300, 1.5)
+		one("Connected. Waiting for the host to start the round...", nil, 2)
 	case game.PhaseCountdown:
 		left := r.CountdownLeft(now)
-		panel(dst, []string{fmt.Sprintf("Round %d", n), fmt.Sprintf("%d", int(math.Ceil(left.Seconds())))}, nil, 260, 3)
+		g.panel(dst, []hudLine{{fmt.Sprintf("Round %d", n), nil}, {fmt.Sprintf("%d", int(math.Ceil(left.Seconds()))), colWarn}},
+			screenW/2, g.bannerY(2, 3), 3)
 	case game.PhaseFight:
 		if now.Sub(start) < 800*time.Millisecond {
-			panel(dst, []string{"FIGHT!"}, []color.Color{colWarn}, 280, 4)
+			one("FIGHT!", colWarn, 5)
 		}
 	case game.PhaseOver:
 		res, ok := r.Result()
 		if !ok {
-			panel(dst, []string{"Round over - agreeing on the result with the rival..."}, nil, 300, 1.5)
+			one("Round over - agreeing on the result with the rival...", nil, 2)
 			return
 		}
 		me := pl.Me()
@@ -167,39 +184,85 @@ func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 				how = "double KO"
 			}
 		}
-		lines := []string{head + " " + how, fmt.Sprintf("HP %d - %d", res.HP[0], res.HP[1])}
-		cols := []color.Color{col, colText}
+		lines := []hudLine{{head + " " + how, col}, {fmt.Sprintf("HP %d - %d", res.HP[0], res.HP[1]), nil}}
 		switch {
 		case r.WantsRematch() && r.RivalWantsRematch():
-			lines = append(lines, "Rematch! Starting...")
+			lines = append(lines, hudLine{"Rematch! Starting...", nil})
 		case r.WantsRematch():
-			lines = append(lines, "Waiting for the rival to accept the rematch...")
+			lines = append(lines, hudLine{"Waiting for the rival to accept the rematch...", nil})
 		case r.RivalWantsRematch():
-			lines = append(lines, "The rival wants a rematch: press R or Enter")
-			cols = append(cols, colWarn)
+			lines = append(lines, hudLine{"The rival wants a rematch: press R or Enter", colWarn})
 		default:
-			lines = append(lines, "Press R or Enter for a rematch")
+			lines = append(lines, hudLine{"Press R or Enter for a rematch", nil})
 		}
-		panel(dst, lines, cols, 240, 2)
+		g.panel(dst, lines, screenW/2, g.bannerY(len(lines), 2), 2)
+	}
+}
+
+// controlsLines is the controls panel (F3 or H).
+var controlsLines = []hudLine{
+	{"CONTROLS", colWarn},
+	{"A / D  or  Left / Right   walk", nil},
+	{"W  or  Up                 jump", nil},
+	{"S  or  Down               block", nil},
+	{"J                         punch", nil},
+	{"K                         kick", nil},
+	{"R  or  Enter              rematch", nil},
+	{"F1 net HUD   F2 ghost", colDim},
+	{"F3 or H  hide this   Esc quit", colDim},
+}
+
+// drawControls draws the controls panel at the bottom right of the world's
+// region, clear of the banners (centred) and of the HUD (below).
+func (g *Game) drawControls(dst *ebiten.Image) {
+	r := g.view.region(g.hud)
+	w := 0.0
+	for _, l := range controlsLines {
+		w = math.Max(w, textWidth(l.s, 1))
+	}
+	pw, ph := w+24, float64(len(controlsLines))*lineH+16
+	x, y := screenW-pw-12, r.y+r.h-ph-12
+	g.batch.rect(dst, float32(x), float32(y), float32(pw), float32(ph), colPanel)
+	for i, l := range controlsLines {
+		col := l.c
+		if col == nil {
+			col = colText
+		}
+		g.say(l.s, x+12, y+8+float64(i)*lineH, 1, col, false)
 	}
 }
 
 // drawStatus covers everything before and after a match: finding the
-// server, waiting for a rival, connecting, rival lost, failures.
+// server, waiting for a rival, connecting, rival lost, failures; every
+// trouble in a sentence with what to do next. It reports whether it drew
+// (then there is no match to show).
 func (g *Game) drawStatus(dst *ebiten.Image) bool {
 	a := g.app
-	switch a.Setup() {
-	case game.SetupRunning:
-		panel(dst, []string{"Looking for a signaling server..."}, nil, 320, 1.5)
-		return true
-	case game.SetupFailed:
-		panel(dst, []string{"Cannot start:", wrap(a.Err().Error(), 80), "Esc to quit"}, []color.Color{colBad}, 280, 1.5)
+	var lines []hudLine
+	add := func(s string, c color.Color) {
+		for _, part := range strings.Split(wrap(s, 72), "\n") {
+			lines = append(lines, hudLine{part, c})
+		}
+	}
+	show := func() bool {
+		g.panel(dst, lines, screenW/2, 150, 1.5)
 		return true
 	}
+	switch a.Setup() {
+	case game.SetupRunning:
+		add("Looking for a signaling server...", colText)
+		return show()
+	case game.SetupFailed:
+		what, next := game.Explain(a.Err())
+		add("Cannot start: "+what, colBad)
+		add(next, colText)
+		add("Esc to quit", colDim)
+		return show()
+	case game.SetupHosting:
+		add("Starting a signaling server on this machine...", colText)
+		return show()
+	}
 	pl := a.Local()
-	var lines []string
-	var cols []color.Color
-	add := func(s string, c color.Color) { lines = append(lines, s); cols = append(cols, c) }
 	switch pl.Status() {
 	case game.StatusConnected, game.StatusInterrupted:
 		if pl.Match() != nil && pl.Synced() {
@@ -208,23 +271,29 @@ func (g *Game) drawStatus(dst *ebiten.Image) bool {
 		ls := pl.Session().Stats()
 		add("Connected over "+game.PathOf(&ls), colGood)
 		add("Synchronising clocks...", colText)
-	case game.StatusLost:
-		add("Rival lost", colBad)
-		if err := pl.Err(); err != nil {
-			add(wrap(err.Error(), 90), colDim)
+	case game.StatusLost, game.StatusFailed:
+		what, next := game.Explain(pl.Err())
+		if pl.Status() == game.StatusLost {
+			add("Rival lost: "+what, colBad)
+		} else {
+			add(what, colBad)
 		}
-		add("Press Enter to look for a new rival, Esc to quit", colText)
-	case game.StatusFailed:
-		add("Pairing failed", colBad)
-		if err := pl.Err(); err != nil {
-			add(wrap(err.Error(), 90), colDim)
+		if a.ServerGone() {
+			add("The signaling server at "+a.SignalURL()+" does not answer any more: "+
+				"the player who hosted it has probably quit.", colWarn)
+			add("Press Enter to host a game on this machine (your rival then joins you), "+
+				"or Esc to quit and start again with -signal pointing at another server.", colText)
+		} else {
+			if pl.Status() == game.StatusLost && pl.Room() != "" && a.Config().Room != "" {
+				add("Press Enter to wait for a rival in room "+pl.Room()+" again (the same code), Esc to quit.", colText)
+			} else if next != "" {
+				add(next, colText)
+			}
 		}
-		add("Press Enter to try again, Esc to quit", colText)
 	default:
 		g.waitingLines(add)
 	}
-	panel(dst, lines, cols, 200, 1.5)
-	return true
+	return show()
 }
 
 // waitingLines says what we are waiting for and how the rival can join.
@@ -238,10 +307,12 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 		add("Starting a bot rival...", colText)
 	case cfg.Room == "new" && room == "":
 		add("Creating a private room...", colText)
-	case cfg.Room == "new":
-		add("Private room "+room+" - waiting for a rival", colWarn)
+	case pl.NobodyInRoom():
+		add("Nobody was waiting in room "+room+".", colWarn)
+		add("If your rival created a room, check the code on their screen (Esc, then -room CODE). "+
+			"Otherwise you are now waiting in room "+room+": your rival joins with -room "+room+".", colText)
 	case cfg.Room != "":
-		add("Room "+cfg.Room+" - waiting for the rival who has the same code", colWarn)
+		add("Room "+room+" - waiting for the rival who has the same code", colWarn)
 	default:
 		add("Waiting for a rival (quick match)...", colWarn)
 	}
@@ -270,10 +341,10 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 			add("(for WebRTC between machines, start the host with -lan; otherwise the TCP relay is used)", colDim)
 		}
 	case emb && (strings.HasPrefix(addr, "127.") || strings.HasPrefix(addr, "[::1]")):
-		add("(the signaling server listens on "+addr+": this machine only; -listen :8080 lets other machines in)", colDim)
+		add("(the signaling server listens on "+addr+": this machine only; start with -listen :8080 to let other machines in)", colDim)
 	case emb:
 		add("(the signaling server listens on "+addr+", but this machine has no network address besides loopback)", colDim)
-	case !strings.Contains(a.SignalURL(), "127.0.0.1") && !strings.Contains(a.SignalURL(), "localhost"):
+	case !game.IsLoopbackURL(a.SignalURL()):
 		add("On another machine:  go run ./demo -signal "+a.SignalURL()+roomArg, colText)
 	default:
 		add("(another demo on this machine runs the signaling server; it shows the address for other machines)", colDim)
@@ -295,11 +366,8 @@ func wrap(s string, n int) string {
 	return b.String()
 }
 
-// drawNetHUD is the F1 diagnostics panel: a rolling graph of RTT, state
-// age, jitter and loss, and the link figures.
-func (g *Game) drawNetHUD(dst *ebiten.Image, pl *game.Player) {
-	const x, y, w, h = 16, topBar + 12, 640, 300
-	vector.FillRect(dst, x, y, w, h, colPanel, false)
+// netLines builds the net HUD's figures (from Update, hudEvery ticks).
+func netLines(a *game.App, pl *game.Player, dst []hudLine) []hudLine {
 	ls := pl.Session().Stats()
 	d := pl.Diag()
 	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
@@ -310,68 +378,84 @@ func (g *Game) drawNetHUD(dst *ebiten.Image, pl *game.Player) {
 	if strings.Contains(path, "RELAYED") || ls.Transport == p2p.TransportTCP {
 		pathCol = colWarn
 	}
-	lines := []struct {
-		s string
-		c color.Color
-	}{
-		{fmt.Sprintf("%s  (switches %d, %s)", path, ls.Switches, ls.State), pathCol},
-		{fmt.Sprintf("RTT  last %.2f  min %.2f  smoothed %.2f  p95 %.2f ms", ms(ls.RTT.Last), ms(ls.RTT.Min), ms(ls.RTT.Smoothed), ms(ls.RTT.P95)), colText},
-		{fmt.Sprintf("jitter in %.2f  out %.2f ms | loss link %.1f%% (total %.1f%%) | rival states missing %.1f%%",
-			ms(ls.Jitter), ms(ls.JitterOut), 100*ls.LossRecent, 100*ls.Loss, 100*d.StateLoss()), colText},
-		{fmt.Sprintf("rival states %.1f ms old +/- %.1f (game clock, incl. one tick of polling)", ms(age), ms(ageJ)), colText},
-		{fmt.Sprintf("clock offset %+.3f +/- %.3f ms%s", ms(ls.ClockOffset), ms(ls.ClockUncertainty), map[bool]string{true: "", false: " (not converged)"}[ls.ClockSynced]), colText},
-		{fmt.Sprintf("tx %.0f pkt/s %.1f kB/s | rx %.0f pkt/s %.1f kB/s", ls.TxPacketsPerSec, ls.TxBytesPerSec/1000, ls.RxPacketsPerSec, ls.RxBytesPerSec/1000), colText},
-		{fmt.Sprintf("rival correction error rms %.1f cm  max %.1f cm | hard snaps %.2f/s", 100*rms, 100*mx, d.HardSnapsPerSec()), colText},
+	tps, fps := a.Rates()
+	conv := ""
+	if !ls.ClockSynced {
+		conv = " (not converged)"
 	}
-	if imp := g.app.Config(); imp.Lag > 0 || imp.Jitter > 0 || imp.Loss > 0 {
-		lines = append(lines, struct {
-			s string
-			c color.Color
-		}{fmt.Sprintf("impairment (netsim, each way): %s", pl.Summary().Impair), colWarn})
+	dst = append(dst,
+		hudLine{fmt.Sprintf("%s  (switches %d, %s)", path, ls.Switches, ls.State), pathCol},
+		hudLine{fmt.Sprintf("RTT  last %.2f  min %.2f  smoothed %.2f  p95 %.2f ms", ms(ls.RTT.Last), ms(ls.RTT.Min), ms(ls.RTT.Smoothed), ms(ls.RTT.P95)), nil},
+		hudLine{fmt.Sprintf("jitter in %.2f  out %.2f ms | link loss %.1f%% (total %.1f%%) | rival states lost %.1f%% (by sequence number)",
+			ms(ls.Jitter), ms(ls.JitterOut), 100*ls.LossRecent, 100*ls.Loss, 100*d.StateLoss()), nil},
+		hudLine{fmt.Sprintf("rival states %.1f ms old +/- %.1f on arrival (game clock) | rival sends %.0f states/s", ms(age), ms(ageJ), d.StateRate()), nil},
+		hudLine{fmt.Sprintf("clock offset %+.3f +/- %.3f ms%s | game %.0f ticks/s, %.0f frames/s", ms(ls.ClockOffset), ms(ls.ClockUncertainty), conv, tps, fps), nil},
+		hudLine{fmt.Sprintf("tx %.0f pkt/s %.1f kB/s | rx %.0f pkt/s %.1f kB/s", ls.TxPacketsPerSec, ls.TxBytesPerSec/1000, ls.RxPacketsPerSec, ls.RxBytesPerSec/1000), nil},
+		hudLine{fmt.Sprintf("rival correction error rms %.1f cm  max %.1f cm | hard snaps %.2f/s", 100*rms, 100*mx, d.HardSnapsPerSec()), nil},
+	)
+	if imp := a.Config(); imp.Lag > 0 || imp.Jitter > 0 || imp.Loss > 0 {
+		dst = append(dst, hudLine{"impairment (netsim, each way): " + pl.Summary().Impair, colWarn})
 	}
-	for i, l := range lines {
-		say(dst, l.s, x+8, y+6+float64(i)*lineH, 1, l.c, false)
+	return dst
+}
+
+// Graph series colours.
+var (
+	colRTT    = color.RGBA{90, 200, 255, 255}
+	colAge    = color.RGBA{255, 210, 90, 255}
+	colJitter = color.RGBA{200, 120, 255, 255}
+	colLoss   = color.RGBA{255, 80, 80, 200}
+)
+
+// drawNetHUD is the F1 diagnostics panel, below the world: the link
+// figures and a rolling graph (wall time) of RTT, state age, jitter and
+// loss.
+func (g *Game) drawNetHUD(dst *ebiten.Image) {
+	v := g.view
+	b := g.batch
+	const x, w = 0, screenW
+	y := float64(screenH - hudH)
+	// The HUD's background is the screen's clear colour: no pixels filled
+	// twice (see drawWorld).
+	b.rect(dst, x, float32(y), w, 2, colDim)
+	for i, l := range v.hudLines {
+		col := l.c
+		if col == nil {
+			col = colText
+		}
+		g.say(l.s, x+12, y+8+float64(i)*lineH, 1, col, false)
 	}
-	// The graph.
-	gy := float32(y + 6 + len(lines)*lineH + 8)
-	gh := float32(y+h) - gy - 22
-	gx, gw := float32(x+8), float32(w-16)
-	vector.FillRect(dst, gx, gy, gw, gh, color.RGBA{0, 0, 0, 120}, false)
-	g.samples = d.Graph(g.samples)
+	gy := float32(y) + 8 + float32(len(v.hudLines))*lineH + 6
+	gh := float32(screenH) - gy - 22
+	gx, gw := float32(x+12), float32(w-24)
+	b.strokeRect(dst, gx, gy, gw, gh, 1, colPanel)
+	ms := func(t time.Duration) float64 { return float64(t) / 1e6 }
 	top := 20.0 // ms, at least
-	for _, s := range g.samples {
+	for _, s := range v.samples {
 		top = math.Max(top, math.Max(ms(s.RTT), ms(s.StateAge))*1.2)
 	}
 	step := gw / float32(game.GraphLen-1)
-	yOf := func(v float64) float32 { return gy + gh - float32(v/top)*gh }
+	yOf := func(val float64) float32 { return gy + gh - float32(math.Min(val/top, 1))*gh }
 	lossH := gh / 4 // loss: 0..25% over the bottom quarter
-	series := []struct {
-		c color.RGBA
-		v func(game.Sample) float64
-	}{
-		{color.RGBA{90, 200, 255, 255}, func(s game.Sample) float64 { return ms(s.RTT) }},
-		{color.RGBA{255, 210, 90, 255}, func(s game.Sample) float64 { return ms(s.StateAge) }},
-		{color.RGBA{200, 120, 255, 255}, func(s game.Sample) float64 { return ms(s.Jitter) }},
-	}
-	for i, s := range g.samples {
+	for i, s := range v.samples {
 		x0 := gx + float32(i)*step
 		if s.Loss > 0 {
 			lh := min(lossH, float32(s.Loss/0.25)*lossH)
-			vector.FillRect(dst, x0, gy+gh-lh, max(step-1, 1), lh, color.RGBA{255, 80, 80, 200}, false)
+			b.rect(dst, x0, gy+gh-lh, max(step-1, 1), lh, colLoss)
 		}
 		if i == 0 {
 			continue
 		}
-		p := g.samples[i-1]
-		for _, se := range series {
-			vector.StrokeLine(dst, x0-step, yOf(se.v(p)), x0, yOf(se.v(s)), 1.5, se.c, true)
-		}
+		p := v.samples[i-1]
+		b.line(dst, x0-step, yOf(ms(p.Jitter)), x0, yOf(ms(s.Jitter)), 2, colJitter)
+		b.line(dst, x0-step, yOf(ms(p.StateAge)), x0, yOf(ms(s.StateAge)), 2, colAge)
+		b.line(dst, x0-step, yOf(ms(p.RTT)), x0, yOf(ms(s.RTT)), 2, colRTT)
 	}
-	say(dst, fmt.Sprintf("%.0f ms", top), float64(gx+gw-50), float64(gy)+2, 1, colDim, false)
+	g.say(fmt.Sprintf("%.0f ms", top), float64(gx+gw-60), float64(gy)+2, 1, colDim, false)
 	ly := float64(gy + gh + 4)
-	say(dst, "rtt", float64(gx), ly, 1, color.RGBA{90, 200, 255, 255}, false)
-	say(dst, "state age", float64(gx)+40, ly, 1, color.RGBA{255, 210, 90, 255}, false)
-	say(dst, "jitter", float64(gx)+120, ly, 1, color.RGBA{200, 120, 255, 255}, false)
-	say(dst, "loss (0-25%)", float64(gx)+180, ly, 1, color.RGBA{255, 80, 80, 255}, false)
-	say(dst, fmt.Sprintf("last %d s", game.GraphLen*game.SampleTicks/60), float64(gx+gw-70), ly, 1, colDim, false)
+	g.say("rtt", float64(gx), ly, 1, colRTT, false)
+	g.say("state age", float64(gx)+40, ly, 1, colAge, false)
+	g.say("jitter", float64(gx)+120, ly, 1, colJitter, false)
+	g.say("loss (0-25%)", float64(gx)+180, ly, 1, colLoss, false)
+	g.say(fmt.Sprintf("last %.0f s (wall clock)", (time.Duration(game.GraphLen)*game.SampleEvery).Seconds()), float64(gx+gw-170), ly, 1, colDim, false)
 }

@@ -9,11 +9,12 @@ import (
 
 // keys is one tick's keyboard state, mapped to the game's controls.
 type keys struct {
-	fighter physics.Input
-	confirm bool // R or Enter: rematch, new rival, retry
-	hud     bool // F1 pressed
-	ghost   bool // F2 pressed
-	quit    bool // Esc
+	fighter  physics.Input
+	confirm  bool // R or Enter: rematch, new rival, retry
+	hud      bool // F1 pressed
+	ghost    bool // F2 pressed
+	controls bool // F3 or H pressed
+	quit     bool // Esc
 }
 
 // binding maps keys to one fighter control; any of them held sets it.
@@ -48,6 +49,7 @@ func readKeys() keys {
 		inpututil.IsKeyJustPressed(ebiten.KeyNumpadEnter)
 	k.hud = inpututil.IsKeyJustPressed(ebiten.KeyF1)
 	k.ghost = inpututil.IsKeyJustPressed(ebiten.KeyF2)
+	k.controls = inpututil.IsKeyJustPressed(ebiten.KeyF3) || inpututil.IsKeyJustPressed(ebiten.KeyH)
 	k.quit = inpututil.IsKeyJustPressed(ebiten.KeyEscape)
 	return k
 }
