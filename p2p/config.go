@@ -114,12 +114,18 @@ type Config struct {
 	// means 100ms. It bounds how quickly a dead path is noticed.
 	PingInterval time.Duration
 	// StandbyPingInterval is the interval of pings on the inactive
-	// transport, to know it still works. Zero means 500ms.
+	// transport, to know it still works. Zero means 500ms. While the
+	// active transport has a ping outstanding for longer than
+	// PingInterval, and for 3 s after a switch or the standby coming up,
+	// the standby is pinged every PingInterval instead.
 	StandbyPingInterval time.Duration
-	// FailoverAfter: when nothing has come back on the active transport for
-	// this long while the other transport works, switch. Zero means 300ms.
-	// It must be less than InterruptAfter, so a failover normally happens
-	// before the game sees an interruption.
+	// FailoverAfter: a ping unanswered for this long plus the path's
+	// smoothed RTT counts against the path (unless a stall of this
+	// process or a silence of every path explains it; see the package
+	// doc); the session then leaves the active transport for the other if
+	// that one answered a ping sent since. Zero means 300ms. It must be
+	// less than InterruptAfter, so a failover normally happens before the
+	// game sees an interruption.
 	FailoverAfter time.Duration
 
 	// ---- Liveness ----
@@ -142,7 +148,9 @@ type Config struct {
 	// the game does not drain them, the oldest is dropped (counted in
 	// Stats.RecvOverflow). Zero means 256.
 	RecvQueue int
-	// EventBuffer is the capacity of the Events channel. Zero means 64.
+	// EventBuffer is the capacity of the Events channel. Zero means 64;
+	// less than 8 means 8 (room for the merged transitions, see
+	// Session.Events).
 	EventBuffer int
 
 	// ---- Clock ----
@@ -186,6 +194,7 @@ const (
 	defaultDisconnectAfter     = 5 * time.Second
 	defaultRecvQueue           = 256
 	defaultEventBuffer         = 64
+	minEventBuffer             = 8
 )
 
 func badConfig(format string, args ...any) error {

@@ -131,16 +131,24 @@
 //
 // # Failover and switching back
 //
-// The offerer checks the active transport every 10 ms. It has failed when
-// it is closed (the data channel or the TCP stream ended), when nothing has
-// arrived on it for Config.FailoverAfter (300 ms; the peer pings it at
-// least every PingInterval), or when its pings have gone unanswered for
-// FailoverAfter plus the smoothed RTT (a one-way failure). If the other
-// transport works (open, and its last standby ping was answered within
-// three standby intervals), the offerer switches to it at once
-// (EventTransportChanged on both peers). FailoverAfter is below
-// Config.InterruptAfter, so a failover normally completes before the game
-// sees an interruption.
+// The offerer's policy (policy.go) judges each path by evidence about
+// that path: the pings sent on it and their answers. A ping unanswered
+// for Config.FailoverAfter plus the path's smoothed RTT (its grace) counts
+// against the path, unless its grace overlaps a stall of the local
+// session loop (the loop measures its own scheduling gaps: a GC pause, a
+// stopped process, a busy machine), since what this process did not hear
+// while it was not running says nothing about the path. The active path
+// has failed when it is closed or has such an unanswered ping. The offerer
+// then switches to the other path only if that one answered a ping sent
+// after the active path's trouble began: fresh evidence that it works
+// now. A paused peer answers on no path, so nothing switches; the session
+// is interrupted instead (see Liveness). While the active path has a ping
+// outstanding for longer than PingInterval, and for 3 s after a switch or
+// a path coming up, the standby is pinged every PingInterval instead of
+// StandbyPingInterval, so the evidence is there when it is needed. After
+// a switch the session stays at least 1 s on the new path, unless that
+// path closes. FailoverAfter is below Config.InterruptAfter, so a failover
+// normally completes before the game sees an interruption.
 //
 // While the active transport works, the offerer switches to the other one
 // only if it has answered its last three pings (the standby's 3-probe
@@ -149,12 +157,8 @@
 // 3-probe maximum is lower than the active one's by more than
 // Config.SwitchMargin (5 ms) and 10 % — except that WebRTC, which takes
 // ties, needs only to be no worse than TCP by half that margin. So WebRTC
-// is taken back when it recovers (after an ICE disconnect, or when it
-// connects late after the session settled on TCP) and pings as well, and
-// pings near the line do not make the session flap: leaving WebRTC needs
-// TCP better by the whole margin, taking it back half of it, and switches
-// are at least 3 s apart. A WebRTC PeerConnection that
-// was closed is not renegotiated: the session stays on TCP.
+// is taken back when it recovers and pings as well, and pings near the
+// line do not make the session flap.
 //
 // # Liveness
 //
@@ -172,9 +176,11 @@
 // # Events
 //
 // Events are delivered on a buffered channel (Config.EventBuffer, 64). The
-// session never blocks on it: when it is full the oldest event is dropped
-// (Stats.EventsDropped), so a game that never reads it loses only old
-// events. The channel is closed when the session ends, right after
+// session never blocks on it and never drops a transition: when it is
+// full, queued events are merged into later ones that summarise them (two
+// transport changes A→B→C become one A→C, an interruption and its
+// resumption become the resumption, which carries the silence;
+// Event.Merged and Stats.EventsMerged count them). The channel is closed when the session ends, right after
 // EventDisconnected or on Close. The current state is always in
 // Stats.State.
 //

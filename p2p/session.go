@@ -51,6 +51,10 @@ const signalTimeout = 10 * time.Second
 // (pings, failover, liveness, rates).
 const tickInterval = 10 * time.Millisecond
 
+// stallSlack: a gap between two runs of the loop longer than tickInterval
+// plus this is a stall of the local process.
+const stallSlack = 40 * time.Millisecond
+
 // phase of the session's lifecycle.
 type phase uint8
 
@@ -71,18 +75,11 @@ type linkState struct {
 	upAt     time.Duration
 	hadRecv  bool
 
-	lastRecv        time.Duration
-	lastPong        time.Duration
-	firstUnanswered time.Duration // send time of the oldest ping not followed by a pong; 0 if none
-	nextPing        time.Duration // standby
-	lastActivePing  time.Duration
-	streak          int // consecutive answered pings
+	lastRecv time.Duration
 
 	rtt     clocksync.RTTEstimator
 	jin     stats.Jitter // peer → us, from t4 − t3
 	jout    stats.Jitter // us → peer, from t2 − t1
-	last3   [3]time.Duration
-	n3, i3  int
 	pings   uint64
 	pongs   uint64
 	rx, rxB uint64
@@ -101,35 +98,6 @@ type linkState struct {
 }
 
 func (l *linkState) up() bool { return l.state == LinkUp }
-
-func (l *linkState) add3(rtt time.Duration) {
-	l.last3[l.i3] = rtt
-	l.i3 = (l.i3 + 1) % 3
-	if l.n3 < 3 {
-		l.n3++
-	}
-}
-
-func (l *linkState) max3() time.Duration {
-	var m time.Duration
-	for _, r := range l.last3[:l.n3] {
-		m = max(m, r)
-	}
-	return m
-}
-
-// silentFor is the time since anything arrived on the link (or since it
-// opened).
-func (l *linkState) silentFor(now time.Duration) time.Duration {
-	return now - max(l.lastRecv, l.upAt)
-}
-
-func (l *linkState) unansweredFor(now time.Duration) time.Duration {
-	if l.firstUnanswered == 0 {
-		return 0
-	}
-	return now - l.firstUnanswered
-}
 
 // Session is a connection to one peer over two transports: a WebRTC data
 // channel and a TCP stream relayed by the signaling server. One of them is
@@ -179,10 +147,14 @@ type Session struct {
 	readyAt       time.Duration
 	linksDeadline [2]time.Duration
 	awaitDeadline time.Duration
-	epoch         uint32 // active transport's epoch (offerer: last decided; answerer: last seen)
+	epoch         uint32 // offerer: the epoch of its last decision
 	acked         bool   // offerer: the answerer acknowledged epoch
 	nextSelect    time.Duration
-	lastSwitch    time.Duration
+	off           offererPolicy  // the offerer's transport policy
+	ans           answererPolicy // the answerer's
+	pol           *pathPolicy    // the one of this role: evidence about the paths
+	lastTick      time.Duration  // when the loop last ran (stall detection)
+	ticked        bool           // lastTick is set
 	switches      int
 	choiceReason  string
 	ctrlSeq       uint32
@@ -195,6 +167,8 @@ type Session struct {
 	evMu          sync.Mutex
 	events        chan Event
 	evClosed      bool
+	evScratch     []Event
+	eventsMerged  uint64
 	eventsDropped uint64
 
 	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
@@ -266,7 +240,7 @@ func newSession(p sessionParams) (*Session, error) {
 		closeSig: p.closeSig,
 		sendBuf:  make([]byte, 0, wire.HeaderLen+p.cfg.MaxMessageSize),
 		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:   make(chan Event, p.cfg.EventBuffer),
+		events:   make(chan Event, max(p.cfg.EventBuffer, minEventBuffer)),
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		closing:  make(chan struct{}),
@@ -277,6 +251,13 @@ func newSession(p sessionParams) (*Session, error) {
 		s.pongBufs[i] = make([]byte, 0, 256)
 	}
 	s.start = s.clock.Now()
+	pc := policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
+		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}
+	s.off.cfg, s.ans.cfg = pc, pc
+	s.pol = &s.ans.pathPolicy
+	if p.role == signaling.RoleOfferer {
+		s.pol = &s.off.pathPolicy
+	}
 	s.seq.Begin(0) // the peer's first data message is number 0
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
@@ -359,12 +340,15 @@ func (s *Session) Role() signaling.Role { return s.role }
 func (s *Session) Room() string { return s.room }
 
 // Events returns the session's event channel. It is buffered
-// (Config.EventBuffer) and the session never blocks on it: when it is
-// full, the oldest event is discarded to make room for the newest (counted
-// in Stats.EventsDropped), so a game that never reads it loses nothing but
-// old events, and the last event (EventDisconnected) is never lost. The
-// channel is closed when the session ends (after EventDisconnected, or on
-// Close).
+// (Config.EventBuffer) and the session never blocks on it, nor drops a
+// transition: when it is full, queued events are merged into later ones
+// that summarise them (two transport changes A→B→C become one A→C, an
+// interruption and its resumption become the resumption, which carries
+// the silence; Event.Merged counts what an event stands for, and
+// Stats.EventsMerged all merges), so a game that reads it late still sees
+// where every transition ended up, and the last event
+// (EventDisconnected) is never lost. The channel is closed when the
+// session ends (after EventDisconnected, or on Close).
 func (s *Session) Events() <-chan Event { return s.events }
 
 // Done is closed when the session has ended (Close, or the peer
@@ -384,8 +368,10 @@ func (s *Session) Err() error {
 	return s.endErr
 }
 
-// emit delivers an event without blocking, dropping the oldest queued
-// event when the channel is full.
+// emit delivers an event without blocking. When the channel is full it
+// takes the queued events back, merges neighbours that a later one
+// summarises (see mergeEvents) and queues the result: a transition is
+// folded into a later one, never dropped.
 func (s *Session) emit(ev Event) {
 	ev.At = s.now() - s.start
 	s.evMu.Lock()
@@ -393,18 +379,87 @@ func (s *Session) emit(ev Event) {
 	if s.evClosed {
 		return
 	}
-	for {
+	select {
+	case s.events <- ev:
+		return
+	default:
+	}
+	q := s.evScratch[:0]
+drain:
+	for len(q) < cap(s.events) {
 		select {
-		case s.events <- ev:
-			return
+		case e := <-s.events:
+			q = append(q, e)
 		default:
-		}
-		select {
-		case <-s.events:
-			s.eventsDropped++
-		default:
+			break drain
 		}
 	}
+	q = append(q, ev)
+	var merged, dropped int
+	q, merged, dropped = mergeEvents(q, cap(s.events))
+	s.eventsMerged += uint64(merged)
+	s.eventsDropped += uint64(dropped)
+	for _, e := range q {
+		s.events <- e // fits: len(q) <= cap, and only emit sends
+	}
+	clear(q)
+	s.evScratch = q[:0]
+}
+
+// mergeEvents shortens q to at most n events by merging neighbours into
+// the later one, which then says where things ended up:
+//
+//   - transport-changed A→B then B→C: one transport-changed A→C;
+//   - interrupted then resumed: resumed (its Silence says how long);
+//   - resumed then interrupted, or twice the same state: the later one;
+//   - transport-down then transport-up of one transport (or up then
+//     down): the later one.
+//
+// Each merge adds the events folded in to the survivor's Merged. If no
+// neighbours can be merged (never in practice: at most two transitions of
+// each kind in a row can be unmergeable), the oldest event that is not
+// EventDisconnected is dropped and counted.
+func mergeEvents(q []Event, n int) (out []Event, merged, dropped int) {
+	for len(q) > n {
+		i := mergeable(q)
+		if i < 0 {
+			j := 0
+			for j < len(q)-1 && q[j].Kind == EventDisconnected {
+				j++
+			}
+			q = append(q[:j], q[j+1:]...)
+			dropped++
+			continue
+		}
+		a, b := q[i], q[i+1]
+		if a.Kind == EventTransportChanged && b.Kind == EventTransportChanged {
+			b.From = a.From
+		}
+		b.Merged += a.Merged + 1
+		q[i+1] = b
+		q = append(q[:i], q[i+1:]...)
+		merged++
+	}
+	return q, merged, dropped
+}
+
+// mergeable returns the index of the first event that the next one
+// summarises, or -1.
+func mergeable(q []Event) int {
+	for i := 0; i+1 < len(q); i++ {
+		a, b := q[i], q[i+1]
+		switch {
+		case a.Kind == EventDisconnected || b.Kind == EventDisconnected:
+		case a.Kind == EventTransportChanged && b.Kind == EventTransportChanged:
+			return i
+		case (a.Kind == EventInterrupted || a.Kind == EventResumed) && (b.Kind == EventInterrupted || b.Kind == EventResumed):
+			return i
+		case (a.Kind == EventTransportUp || a.Kind == EventTransportDown) && (b.Kind == EventTransportUp || b.Kind == EventTransportDown) &&
+			a.Transport == b.Transport:
+			return i
+		}
+	}
+	return -1
 }
 
 // ---- linkHandler ----
@@ -428,7 +483,11 @@ func (s *Session) onUp(k TransportKind) {
 	ls.err = ""
 	ls.timedOut = false
 	ls.upAt = now
-	ls.nextPing = now
+	if ls.kind == TransportWebRTC || !ls.hadRecv {
+		// A path that comes back starts its round-trip figures afresh.
+		ls.rtt = clocksync.RTTEstimator{}
+	}
+	s.pol.path(k).setUp(now, true)
 	running := s.phase == phaseRunning
 	s.linkPtr[k.idx()].Store(&linkBox{l: l})
 	// Tell the peer which transports we have, so that it does not wait for
@@ -463,6 +522,7 @@ func (s *Session) onDown(k TransportKind, err error) {
 	ls.state = LinkDown
 	ls.err = err.Error()
 	running := s.phase == phaseRunning
+	s.pol.path(k).setUp(s.now(), false)
 	s.linkPtr[k.idx()].Store(nil)
 	s.mu.Unlock()
 	s.log.Debug("p2p: transport down", "transport", k.String(), "err", err)
@@ -574,11 +634,12 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	t4, rtt := smp.At, smp.Delay
 	ls := &s.links[k.idx()]
 	ls.pongs++
-	ls.lastPong = t4
-	ls.firstUnanswered = 0
-	ls.streak++
-	ls.rtt.Add(t4, rtt)
-	ls.add3(rtt)
+	// A round trip that spans a stall of this process, or an outage, is
+	// left out of the round-trip figures (see pathPolicy.answered).
+	if s.pol.answered(k, t4, pg.T1, rtt) {
+		ls.rtt.Add(t4, rtt)
+		s.pol.setRTT(k, ls.rtt.Stats(t4).Smoothed)
+	}
 	ls.jout.Add(pg.T2 - pg.T1)
 	ls.jin.Add(t4 - pg.T3)
 	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == pg.T1 {
@@ -605,9 +666,10 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 			return
 		}
 		tr := TransportKind(c.Transport)
-		if c.Epoch > s.epoch || s.phase != phaseRunning {
-			from := TransportKind(s.active.Load())
-			s.epoch = c.Epoch
+		from := TransportKind(s.active.Load())
+		first := !s.ans.seen
+		changed, ack := s.ans.onSelect(now, c.Epoch, tr)
+		if first && s.ans.seen || changed {
 			s.active.Store(uint32(tr))
 			if s.phase != phaseRunning {
 				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", tr)
@@ -618,8 +680,9 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 				s.emit(Event{Kind: EventTransportChanged, From: from, Transport: tr, Reason: "chosen by the offerer"})
 			}
 		}
-		// Acknowledge every select (also repeats: our ack may have been lost).
-		if c.Epoch == s.epoch {
+		// Acknowledge every select of the current epoch (also repeats: our
+		// ack may have been lost).
+		if ack {
 			s.sendControlLocked(wire.Control{Kind: wire.CtrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
 		}
 	case wire.CtrlSelectAck:
@@ -690,7 +753,6 @@ func (s *Session) becomeRunning(now time.Duration) {
 	s.state = StateConnected
 	s.readyAt = now
 	s.lastRecv = now
-	s.lastSwitch = now
 	for i := range s.links {
 		s.links[i].probe.running = false
 	}
@@ -754,6 +816,14 @@ func (s *Session) loop() {
 
 // tick does one round of housekeeping. Called with mu held.
 func (s *Session) tick(now time.Duration) {
+	// A gap between two runs of the loop much longer than its period is a
+	// stall of this process: what it did not hear meanwhile is no
+	// evidence against a path (see the policies).
+	if s.ticked && now-s.lastTick > tickInterval+stallSlack {
+		s.pol.stalled(s.lastTick, now)
+		s.log.Debug("p2p: local stall", "for", now-s.lastTick)
+	}
+	s.lastTick, s.ticked = now, true
 	s.sendMu.Lock()
 	s.txRate.Update(now)
 	s.sendMu.Unlock()
@@ -777,9 +847,11 @@ func (s *Session) tick(now time.Duration) {
 				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
 			}
 		}
-		// A ping left unanswered for ProbeTimeout breaks the streak.
-		if ls.firstUnanswered != 0 && now-ls.firstUnanswered > s.cfg.ProbeTimeout {
-			ls.streak = 0
+		// A probe unanswered past its grace breaks the path's streak.
+		if e := s.pol.path(ls.kind); e.streak > 0 {
+			if _, ok := s.pol.onset(now, e); ok {
+				e.streak = 0
+			}
 		}
 	}
 	switch s.phase {
@@ -949,7 +1021,7 @@ func (s *Session) decide(now time.Duration, k TransportKind) {
 	s.epoch++
 	s.acked = false
 	s.active.Store(uint32(k))
-	s.lastSwitch = now
+	s.off.switched(now, k)
 	s.nextSelect = now
 	s.sendSelect(now)
 }
@@ -971,19 +1043,15 @@ func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 		t1 = pg.T1
 	}
 	ls.pings++
-	if ls.firstUnanswered == 0 {
-		ls.firstUnanswered = now
-	}
-	if k == TransportKind(s.active.Load()) {
-		ls.lastActivePing = now
-	}
+	s.pol.path(k).probeSent(t1)
 	s.xmit(k, b)
 	return t1
 }
 
 func (s *Session) tickRunning(now time.Duration) {
-	// Liveness over all transports.
-	silence := now - s.lastRecv
+	// Liveness over all transports. Time this process stood still is not
+	// the peer's silence.
+	silence := now - s.pol.stall.after(s.lastRecv)
 	switch {
 	case silence >= s.cfg.DisconnectAfter:
 		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
@@ -995,94 +1063,30 @@ func (s *Session) tickRunning(now time.Duration) {
 		s.emit(Event{Kind: EventInterrupted, Silence: silence})
 	}
 
-	active := TransportKind(s.active.Load())
+	s.pol.observe(now)
 	if s.role == signaling.RoleOfferer {
-		s.policy(now, active)
-		active = TransportKind(s.active.Load())
+		if k, why := s.off.decide(now); k != TransportUnknown {
+			s.switchTo(now, k, why)
+		}
 		if !s.acked && now >= s.nextSelect {
 			s.sendSelect(now)
 		}
 	}
 	// Pings: the active transport when the calibrator wants one but at
-	// least every PingInterval; the standby every StandbyPingInterval.
+	// least every PingInterval; the standby as the policy says.
+	calDue := now >= s.cal.NextPing()
 	for i := range s.links {
 		ls := &s.links[i]
-		if !ls.up() {
-			continue
-		}
-		if ls.kind == active {
-			if now >= s.cal.NextPing() || now >= ls.lastActivePing+s.cfg.PingInterval {
-				s.sendPing(ls.kind, now)
-			}
-			ls.nextPing = now + s.cfg.StandbyPingInterval
-		} else if now >= ls.nextPing {
+		if ls.up() && s.pol.probeDue(now, ls.kind, calDue) {
 			s.sendPing(ls.kind, now)
-			ls.nextPing = now + s.cfg.StandbyPingInterval
 		}
-	}
-}
-
-// failing reports whether the active link should be abandoned, and why.
-func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
-	switch {
-	case !ls.up():
-		if ls.err != "" {
-			return true, fmt.Sprintf("%v down: %s", ls.kind, ls.err)
-		}
-		return true, fmt.Sprintf("%v down", ls.kind)
-	case ls.silentFor(now) > s.cfg.FailoverAfter:
-		return true, fmt.Sprintf("%v silent for %v", ls.kind, ls.silentFor(now).Round(time.Millisecond))
-	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.Stats(now).Smoothed:
-		return true, fmt.Sprintf("%v pings unanswered for %v", ls.kind, ls.unansweredFor(now).Round(time.Millisecond))
-	}
-	return false, ""
-}
-
-// works reports whether a standby link is fit to take over: open, and its
-// last ping was answered recently.
-func (s *Session) works(now time.Duration, ls *linkState) bool {
-	window := 3*s.cfg.StandbyPingInterval + ls.rtt.Stats(now).Smoothed
-	return ls.up() && ls.streak >= 1 && now-ls.lastPong < window && ls.silentFor(now) < window
-}
-
-// policy is the offerer's failover and switching rule. Called with mu held.
-func (s *Session) policy(now time.Duration, active TransportKind) {
-	a := &s.links[active.idx()]
-	o := &s.links[active.other().idx()]
-	fail, why := s.failing(now, a)
-	if fail {
-		if s.works(now, o) {
-			s.switchTo(now, o.kind, "failover: "+why)
-		}
-		return
-	}
-	if !s.works(now, o) || o.streak < 3 || o.n3 < 3 || a.n3 < 3 || now-s.lastSwitch < 3*time.Second {
-		return
-	}
-	if p := s.cfg.Prefer; p != TransportUnknown {
-		if o.kind == p {
-			s.switchTo(now, o.kind, fmt.Sprintf("preferred %v works again (ping %v)", p, o.max3()))
-		}
-		return
-	}
-	am, om := a.max3(), o.max3()
-	margin := max(s.cfg.SwitchMargin, am/10)
-	switch {
-	case o.kind == TransportWebRTC && om <= am+margin/2:
-		// Ties go to WebRTC, as in the initial choice: back to the data
-		// channel once it works and pings no worse (e.g. it opened after
-		// the session had settled on TCP). Leaving WebRTC needs TCP better
-		// by the whole margin, taking it back half of it: the band between
-		// keeps pings that hover near the line from flapping.
-		s.switchTo(now, o.kind, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am))
-	case om+margin < am:
-		s.switchTo(now, o.kind, fmt.Sprintf("%v pings better: %v vs %v", o.kind, om, am))
 	}
 }
 
 func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
 	from := TransportKind(s.active.Load())
 	s.switches++
+	s.off.switches++
 	s.choiceReason = reason
 	s.decide(now, k)
 	s.log.Info("p2p: transport changed", "from", from.String(), "to", k.String(), "reason", reason)
@@ -1296,6 +1300,7 @@ func (s *Session) Stats() Stats {
 		st.SendDropped += t.superseded()
 	}
 	s.evMu.Lock()
+	st.EventsMerged = s.eventsMerged
 	st.EventsDropped = s.eventsDropped
 	s.evMu.Unlock()
 	return st
@@ -1305,16 +1310,11 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.Kind = ls.kind
 	out.State = ls.state
 	out.Err = ls.err
-	if ls.kind == TransportKind(s.active.Load()) {
-		f, _ := s.failing(now, ls)
-		out.Healthy = !f && ls.pongs > 0
-	} else {
-		out.Healthy = s.works(now, ls)
-	}
+	out.Healthy = ls.up() && s.pol.healthy(now, ls.kind)
 	out.Probe = ls.probe.res
 	out.ProbeMax = ls.probe.max
 	out.ProbeLost = ls.probe.lost
-	out.Last3Max = ls.max3()
+	out.Last3Max = s.pol.path(ls.kind).max3()
 	out.RTT = ls.rtt.Stats(now)
 	out.Jitter = ls.jin.Value()
 	out.JitterOut = ls.jout.Value()

@@ -130,7 +130,11 @@ type Stats struct {
 	WebRTC LinkStats
 	TCP    LinkStats
 
-	EventsDropped uint64 // events dropped because the Events channel was full
+	// EventsMerged counts events folded into later ones because the
+	// Events channel was full (see Session.Events); EventsDropped those
+	// that could not be (none in practice).
+	EventsMerged  uint64
+	EventsDropped uint64
 }
 
 // Link returns the statistics of transport k.

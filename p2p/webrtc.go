@@ -37,6 +37,9 @@ func dataChannelInit() *webrtc.DataChannelInit {
 // explicitly): no message larger than this can be reassembled.
 const sctpReceiveBuffer = 1 << 20
 
+// sctpRTOMax caps SCTP's retransmission timeout (see newRTCTransport).
+const sctpRTOMax = time.Second
+
 // rtcTransport is the WebRTC transport: one PeerConnection with one
 // unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
 // go into a reused buffer.
@@ -80,6 +83,11 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.LoggerFactory = slogFactory{l: cfg.Logger}
 	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
+	// SCTP doubles its retransmission timeout on every expiry, up to 60 s
+	// by default: after an outage of a few seconds the association would
+	// stay quiet for as long again. The session detects dead paths itself,
+	// so SCTP may keep trying every second (its minimum).
+	se.SetSCTPRTOMax(sctpRTOMax)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
