@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,9 +89,16 @@ type Config struct {
 
 	// DisableTCP makes the session use only WebRTC.
 	DisableTCP bool
-	// TCPTimeout bounds dialling the relay and the peer attaching to it.
-	// Zero means 10s.
+	// TCPTimeout bounds one attempt at dialling the relay, the peer
+	// attaching to it and the TLS handshake. Zero means 10s. A relay that
+	// fails or drops is dialled again, after 100 ms doubling up to 1 s.
 	TCPTimeout time.Duration
+	// RelayDialer, if set, opens the TCP connections to the relay (the
+	// signaling server's address), e.g. through a proxy, or in tests an
+	// in-memory or faulty network. Nil means the dialer of
+	// Signaling.HTTPClient's transport when it is an *http.Transport with
+	// DialContext set, else a net.Dialer.
+	RelayDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// ---- Transport choice and failover ----
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 
 	"github.com/pion/webrtc/v4"
@@ -137,7 +138,7 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		room: string(pairing.Room),
 		sig:  sig,
 		dialTCP: func(ctx context.Context) (net.Conn, error) {
-			return signaling.DialRelay(ctx, url, pairing.Token, cfg.Signaling)
+			return signaling.DialRelay(ctx, url, pairing.Token, relayClientConfig(cfg))
 		},
 		closeSig: func() { cl.Close() },
 	}
@@ -153,6 +154,24 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		return nil, err
 	}
 	return s, nil
+}
+
+// relayClientConfig is the signaling client configuration DialRelay gets:
+// with Config.RelayDialer, an HTTP client whose transport dials with it
+// (keeping the TLS configuration of Config.Signaling's).
+func relayClientConfig(cfg Config) signaling.ClientConfig {
+	cc := cfg.Signaling
+	if cfg.RelayDialer == nil {
+		return cc
+	}
+	tr := &http.Transport{DialContext: cfg.RelayDialer}
+	if cc.HTTPClient != nil {
+		if t, ok := cc.HTTPClient.Transport.(*http.Transport); ok {
+			tr.TLSClientConfig = t.TLSClientConfig
+		}
+	}
+	cc.HTTPClient = &http.Client{Transport: tr}
+	return cc
 }
 
 // clientSignaler sends WebRTC negotiation through the signaling client.
@@ -199,27 +218,23 @@ func (s *Session) pumpSignaling(cl *signaling.Client, early []signaling.Event) {
 func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 	switch ev.Kind {
 	case signaling.EventOffer:
-		if s.rtc != nil {
-			if err := s.rtc.handleOffer(s.ctx, ev.SDP); err != nil {
-				s.onDown(TransportWebRTC, err)
-			}
+		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		if err := s.handleOffer(ctx, ev.SDP); err != nil {
+			s.log.Warn("p2p: the peer's offer", "err", err)
 		}
+		cancel()
 	case signaling.EventAnswer:
-		if s.rtc != nil {
-			if err := s.rtc.handleAnswer(ev.SDP); err != nil {
-				s.onDown(TransportWebRTC, err)
-			}
+		if err := s.handleAnswer(ev.SDP); err != nil {
+			s.log.Warn("p2p: the peer's answer", "err", err)
 		}
 	case signaling.EventCandidate:
-		if s.rtc != nil {
-			c := ev.Candidate
-			s.rtc.handleCandidate(webrtc.ICECandidateInit{
-				Candidate:        c.Candidate,
-				SDPMid:           c.SDPMid,
-				SDPMLineIndex:    c.SDPMLineIndex,
-				UsernameFragment: c.UsernameFragment,
-			})
-		}
+		c := ev.Candidate
+		s.handleCandidate(webrtc.ICECandidateInit{
+			Candidate:        c.Candidate,
+			SDPMid:           c.SDPMid,
+			SDPMLineIndex:    c.SDPMLineIndex,
+			UsernameFragment: c.UsernameFragment,
+		})
 	case signaling.EventPeerLeft:
 		// The peer's signaling connection ended. Its transports may well
 		// still work (the liveness timeout decides), but leave the room so

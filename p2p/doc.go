@@ -53,7 +53,8 @@
 // filter.
 //
 // TCP: the signaling server's relay (signaling.DialRelay with the token
-// from the pairing) carries session messages as length-prefixed frames
+// from the pairing), inside TLS 1.3 between the two peers (see Security),
+// carries session messages as length-prefixed frames
 // (2-byte big-endian length, then the message). Data messages go through
 // a latest-only sender: while the socket is busy, a message replaces an
 // unsent one whose payload has the same first byte (its kind), so stale
@@ -61,6 +62,41 @@
 // pile-up), and a message of another kind, a round result say, is never
 // replaced by a state. Pings, pongs and control messages go through a FIFO
 // control queue, written first and never superseded.
+//
+// # Security
+//
+// Each session makes one ECDSA P-256 key and a self-signed certificate for
+// it when it starts. WebRTC uses that certificate for DTLS (its SHA-256
+// fingerprint is the a=fingerprint line of the SDP the peer receives), and
+// the TCP relay uses the same certificate for TLS 1.3 (crypto/tls) over
+// the relayed byte stream: the offerer is the TLS client, the answerer
+// the server, both present the certificate and each accepts only a peer
+// certificate whose SHA-256 fingerprint is the one in the peer's SDP. The
+// first fingerprint a peer's SDP carries is pinned for the session: a
+// later offer or answer with another one (a renegotiation, a new
+// PeerConnection) is refused. A peer that has WebRTC disabled still sends
+// an SDP through signaling, with only its fingerprint in it (session
+// name "ragsync-relay-only"), so the relay can be pinned. Until the TLS handshake has
+// completed, nothing of the session crosses the relay; every byte after it
+// is encrypted and authenticated (AES-GCM or ChaCha20-Poly1305 records
+// with implicit sequence numbers), so whoever runs the relay can delay or
+// drop the stream but not forge, alter or replay a frame: a record that
+// fails to authenticate ends the stream (counted in Stats.RelayRejected)
+// and the session dials the relay again.
+//
+// What the signaling server (or whoever runs it, or sits on a plain-HTTP
+// path to it) can still do: while the peers pair, it carries the SDPs, so
+// it can replace both fingerprints with its own and stand in the middle of
+// both WebRTC and the relay (exactly as for any WebRTC application that
+// trusts its signaling); it can refuse to pair, drop or delay signaling
+// and relay traffic, and end a relay stream at any time (denial of
+// service). What it cannot do once the peers have paired: read or change
+// what they send each other, over either transport, or make one accept a
+// message the other did not send (a bye, a pong that moves the clock, a
+// select, a sequence number); and a later SDP with another fingerprint is
+// refused, so it cannot step into the middle of a session afterwards.
+// Use an https:// or wss:// signaling URL so that only the server, not
+// everyone on the path to it, is in that position.
 //
 // # Wire format
 //
@@ -199,5 +235,6 @@
 // Send, the receive path of both transports up to the ring, Poll, Stats
 // and GameTime do not allocate in this package's code (tested with
 // testing.AllocsPerRun over the TCP transport). pion allocates inside
-// its SCTP/DTLS stack for every WebRTC message; see the benchmarks.
+// its SCTP/DTLS stack for every WebRTC message, and crypto/tls one small
+// object per read of the relay stream; see the benchmarks.
 package p2p

@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/internal/clockwire"
@@ -68,12 +71,13 @@ const (
 
 // linkState is the session's bookkeeping for one transport (under mu).
 type linkState struct {
-	kind     TransportKind
-	state    LinkState
-	err      string
-	timedOut bool // down only because it missed its connect deadline
-	upAt     time.Duration
-	hadRecv  bool
+	kind  TransportKind
+	state LinkState
+	err   string
+	// peerDisabled: the peer does not have this transport.
+	peerDisabled bool
+	upAt         time.Duration
+	hadRecv      bool
 
 	lastRecv time.Duration
 
@@ -118,6 +122,10 @@ type Session struct {
 	tcp      atomic.Pointer[tcpTransport]
 	linkPtr  [2]atomic.Pointer[linkBox] // open links, by kind.idx()
 	closeSig func()                     // closes the signaling client
+	sig      signaler                   // nil without signaling (tests)
+	id       *identity                  // this session's key and certificate
+	peerFP   []byte                     // under mu: the peer's pinned fingerprint
+	pinned   chan struct{}              // closed once peerFP is set
 
 	// Data path.
 	sendMu      sync.Mutex
@@ -160,6 +168,7 @@ type Session struct {
 	ctrlSeq       uint32
 	enabled       uint8              // our transports, as in the hello message
 	cancelTCP     context.CancelFunc // stops dialling the relay
+	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
 	endErr        error
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
@@ -191,10 +200,12 @@ type sessionParams struct {
 	cfg      Config // already through withDefaults
 	role     signaling.Role
 	room     string
-	sig      signaler                                    // for WebRTC negotiation
+	sig      signaler                                    // for WebRTC negotiation (nil: no WebRTC)
 	dialTCP  func(ctx context.Context) (net.Conn, error) // nil: no TCP
 	closeSig func()
 	clock    clocksync.Clock // nil: wallClock
+	id       *identity       // nil: a new one
+	peerFP   []byte          // the peer's certificate fingerprint, if known without signaling (tests)
 }
 
 // clockEpoch is the origin of the default session clock.
@@ -230,7 +241,15 @@ func newSession(p sessionParams) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
 	}
+	if p.id == nil {
+		if p.id, err = newIdentity(); err != nil {
+			return nil, err
+		}
+	}
 	s := &Session{
+		id:       p.id,
+		sig:      p.sig,
+		pinned:   make(chan struct{}),
 		cfg:      p.cfg,
 		role:     p.role,
 		room:     p.room,
@@ -268,10 +287,13 @@ func newSession(p sessionParams) (*Session, error) {
 	// offerer's longest wait plus its probes, with a margin.
 	s.awaitDeadline = s.start + max(s.cfg.WebRTCTimeout, s.cfg.TCPTimeout) + 4*s.cfg.ProbeTimeout + 2*time.Second
 
+	if p.peerFP != nil {
+		s.pin(p.peerFP)
+	}
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := newRTCTransport(&s.cfg, p.role, p.sig, s)
+		rtc, err := newRTCTransport(&s.cfg, p.role, p.sig, s, s.id)
 		if err != nil {
 			return nil, err
 		}
@@ -286,47 +308,216 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 	}
 	var tcpCtx context.Context
-	tcpCtx, s.cancelTCP = context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
+	tcpCtx, s.cancelTCP = context.WithCancel(s.ctx)
 	s.wg.Add(1)
 	go s.loop()
 	if s.links[1].state == LinkConnecting {
 		s.wg.Add(1)
-		go s.dialTCP(tcpCtx, p.dialTCP)
+		go s.relayLoop(tcpCtx, p.dialTCP)
 	} else {
 		s.cancelTCP()
 	}
-	if s.rtc != nil && p.role == signaling.RoleOfferer {
+	if p.role == signaling.RoleOfferer && p.sig != nil {
 		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
-		err := s.rtc.start(ctx)
+		var err error
+		if s.rtc != nil {
+			err = s.rtc.start(ctx)
+		} else {
+			// No WebRTC here: the offer only carries the fingerprint that
+			// pins the relay.
+			err = p.sig.sendOffer(ctx, relayOnlySDP(s.id.fp))
+		}
 		cancel()
 		if err != nil {
-			s.onDown(TransportWebRTC, err)
+			if s.rtc != nil {
+				s.onDown(TransportWebRTC, err)
+			} else {
+				s.log.Warn("p2p: sending the fingerprint failed", "err", err)
+			}
 		}
 	}
 	return s, nil
 }
 
+// pin sets the peer's certificate fingerprint, the first time; it reports
+// whether fp is the pinned one.
+func (s *Session) pin(fp []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peerFP == nil {
+		s.peerFP = bytes.Clone(fp)
+		close(s.pinned)
+		return true
+	}
+	return bytes.Equal(s.peerFP, fp)
+}
+
+// peerSDP checks the fingerprint of an SDP from the peer and pins it. An
+// SDP with another fingerprint than the pinned one is refused: the peer
+// keeps its certificate for the whole session.
+func (s *Session) peerSDP(sdp string) error {
+	fp, err := sdpFingerprint(sdp)
+	if err != nil {
+		return err
+	}
+	if !s.pin(fp) {
+		return fmt.Errorf("p2p: refusing an SDP whose fingerprint %s is not the peer's (%s)", fingerprintLine(fp), fingerprintLine(s.peerFP))
+	}
+	return nil
+}
+
+// handleOffer handles the offerer's SDP (answerer only).
+func (s *Session) handleOffer(ctx context.Context, sdp string) error {
+	if s.role != signaling.RoleAnswerer {
+		return fmt.Errorf("p2p: unexpected offer for the %s", s.role)
+	}
+	if err := s.peerSDP(sdp); err != nil {
+		return err
+	}
+	if s.rtc == nil || isRelayOnlySDP(sdp) {
+		if isRelayOnlySDP(sdp) {
+			s.peerHasNoWebRTC()
+		}
+		if s.sig == nil {
+			return nil
+		}
+		return s.sig.sendAnswer(ctx, relayOnlySDP(s.id.fp))
+	}
+	if err := s.rtc.handleOffer(ctx, sdp); err != nil {
+		s.onDown(TransportWebRTC, err)
+		return err
+	}
+	return nil
+}
+
+// handleAnswer handles the answerer's SDP (offerer only).
+func (s *Session) handleAnswer(sdp string) error {
+	if s.role != signaling.RoleOfferer {
+		return fmt.Errorf("p2p: unexpected answer for the %s", s.role)
+	}
+	if err := s.peerSDP(sdp); err != nil {
+		return err
+	}
+	if isRelayOnlySDP(sdp) {
+		s.peerHasNoWebRTC()
+		return nil
+	}
+	if s.rtc == nil {
+		return nil
+	}
+	if err := s.rtc.handleAnswer(sdp); err != nil {
+		s.onDown(TransportWebRTC, err)
+		return err
+	}
+	return nil
+}
+
+// handleCandidate adds a trickled remote candidate.
+func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
+	if s.rtc != nil {
+		s.rtc.handleCandidate(c)
+	}
+}
+
+// peerHasNoWebRTC marks WebRTC down: the peer's SDP says it has none.
+func (s *Session) peerHasNoWebRTC() {
+	s.mu.Lock()
+	ls := &s.links[0]
+	ls.peerDisabled = true
+	if ls.state == LinkConnecting {
+		ls.state = LinkDown
+		ls.err = "disabled by the peer"
+	}
+	if s.phase == phaseLinks {
+		s.tickLinks(s.now())
+	}
+	s.mu.Unlock()
+}
+
 func (s *Session) now() time.Duration { return s.clock.Now() }
 
-func (s *Session) dialTCP(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
+// Relay re-dial backoff: the first retry after relayRetryMin, doubling up
+// to relayRetryMax, so a relay that drops, or a signaling server that
+// restarts, is back within about relayRetryMax of answering again.
+const (
+	relayRetryMin = 100 * time.Millisecond
+	relayRetryMax = time.Second
+)
+
+// relayLoop dials the relay, runs the session over it until it ends, and
+// dials again (with backoff) until the session ends or the peer turns out
+// to have no relay. Each attempt is bounded by Config.TCPTimeout.
+func (s *Session) relayLoop(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
 	defer s.wg.Done()
-	conn, err := dial(ctx)
-	s.cancelTCP()
-	if err != nil {
-		s.onDown(TransportTCP, fmt.Errorf("p2p: tcp relay: %w", err))
-		return
-	}
-	t := newTCPTransport(conn, s.cfg.MaxMessageSize, s)
-	s.mu.Lock()
-	if s.phase == phaseEnded {
+	backoff := relayRetryMin
+	for ctx.Err() == nil {
+		t, err := s.dialRelay(ctx, dial)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.onDown(TransportTCP, err)
+			s.log.Debug("p2p: relay dial failed", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, relayRetryMax)
+			continue
+		}
+		backoff = relayRetryMin
+		s.mu.Lock()
+		if s.phase == phaseEnded {
+			s.mu.Unlock()
+			_ = t.close()
+			return
+		}
+		s.tcp.Store(t)
 		s.mu.Unlock()
+		s.onUp(TransportTCP) // before reading, so that replies have a link
+		t.start()
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return // teardown closes it
+		}
 		_ = t.close()
-		return
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(relayRetryMin):
+		}
 	}
-	s.tcp.Store(t)
+}
+
+// dialRelay dials the relay and runs its TLS handshake, once the peer's
+// fingerprint is known.
+func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net.Conn, error)) (*tcpTransport, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TCPTimeout)
+	defer cancel()
+	raw, err := dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: tcp relay: %w", err)
+	}
+	select {
+	case <-s.pinned:
+	case <-ctx.Done():
+		raw.Close()
+		return nil, fmt.Errorf("p2p: tcp relay: the peer's fingerprint did not arrive: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	peerFP := s.peerFP
 	s.mu.Unlock()
-	s.onUp(TransportTCP) // before reading, so that replies have a link
-	t.start()
+	tc, err := relayTLS(ctx, raw, s.role == signaling.RoleOfferer, s.id, peerFP)
+	if err != nil {
+		raw.Close()
+		if isTLSFailure(err) || errors.Is(err, errPeerCertificate) {
+			err = fmt.Errorf("%w: %w", errRelayRejected, err)
+		}
+		return nil, err
+	}
+	return newTCPTransport(tc, raw, s.cfg.MaxMessageSize, s), nil
 }
 
 // Role returns this peer's role, signaling.RoleOfferer or
@@ -475,13 +666,12 @@ func (s *Session) onUp(k TransportKind) {
 	now := s.now()
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
-	if s.phase == phaseEnded || ls.state == LinkDown && !ls.timedOut {
+	if s.phase == phaseEnded || ls.state == LinkDisabled || ls.peerDisabled {
 		s.mu.Unlock()
 		return
 	}
 	ls.state = LinkUp
 	ls.err = ""
-	ls.timedOut = false
 	ls.upAt = now
 	if ls.kind == TransportWebRTC || !ls.hadRecv {
 		// A path that comes back starts its round-trip figures afresh.
@@ -509,13 +699,15 @@ func (s *Session) onUp(k TransportKind) {
 func (s *Session) onDown(k TransportKind, err error) {
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
-	if ls.state == LinkDown && ls.timedOut {
-		ls.timedOut = false // it failed for real: it will not open late
-		ls.err = err.Error()
+	if errors.Is(err, errRelayRejected) {
+		s.relayRejected++
+	}
+	if s.phase == phaseEnded || ls.state == LinkDisabled {
 		s.mu.Unlock()
 		return
 	}
-	if s.phase == phaseEnded || ls.state == LinkDown || ls.state == LinkDisabled {
+	if ls.state == LinkDown {
+		ls.err = err.Error() // the latest reason
 		s.mu.Unlock()
 		return
 	}
@@ -695,6 +887,7 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 		for i := range s.links {
 			ls := &s.links[i]
 			if c.Enabled&(1<<i) == 0 && ls.state == LinkConnecting {
+				ls.peerDisabled = true
 				ls.state = LinkDown
 				ls.err = "disabled by the peer"
 				if ls.kind == TransportTCP && s.cancelTCP != nil {
@@ -841,7 +1034,6 @@ func (s *Session) tick(now time.Duration) {
 		ls := &s.links[i]
 		if ls.state == LinkConnecting && now >= s.linksDeadline[i] {
 			ls.state = LinkDown
-			ls.timedOut = true // it may still open (onUp)
 			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
 			if i == 0 {
 				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
@@ -1267,6 +1459,7 @@ func (s *Session) Stats() Stats {
 	st.Reordered = s.seq.Reordered()
 	st.Late = s.seq.Late()
 	st.Malformed = s.malformed
+	st.RelayRejected = s.relayRejected
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
 	cs := s.cal.Stats()

@@ -108,6 +108,12 @@ type Stats struct {
 	RecvOverflow uint64
 	// Malformed counts packets that failed to decode (dropped).
 	Malformed uint64
+	// RelayRejected counts relay streams that ended, or never started,
+	// because TLS refused them: a record that failed to authenticate (a
+	// frame forged, altered or replayed on the way) or a peer certificate
+	// that is not the one pinned. Each time, nothing of the stream was
+	// accepted, and the relay is dialled again.
+	RelayRejected uint64
 
 	// Rates over the last second, all session messages (headers included)
 	// on all transports.

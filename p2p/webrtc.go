@@ -77,7 +77,7 @@ type rawChannel struct {
 // newRTCTransport creates the PeerConnection and the data channel. The
 // offerer then calls start to send its offer; the answerer waits for
 // handleOffer.
-func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler) (*rtcTransport, error) {
+func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity) (*rtcTransport, error) {
 	se := webrtc.SettingEngine{}
 	se.DetachDataChannels()
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
@@ -106,7 +106,7 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	}
 	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers, Certificates: []webrtc.Certificate{id.rtc}})
 	if err != nil {
 		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
 	}
