@@ -204,10 +204,28 @@
 // StateConnected and EventResumed (with the length of the silence). After
 // Config.DisconnectAfter (5 s) the session ends: StateDisconnected,
 // EventDisconnected, and methods return an error wrapping ErrDisconnected.
-// A peer that closes its session sends bye on both transports, which ends
-// the other side at once ("the peer closed the session"). The signaling
-// server is not needed once connected: losing it (or the peer's signaling
-// connection) does not end the session.
+// Time this process itself stood still (see Failover) does not count as
+// the peer's silence. A peer that closes its session sends bye on both
+// transports, which ends the other side at once ("the peer closed the
+// session"). A peer that the signaling server says left (it closed, left
+// its room, or its signaling connection dropped: a killed process, a
+// crashed machine) and that has been silent for 300 ms is gone: the
+// session ends then ("the peer left: ..."), within about half a second of
+// the peer's death rather than after DisconnectAfter. A peer that is only
+// silent keeps the interrupted (InterruptAfter) → disconnected
+// (DisconnectAfter) timeline.
+//
+// # Signaling during the match
+//
+// The session keeps its signaling connection for the whole match: WebRTC
+// is renegotiated over it. When it drops (a network blip, a server
+// restart), the session connects again, with backoff (200 ms doubling to
+// 2 s), and takes its place back in the pairing with its relay token
+// (signaling.Client.Rejoin; a server restarted with the same secret
+// accepts it), while the match goes on over the transports
+// (Stats.SignalingReconnects counts it). The relay, cut by a server
+// restart, is dialled again meanwhile and is back within about a second of
+// the server answering.
 //
 // # Events
 //

@@ -54,6 +54,12 @@ const signalTimeout = 10 * time.Second
 // (pings, failover, liveness, rates).
 const tickInterval = 10 * time.Millisecond
 
+// goodbyeSilence is how long a peer that the signaling server said left
+// may stay silent before the session ends (see Session.peerLeftSignaling).
+// The peer pings at least every Config.PingInterval, so a live peer is
+// never this silent.
+const goodbyeSilence = 300 * time.Millisecond
+
 // stallSlack: a gap between two runs of the loop longer than tickInterval
 // plus this is a stall of the local process.
 const stallSlack = 40 * time.Millisecond
@@ -169,6 +175,8 @@ type Session struct {
 	enabled       uint8              // our transports, as in the hello message
 	cancelTCP     context.CancelFunc // stops dialling the relay
 	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
+	goodbye       string             // the signaling server said the peer left ("" if not, or it is back)
+	sigRejoined   atomic.Int64       // times the signaling connection was re-established
 	endErr        error
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
@@ -518,6 +526,25 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 		return nil, err
 	}
 	return newTCPTransport(tc, raw, s.cfg.MaxMessageSize, s), nil
+}
+
+// peerLeftSignaling records that the signaling server said the peer left
+// (reason: "left", "disconnected" or "dropped"). A peer that left and has
+// fallen silent is gone (the session ends within goodbyeSilence); one
+// whose signaling connection merely dropped keeps talking, and the
+// session goes on.
+func (s *Session) peerLeftSignaling(reason string) {
+	s.mu.Lock()
+	s.goodbye = reason
+	s.mu.Unlock()
+}
+
+// peerBackOnSignaling records that the peer is back on the signaling
+// server (paired again after a rejoin).
+func (s *Session) peerBackOnSignaling() {
+	s.mu.Lock()
+	s.goodbye = ""
+	s.mu.Unlock()
 }
 
 // Role returns this peer's role, signaling.RoleOfferer or
@@ -1255,6 +1282,14 @@ func (s *Session) tickRunning(now time.Duration) {
 		s.emit(Event{Kind: EventInterrupted, Silence: silence})
 	}
 
+	// A fast goodbye: the signaling server said the peer left (closed,
+	// left, or its connection dropped) and nothing has come from it for
+	// goodbyeSilence: it is gone, no need to wait for DisconnectAfter.
+	if s.goodbye != "" && silence >= goodbyeSilence {
+		s.endLocked(fmt.Errorf("%w: the peer left the signaling server (%s) and has been silent for %v",
+			ErrDisconnected, s.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.goodbye, silence)
+		return
+	}
 	s.pol.observe(now)
 	if s.role == signaling.RoleOfferer {
 		if k, why := s.off.decide(now); k != TransportUnknown {
@@ -1460,6 +1495,7 @@ func (s *Session) Stats() Stats {
 	st.Late = s.seq.Late()
 	st.Malformed = s.malformed
 	st.RelayRejected = s.relayRejected
+	st.SignalingReconnects = uint64(s.sigRejoined.Load())
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
 	cs := s.cal.Stats()

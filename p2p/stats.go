@@ -106,6 +106,10 @@ type Stats struct {
 	// RecvOverflow counts messages dropped from the receive queue because
 	// the game did not drain it (oldest first).
 	RecvOverflow uint64
+	// SignalingReconnects counts the times the signaling connection
+	// dropped and the session connected again and rejoined its pairing.
+	SignalingReconnects uint64
+
 	// Malformed counts packets that failed to decode (dropped).
 	Malformed uint64
 	// RelayRejected counts relay streams that ended, or never started,

@@ -875,6 +875,12 @@ func (s *Server) removeClient(c *client) {
 	if c.queued {
 		s.dequeue(c)
 	}
+	if s.closing {
+		// The server is going away, with every connection: nobody is
+		// told the other left (their pairing goes on with its tokens,
+		// on a restarted server too).
+		c.room = nil
+	}
 	if c.room != nil {
 		// A connection that just ended (not closed by the client, nor by
 		// the server for a limit) keeps its paired player's place.
