@@ -341,3 +341,61 @@ func TestSessionPeerKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestWebRTCRecoversAfterLongOutage: UDP between the peers is cut for 40 s
+// (longer than pion's ICE failed timeout): the session goes on over the
+// relay, the offerer negotiates new PeerConnections over signaling while
+// WebRTC is down, and once UDP is back the session is back on WebRTC
+// within 3 s. (Preferred: the in-memory relay pings better than the vnet.)
+func TestWebRTCRecoversAfterLongOutage(t *testing.T) {
+	leaktest.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		np := newNetPair(t, 5*time.Millisecond, preferWebRTC, preferWebRTC)
+		a, b := np.a, np.b
+		if a.Stats().Transport != TransportWebRTC {
+			t.Fatalf("initial transport %v", a.Stats().Transport)
+		}
+		ea, eb := collectEvents(a), collectEvents(b)
+		tr := startTraffic(a, b, 16*time.Millisecond)
+		defer tr.halt()
+		tr.waitBoth(t, 20)
+		np.cut.Store(true)
+		ea.waitFor(t, "failover to tcp", changedTo(TransportTCP))
+		time.Sleep(40 * time.Second)
+		if st := a.Stats(); st.Transport != TransportTCP || st.State != StateConnected {
+			t.Fatalf("during the outage: %v, %v", st.Transport, st.State)
+		}
+		np.cut.Store(false)
+		restored := time.Now()
+		back := func(evs []Event) bool {
+			return countKind(evs, EventTransportChanged) >= 2 && lastChange(evs) == TransportWebRTC
+		}
+		ea.waitFor(t, "offerer back on webrtc", back)
+		took := time.Since(restored)
+		eb.waitFor(t, "answerer back on webrtc", back)
+		st := a.Stats()
+		t.Logf("back on webrtc %v after UDP was restored; %d new PeerConnections; events %v", took, st.WebRTCRenewals, ea.snapshot())
+		if took > 3*time.Second {
+			t.Errorf("back on webrtc %v after UDP was restored, want within 3 s", took)
+		}
+		if st.WebRTCRenewals == 0 {
+			t.Error("no new PeerConnection was negotiated")
+		}
+		tr.waitBoth(t, 20)
+		for _, s := range []*Session{a, b} {
+			if s.Err() != nil || s.Stats().Switches != 2 {
+				t.Errorf("%v: %v, %d switches", s.Role(), s.Err(), s.Stats().Switches)
+			}
+		}
+	})
+}
+
+// lastChange is the transport of the last transport change in evs.
+func lastChange(evs []Event) TransportKind {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == EventTransportChanged {
+			return evs[i].Transport
+		}
+	}
+	return TransportUnknown
+}

@@ -124,7 +124,8 @@ type Session struct {
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
 
-	rtc      *rtcTransport
+	rtc      atomic.Pointer[rtcTransport] // the current PeerConnection (nil without WebRTC)
+	rtcOn    bool                         // WebRTC is enabled here
 	tcp      atomic.Pointer[tcpTransport]
 	linkPtr  [2]atomic.Pointer[linkBox] // open links, by kind.idx()
 	closeSig func()                     // closes the signaling client
@@ -176,6 +177,9 @@ type Session struct {
 	cancelTCP     context.CancelFunc // stops dialling the relay
 	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
 	goodbye       string             // the signaling server said the peer left ("" if not, or it is back)
+	rtcRenewing   bool               // offerer: a new PeerConnection is being made
+	rtcAttemptAt  time.Duration      // offerer: when the last one was
+	rtcRenewals   uint64             // new PeerConnections negotiated after the first
 	sigRejoined   atomic.Int64       // times the signaling connection was re-established
 	endErr        error
 	loopBuf       []byte
@@ -290,6 +294,7 @@ func newSession(p sessionParams) (*Session, error) {
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
+	s.rtcAttemptAt = s.start
 	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
 	// The answerer gives up waiting for the offerer's choice after the
 	// offerer's longest wait plus its probes, with a margin.
@@ -301,11 +306,12 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := newRTCTransport(&s.cfg, p.role, p.sig, s, s.id)
+		rtc, err := s.newRTC()
 		if err != nil {
 			return nil, err
 		}
-		s.rtc = rtc
+		s.rtc.Store(rtc)
+		s.rtcOn = true
 	}
 	if p.cfg.DisableTCP || p.dialTCP == nil {
 		s.links[1].state = LinkDisabled
@@ -328,8 +334,8 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.role == signaling.RoleOfferer && p.sig != nil {
 		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
 		var err error
-		if s.rtc != nil {
-			err = s.rtc.start(ctx)
+		if rtc := s.rtc.Load(); rtc != nil {
+			err = rtc.start(ctx)
 		} else {
 			// No WebRTC here: the offer only carries the fingerprint that
 			// pins the relay.
@@ -337,7 +343,7 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 		cancel()
 		if err != nil {
-			if s.rtc != nil {
+			if s.rtcOn {
 				s.onDown(TransportWebRTC, err)
 			} else {
 				s.log.Warn("p2p: sending the fingerprint failed", "err", err)
@@ -382,7 +388,8 @@ func (s *Session) handleOffer(ctx context.Context, sdp string) error {
 	if err := s.peerSDP(sdp); err != nil {
 		return err
 	}
-	if s.rtc == nil || isRelayOnlySDP(sdp) {
+	rtc := s.rtc.Load()
+	if rtc == nil || isRelayOnlySDP(sdp) {
 		if isRelayOnlySDP(sdp) {
 			s.peerHasNoWebRTC()
 		}
@@ -391,8 +398,17 @@ func (s *Session) handleOffer(ctx context.Context, sdp string) error {
 		}
 		return s.sig.sendAnswer(ctx, relayOnlySDP(s.id.fp))
 	}
-	if err := s.rtc.handleOffer(ctx, sdp); err != nil {
-		s.onDown(TransportWebRTC, err)
+	if prev := rtc.remoteSessionID(); prev != "" && sdpSessionID(sdp) != prev {
+		// The offerer made a new PeerConnection (its WebRTC path failed):
+		// so do we.
+		s.log.Info("p2p: webrtc: the peer renegotiates with a new PeerConnection")
+		var err error
+		if rtc, err = s.replaceRTC(errPeerRenegotiates); err != nil {
+			return err
+		}
+	}
+	if err := rtc.handleOffer(ctx, sdp); err != nil {
+		s.rtcDown(rtc, err)
 		return err
 	}
 	return nil
@@ -410,11 +426,12 @@ func (s *Session) handleAnswer(sdp string) error {
 		s.peerHasNoWebRTC()
 		return nil
 	}
-	if s.rtc == nil {
+	rtc := s.rtc.Load()
+	if rtc == nil {
 		return nil
 	}
-	if err := s.rtc.handleAnswer(sdp); err != nil {
-		s.onDown(TransportWebRTC, err)
+	if err := rtc.handleAnswer(sdp); err != nil {
+		s.rtcDown(rtc, err)
 		return err
 	}
 	return nil
@@ -422,9 +439,149 @@ func (s *Session) handleAnswer(sdp string) error {
 
 // handleCandidate adds a trickled remote candidate.
 func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
-	if s.rtc != nil {
-		s.rtc.handleCandidate(c)
+	if rtc := s.rtc.Load(); rtc != nil {
+		rtc.handleCandidate(c)
 	}
+}
+
+// WebRTC recovery: errors that replace a PeerConnection.
+var (
+	errRenegotiating    = errors.New("p2p: webrtc: the path failed; negotiating a new PeerConnection")
+	errPeerRenegotiates = errors.New("p2p: webrtc: the peer negotiates a new PeerConnection")
+)
+
+// rtcRetry is the least time between two new PeerConnections the offerer
+// negotiates; rtcFailedFor is how long the WebRTC path must have failed
+// (its pings unanswered) before it does, when the other path works, and
+// rtcSilentFor when no path answers (the peer may be paused).
+const (
+	rtcRetry      = 2 * time.Second
+	rtcFailedFor  = 2 * time.Second
+	rtcSilentFor  = 4 * time.Second
+	rtcConnectFor = 10 * time.Second
+)
+
+// newRTC makes a WebRTC transport (a PeerConnection) for this session.
+func (s *Session) newRTC() (*rtcTransport, error) {
+	h := &rtcHandler{s: s}
+	t, err := newRTCTransport(&s.cfg, s.role, s.sig, h, s.id)
+	if err != nil {
+		return nil, err
+	}
+	h.t = t
+	return t, nil
+}
+
+// rtcHandler passes a WebRTC transport's callbacks to the session, which
+// ignores the opening and closing of a transport it has replaced.
+type rtcHandler struct {
+	s *Session
+	t *rtcTransport
+}
+
+func (h *rtcHandler) onUp(k TransportKind) {
+	if h.s.rtc.Load() == h.t {
+		h.s.onUp(k)
+	}
+}
+func (h *rtcHandler) onDown(k TransportKind, err error)   { h.s.rtcDown(h.t, err) }
+func (h *rtcHandler) onMessage(k TransportKind, p []byte) { h.s.onMessage(k, p) }
+func (h *rtcHandler) onMalformed(k TransportKind)         { h.s.onMalformed(k) }
+
+// rtcDown reports WebRTC down if t is the current transport.
+func (s *Session) rtcDown(t *rtcTransport, err error) {
+	if s.rtc.Load() == t {
+		s.onDown(TransportWebRTC, err)
+	}
+}
+
+// replaceRTC closes the current PeerConnection (in the background) and
+// makes a new one, reporting WebRTC down with why.
+func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
+	if old := s.rtc.Load(); old != nil {
+		s.rtcDown(old, why)
+	}
+	t, err := s.newRTC()
+	if err != nil {
+		s.log.Warn("p2p: webrtc: new peer connection", "err", err)
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.phase == phaseEnded {
+		s.mu.Unlock()
+		_ = t.close()
+		return nil, ErrClosed
+	}
+	old := s.rtc.Swap(t)
+	s.linkPtr[0].Store(nil)
+	s.mu.Unlock()
+	if old != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = old.close()
+		}()
+	}
+	return t, nil
+}
+
+// maybeRenewRTC is the offerer's WebRTC recovery: when the path has
+// failed for long enough, or the PeerConnection closed or never
+// connected, it negotiates a new PeerConnection over signaling (every
+// rtcRetry at most, for as long as it takes). Called with mu held.
+func (s *Session) maybeRenewRTC(now time.Duration) {
+	ls := &s.links[0]
+	if s.role != signaling.RoleOfferer || !s.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
+		return
+	}
+	why := ""
+	switch ls.state {
+	case LinkDown:
+		why = "down: " + ls.err
+	case LinkConnecting:
+		// pion's ICE gives up on its own after iceDisconnected+iceFailed
+		// (then the link is down); this is a safety net.
+		if now-s.rtcAttemptAt >= rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
+			why = "did not connect"
+		}
+	case LinkUp:
+		if failed, since, _ := s.pol.failed(now, TransportWebRTC); failed {
+			works := s.pol.worksSince(TransportTCP, since)
+			if works && now-since >= rtcFailedFor || now-since >= rtcSilentFor {
+				why = fmt.Sprintf("pings unanswered for %v", (now - since).Round(time.Millisecond))
+			}
+		}
+	}
+	if why == "" {
+		return
+	}
+	s.rtcRenewing = true
+	s.rtcAttemptAt = now
+	s.rtcRenewals++
+	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			s.rtcRenewing = false
+			s.mu.Unlock()
+		}()
+		t, err := s.replaceRTC(errRenegotiating)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if ls.state == LinkDown {
+			ls.state = LinkConnecting
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		defer cancel()
+		if err := t.start(ctx); err != nil {
+			s.rtcDown(t, err)
+		}
+	}()
 }
 
 // peerHasNoWebRTC marks WebRTC down: the peer's SDP says it has none.
@@ -686,7 +843,7 @@ func (s *Session) onUp(k TransportKind) {
 	var l link
 	switch k {
 	case TransportWebRTC:
-		l = s.rtc
+		l = s.rtc.Load()
 	case TransportTCP:
 		l = s.tcp.Load()
 	}
@@ -738,9 +895,10 @@ func (s *Session) onDown(k TransportKind, err error) {
 		s.mu.Unlock()
 		return
 	}
+	wasUp := ls.state == LinkUp
 	ls.state = LinkDown
 	ls.err = err.Error()
-	running := s.phase == phaseRunning
+	running := s.phase == phaseRunning && wasUp
 	s.pol.path(k).setUp(s.now(), false)
 	s.linkPtr[k.idx()].Store(nil)
 	s.mu.Unlock()
@@ -1291,6 +1449,7 @@ func (s *Session) tickRunning(now time.Duration) {
 		return
 	}
 	s.pol.observe(now)
+	s.maybeRenewRTC(now)
 	if s.role == signaling.RoleOfferer {
 		if k, why := s.off.decide(now); k != TransportUnknown {
 			s.switchTo(now, k, why)
@@ -1333,8 +1492,11 @@ func (s *Session) teardown() {
 	}
 	s.linkPtr[0].Store(nil)
 	s.linkPtr[1].Store(nil)
-	if s.rtc != nil {
-		_ = s.rtc.close()
+	s.mu.Lock()
+	rtc := s.rtc.Swap(nil)
+	s.mu.Unlock()
+	if rtc != nil {
+		_ = rtc.close()
 	}
 	if t := s.tcp.Load(); t != nil {
 		_ = t.close()
@@ -1356,7 +1518,7 @@ func (s *Session) flushBye() {
 	deadline := time.Now().Add(100 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		pending := false
-		if r := s.rtc.rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
+		if r := s.rtc.Load().rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
 			pending = true
 		}
 		if t := s.tcp.Load(); t != nil && t.unwritten() {
@@ -1496,6 +1658,7 @@ func (s *Session) Stats() Stats {
 	st.Malformed = s.malformed
 	st.RelayRejected = s.relayRejected
 	st.SignalingReconnects = uint64(s.sigRejoined.Load())
+	st.WebRTCRenewals = s.rtcRenewals
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
 	cs := s.cal.Stats()
@@ -1513,8 +1676,8 @@ func (s *Session) Stats() Stats {
 		ls := st.Link(a)
 		st.RTT, st.Jitter, st.JitterOut = ls.RTT, ls.Jitter, ls.JitterOut
 	}
-	if s.rtc != nil {
-		st.LocalCandidate, st.RemoteCandidate = s.rtc.candidates()
+	if rtc := s.rtc.Load(); rtc != nil {
+		st.LocalCandidate, st.RemoteCandidate = rtc.candidates()
 	}
 	st.RecvOverflow = s.ring.droppedCount()
 	s.sendMu.Lock()

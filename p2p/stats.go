@@ -106,6 +106,10 @@ type Stats struct {
 	// RecvOverflow counts messages dropped from the receive queue because
 	// the game did not drain it (oldest first).
 	RecvOverflow uint64
+	// WebRTCRenewals counts the new PeerConnections negotiated after the
+	// first, when the WebRTC path had failed (on the answerer: those the
+	// offerer started).
+	WebRTCRenewals uint64
 	// SignalingReconnects counts the times the signaling connection
 	// dropped and the session connected again and rejoined its pairing.
 	SignalingReconnects uint64
