@@ -113,6 +113,12 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 	// fails (see Session.maybeRenewRTC).
 	se.SetICETimeouts(iceDisconnected, iceFailed, iceKeepalive)
 	se.SetICEMaxBindingRequests(iceMaxChecks)
+	// The session owns the PeerConnection's life: when the peer's DTLS
+	// closes, the data channel's reads end and the transport goes down;
+	// the session closes the PeerConnection itself. (pion closing it from
+	// its own goroutine at that moment races its SCTP accept loop for a
+	// lock and stalls the close for 200 ms.)
+	se.DisableCloseByDTLS(true)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
