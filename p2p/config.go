@@ -59,9 +59,12 @@ type Config struct {
 
 	// DisableWebRTC makes the session use only the TCP relay.
 	DisableWebRTC bool
-	// ICEServers are STUN/TURN servers for NAT traversal. None by default:
-	// without them only host (and peer-reflexive) candidates are used,
-	// which works on one machine and within a LAN.
+	// ICEServers are STUN/TURN servers for NAT traversal. Nil means those
+	// the signaling server hands out with the pairing (its embedded TURN
+	// server, with per-pairing credentials; none if it runs no TURN):
+	// without any, only host (and peer-reflexive) candidates are used,
+	// which works on one machine and within a LAN. An empty, non-nil
+	// slice means none at all.
 	ICEServers []webrtc.ICEServer
 	// Net is the network pion uses (SettingEngine.SetNet; pion/transport/v5), e.g. a pion vnet
 	// for tests. Nil means the real network.

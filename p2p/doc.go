@@ -39,8 +39,12 @@
 // MaxRetransmits=0. A channel the peer opens in-band is refused. It is read
 // through Detach (SettingEngine.DetachDataChannels) into a reused buffer.
 // The SDP offer/answer and trickled ICE candidates go through the
-// signaling server. No STUN/TURN servers are used unless Config.ICEServers
-// lists some; mDNS candidates are off. Config.Net injects a transport.Net
+// signaling server. The STUN/TURN servers are Config.ICEServers or, when
+// it is nil, those the signaling server hands out with the pairing (its
+// embedded TURN server, see signaling.TURNConfig; none if it runs none):
+// two peers whose direct UDP is blocked connect through TURN on relay
+// candidates, and Stats.WebRTCViaTURN says so. No other server is
+// contacted; mDNS candidates are off. Config.Net injects a transport.Net
 // (e.g. a pion vnet); Config.UDP4Only restricts ICE to UDP over IPv4.
 //
 // Interface policy (Config.Interfaces, InterfacesAuto by default): if the
