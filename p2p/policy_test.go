@@ -204,12 +204,21 @@ func TestPathEvidence(t *testing.T) {
 	if f, _, why := p.failed(t0+950*ms, TransportWebRTC); f {
 		t.Errorf("failed by a probe the stall excuses: %s", why)
 	}
+	// So does one sent within wakeGrace after it, and its answer is no
+	// sample of the path.
 	e.probeSent(t0 + 950*ms)
-	if f, since, _ := p.failed(t0+1300*ms, TransportWebRTC); !f || since != t0+950*ms {
-		t.Errorf("a probe after the stall is not judged: %v %v", f, since)
+	if f, _, why := p.failed(t0+1300*ms, TransportWebRTC); f {
+		t.Errorf("failed by a probe sent right after the stall: %s", why)
 	}
-	e.setUp(t0+2*time.Second, false)
-	if f, _, why := p.failed(t0+2*time.Second, TransportWebRTC); !f || why != "webrtc closed" {
+	if p.answered(TransportWebRTC, t0+1350*ms, t0+950*ms, 40*ms) {
+		t.Error("a round trip started right after the stall is a measurement")
+	}
+	e.probeSent(t0 + 1950*ms)
+	if f, since, _ := p.failed(t0+2300*ms, TransportWebRTC); !f || since != t0+1950*ms {
+		t.Errorf("a probe after the stall's wake grace is not judged: %v %v", f, since)
+	}
+	e.setUp(t0+3*time.Second, false)
+	if f, _, why := p.failed(t0+3*time.Second, TransportWebRTC); !f || why != "webrtc closed" {
 		t.Errorf("closed path: %v %q", f, why)
 	}
 }
