@@ -49,6 +49,10 @@ const (
 	iceMaxChecks    = 50
 )
 
+// dtlsRetransmit is DTLS's first retransmission timeout (see
+// newRTCTransport).
+const dtlsRetransmit = 400 * time.Millisecond
+
 // rtcTransport is the WebRTC transport: one PeerConnection with one
 // unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
 // go into a reused buffer.
@@ -119,6 +123,11 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 	// its own goroutine at that moment races its SCTP accept loop for a
 	// lock and stalls the close for 200 ms.)
 	se.DisableCloseByDTLS(true)
+	// DTLS retransmits a lost handshake flight after 1 s by default,
+	// doubling each time: on a lossy link the handshake alone took
+	// seconds. dtlsRetransmit is above the round trip of any link a game
+	// is played on.
+	se.SetDTLSRetransmissionInterval(dtlsRetransmit)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
