@@ -4,10 +4,12 @@
 
 GO      ?= go
 # Debian packages: X11/GL headers for Ebiten's cgo build, Xvfb and ImageMagick
-# for the window test that screenshots the demo.
+# for the window test that screenshots the demo; iptables, iproute2 and
+# util-linux (unshare, nsenter) for the demo's fault suite, which blocks UDP
+# in network namespaces of its own.
 DEB_PKGS := gcc libc6-dev pkg-config libxrandr-dev libxcursor-dev libxi-dev \
 	libxinerama-dev libxxf86vm-dev libgl1-mesa-dev \
-	xvfb xauth imagemagick
+	xvfb xauth imagemagick iptables iproute2 util-linux
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests and benchmarks run with the race detector and cgo (Ebiten needs it).
 export CGO_ENABLED := 1

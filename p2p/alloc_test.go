@@ -50,8 +50,12 @@ func TestDataPathDoesNotAllocate(t *testing.T) {
 	for range 100 { // warm up: buffers, calibrator, rate windows
 		roundTrip()
 	}
-	if n := testing.AllocsPerRun(500, roundTrip); n != 0 {
-		t.Errorf("%v allocations per round (2 messages, Poll, Stats, GameTime)", n)
+	// This package's code allocates nothing; crypto/tls, which carries
+	// the relay, allocates one small reader object each time it reads
+	// from the stream (tls.Conn.readFromUntil), so at most two per
+	// message received (a record's header, then its body).
+	if n := testing.AllocsPerRun(500, roundTrip); n > 4 {
+		t.Errorf("%v allocations per round (2 messages, Poll, Stats, GameTime), want at most crypto/tls's 4", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,9 +59,12 @@ type Config struct {
 
 	// DisableWebRTC makes the session use only the TCP relay.
 	DisableWebRTC bool
-	// ICEServers are STUN/TURN servers for NAT traversal. None by default:
-	// without them only host (and peer-reflexive) candidates are used,
-	// which works on one machine and within a LAN.
+	// ICEServers are STUN/TURN servers for NAT traversal. Nil means those
+	// the signaling server hands out with the pairing (its embedded TURN
+	// server, with per-pairing credentials; none if it runs no TURN):
+	// without any, only host (and peer-reflexive) candidates are used,
+	// which works on one machine and within a LAN. An empty, non-nil
+	// slice means none at all.
 	ICEServers []webrtc.ICEServer
 	// Net is the network pion uses (SettingEngine.SetNet; pion/transport/v5), e.g. a pion vnet
 	// for tests. Nil means the real network.
@@ -75,9 +79,11 @@ type Config struct {
 	// UDP4Only restricts ICE to UDP over IPv4.
 	UDP4Only bool
 	// WebRTCTimeout is how long to wait for the data channel to open before
-	// settling on TCP. Zero means 5s. WebRTC keeps trying in the
-	// background; if it opens later and pings better, the session moves
-	// to it.
+	// settling on TCP. Zero means 5s. Once the relay is open, the offerer
+	// waits at most a fifth of it (1 s) more. WebRTC keeps trying in the
+	// background (the offerer negotiates a new PeerConnection when one
+	// fails, or has not connected within 10 s); when it opens and pings as
+	// well, the session moves to it.
 	WebRTCTimeout time.Duration
 	// SendBuffer is the most bytes the WebRTC data channel may have queued
 	// (SCTP buffered amount) before Send drops messages instead of queueing
@@ -88,9 +94,18 @@ type Config struct {
 
 	// DisableTCP makes the session use only WebRTC.
 	DisableTCP bool
-	// TCPTimeout bounds dialling the relay and the peer attaching to it.
-	// Zero means 10s.
+	// TCPTimeout bounds one attempt at dialling the relay, the peer
+	// attaching to it and the TLS handshake. Zero means 10s. A relay that
+	// fails or drops is dialled again, after 100 ms doubling up to 1 s.
+	// Once WebRTC is open, the offerer waits at most a fifth of it (2 s)
+	// more for the relay before choosing.
 	TCPTimeout time.Duration
+	// RelayDialer, if set, opens the TCP connections to the relay (the
+	// signaling server's address), e.g. through a proxy, or in tests an
+	// in-memory or faulty network. Nil means the dialer of
+	// Signaling.HTTPClient's transport when it is an *http.Transport with
+	// DialContext set, else a net.Dialer.
+	RelayDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// ---- Transport choice and failover ----
 
@@ -114,12 +129,18 @@ type Config struct {
 	// means 100ms. It bounds how quickly a dead path is noticed.
 	PingInterval time.Duration
 	// StandbyPingInterval is the interval of pings on the inactive
-	// transport, to know it still works. Zero means 500ms.
+	// transport, to know it still works. Zero means 500ms. While the
+	// active transport has a ping outstanding for longer than
+	// PingInterval, and for 3 s after a switch or the standby coming up,
+	// the standby is pinged every PingInterval instead.
 	StandbyPingInterval time.Duration
-	// FailoverAfter: when nothing has come back on the active transport for
-	// this long while the other transport works, switch. Zero means 300ms.
-	// It must be less than InterruptAfter, so a failover normally happens
-	// before the game sees an interruption.
+	// FailoverAfter: a ping unanswered for this long plus the path's
+	// smoothed RTT counts against the path (unless a stall of this
+	// process or a silence of every path explains it; see the package
+	// doc); the session then leaves the active transport for the other if
+	// that one answered a ping sent since. Zero means 300ms. It must be
+	// less than InterruptAfter, so a failover normally happens before the
+	// game sees an interruption.
 	FailoverAfter time.Duration
 
 	// ---- Liveness ----
@@ -142,7 +163,9 @@ type Config struct {
 	// the game does not drain them, the oldest is dropped (counted in
 	// Stats.RecvOverflow). Zero means 256.
 	RecvQueue int
-	// EventBuffer is the capacity of the Events channel. Zero means 64.
+	// EventBuffer is the capacity of the Events channel. Zero means 64;
+	// less than 8 means 8 (room for the merged transitions, see
+	// Session.Events).
 	EventBuffer int
 
 	// ---- Clock ----
@@ -186,6 +209,7 @@ const (
 	defaultDisconnectAfter     = 5 * time.Second
 	defaultRecvQueue           = 256
 	defaultEventBuffer         = 64
+	minEventBuffer             = 8
 )
 
 func badConfig(format string, args ...any) error {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/pion/webrtc/v4"
 
@@ -130,16 +133,24 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			early = append(early, ev)
 		}
 	}
-	sig := &clientSignaler{cl: cl}
+	// The STUN/TURN servers the signaling server offers for this pairing
+	// (its embedded TURN), unless the configuration names its own.
+	if cfg.ICEServers == nil {
+		for _, is := range pairing.ICEServers {
+			cfg.ICEServers = append(cfg.ICEServers, webrtc.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
+		}
+	}
+	sig := &sigLink{url: url, cfg: cfg.Signaling, token: pairing.Token, room: pairing.Room, role: pairing.Role}
+	sig.cl.Store(cl)
 	p := sessionParams{
 		cfg:  cfg,
 		role: pairing.Role,
 		room: string(pairing.Room),
 		sig:  sig,
 		dialTCP: func(ctx context.Context) (net.Conn, error) {
-			return signaling.DialRelay(ctx, url, pairing.Token, cfg.Signaling)
+			return signaling.DialRelay(ctx, url, pairing.Token, relayClientConfig(cfg))
 		},
-		closeSig: func() { cl.Close() },
+		closeSig: func() { sig.close() },
 	}
 	s, err := newSession(p)
 	if err != nil {
@@ -147,7 +158,7 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		return nil, err
 	}
 	s.wg.Add(1)
-	go s.pumpSignaling(cl, early)
+	go s.pumpSignaling(sig, early)
 	if err := s.waitReady(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -155,19 +166,51 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 	return s, nil
 }
 
-// clientSignaler sends WebRTC negotiation through the signaling client.
-type clientSignaler struct{ cl *signaling.Client }
-
-func (c *clientSignaler) sendOffer(ctx context.Context, sdp string) error {
-	return c.cl.SendOffer(ctx, sdp)
+// relayClientConfig is the signaling client configuration DialRelay gets:
+// with Config.RelayDialer, an HTTP client whose transport dials with it
+// (keeping the TLS configuration of Config.Signaling's).
+func relayClientConfig(cfg Config) signaling.ClientConfig {
+	cc := cfg.Signaling
+	if cfg.RelayDialer == nil {
+		return cc
+	}
+	tr := &http.Transport{DialContext: cfg.RelayDialer}
+	if cc.HTTPClient != nil {
+		if t, ok := cc.HTTPClient.Transport.(*http.Transport); ok {
+			tr.TLSClientConfig = t.TLSClientConfig
+		}
+	}
+	cc.HTTPClient = &http.Client{Transport: tr}
+	return cc
 }
 
-func (c *clientSignaler) sendAnswer(ctx context.Context, sdp string) error {
-	return c.cl.SendAnswer(ctx, sdp)
+// sigLink is the session's signaling connection. It stays open for the
+// whole match (the peers renegotiate WebRTC over it) and, when it drops
+// (a network blip, a server restart), the session connects again and
+// takes its place back in the pairing with its relay token
+// (signaling.Client.Rejoin).
+type sigLink struct {
+	url   string
+	cfg   signaling.ClientConfig
+	token signaling.RelayToken
+	room  signaling.RoomCode
+	role  signaling.Role
+
+	cl     atomic.Pointer[signaling.Client]
+	mu     sync.Mutex
+	closed bool
 }
 
-func (c *clientSignaler) sendCandidate(ctx context.Context, ci webrtc.ICECandidateInit) error {
-	return c.cl.SendCandidate(ctx, signaling.Candidate{
+func (l *sigLink) sendOffer(ctx context.Context, sdp string) error {
+	return l.cl.Load().SendOffer(ctx, sdp)
+}
+
+func (l *sigLink) sendAnswer(ctx context.Context, sdp string) error {
+	return l.cl.Load().SendAnswer(ctx, sdp)
+}
+
+func (l *sigLink) sendCandidate(ctx context.Context, ci webrtc.ICECandidateInit) error {
+	return l.cl.Load().SendCandidate(ctx, signaling.Candidate{
 		Candidate:        ci.Candidate,
 		SDPMid:           ci.SDPMid,
 		SDPMLineIndex:    ci.SDPMLineIndex,
@@ -175,56 +218,131 @@ func (c *clientSignaler) sendCandidate(ctx context.Context, ci webrtc.ICECandida
 	})
 }
 
-// pumpSignaling feeds the peer's negotiation messages to the WebRTC
-// transport until the signaling connection ends (the session closes it on
-// teardown). The signaling server going away does not end the session:
-// the transports do not need it once connected.
-func (s *Session) pumpSignaling(cl *signaling.Client, early []signaling.Event) {
+// swap makes cl the connection in use and closes the previous one; false
+// if the link is closed (cl is closed too).
+func (l *sigLink) swap(cl *signaling.Client) bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		cl.Close()
+		return false
+	}
+	old := l.cl.Swap(cl)
+	l.mu.Unlock()
+	old.Close()
+	return true
+}
+
+func (l *sigLink) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.cl.Load().Close()
+}
+
+// Signaling reconnection backoff.
+const (
+	resignalMin = 200 * time.Millisecond
+	resignalMax = 2 * time.Second
+)
+
+// pumpSignaling feeds the peer's negotiation messages to the session
+// until it ends. When the signaling connection drops, it connects again
+// and rejoins the pairing (with backoff) while the session goes on over
+// its transports; it gives up only when the server says the pairing has
+// ended.
+func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
 	defer s.wg.Done()
+	cl := l.cl.Load()
 	for _, ev := range early {
 		s.signalEvent(cl, ev)
 	}
 	for {
 		ev, err := cl.Recv(s.ctx)
 		if err != nil {
-			if s.ctx.Err() == nil && !errors.Is(err, signaling.ErrClosed) {
-				s.log.Info("p2p: signaling connection ended; the session goes on", "err", err)
+			if s.ctx.Err() != nil || errors.Is(err, signaling.ErrClosed) {
+				return
 			}
-			return
+			s.log.Info("p2p: signaling connection lost; reconnecting, the session goes on", "err", err)
+			if cl = s.resignal(l); cl == nil {
+				return
+			}
+			continue
 		}
 		s.signalEvent(cl, ev)
 	}
 }
 
+// resignal connects to the signaling server again and rejoins the
+// pairing; nil when the session ended or the pairing has.
+func (s *Session) resignal(l *sigLink) *signaling.Client {
+	backoff := resignalMin
+	for s.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		cl, err := signaling.Dial(ctx, l.url, l.cfg)
+		if err == nil {
+			_, err = cl.Rejoin(ctx, l.token)
+			if err != nil {
+				cl.Close()
+			}
+		}
+		cancel()
+		if err == nil {
+			if !l.swap(cl) {
+				return nil
+			}
+			s.log.Info("p2p: signaling connection back")
+			s.sigRejoined.Add(1)
+			return cl
+		}
+		var se *signaling.Error
+		if errors.As(err, &se) && se.Code == signaling.ErrBadToken {
+			s.log.Info("p2p: the pairing has ended on the signaling server; no more renegotiation", "err", err)
+			return nil
+		}
+		s.log.Debug("p2p: signaling reconnect failed", "err", err, "retry_in", backoff)
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, resignalMax)
+	}
+	return nil
+}
+
 func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 	switch ev.Kind {
 	case signaling.EventOffer:
-		if s.rtc != nil {
-			if err := s.rtc.handleOffer(s.ctx, ev.SDP); err != nil {
-				s.onDown(TransportWebRTC, err)
-			}
+		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		if err := s.handleOffer(ctx, ev.SDP); err != nil {
+			s.log.Warn("p2p: the peer's offer", "err", err)
 		}
+		cancel()
 	case signaling.EventAnswer:
-		if s.rtc != nil {
-			if err := s.rtc.handleAnswer(ev.SDP); err != nil {
-				s.onDown(TransportWebRTC, err)
-			}
+		if err := s.handleAnswer(ev.SDP); err != nil {
+			s.log.Warn("p2p: the peer's answer", "err", err)
 		}
 	case signaling.EventCandidate:
-		if s.rtc != nil {
-			c := ev.Candidate
-			s.rtc.handleCandidate(webrtc.ICECandidateInit{
-				Candidate:        c.Candidate,
-				SDPMid:           c.SDPMid,
-				SDPMLineIndex:    c.SDPMLineIndex,
-				UsernameFragment: c.UsernameFragment,
-			})
-		}
+		c := ev.Candidate
+		s.handleCandidate(webrtc.ICECandidateInit{
+			Candidate:        c.Candidate,
+			SDPMid:           c.SDPMid,
+			SDPMLineIndex:    c.SDPMLineIndex,
+			UsernameFragment: c.UsernameFragment,
+		})
 	case signaling.EventPeerLeft:
-		// The peer's signaling connection ended. Its transports may well
-		// still work (the liveness timeout decides), but leave the room so
-		// the server does not pair us with a stranger.
+		// The peer's signaling connection ended: it closed or left
+		// ("disconnected", "left"), or its connection dropped ("dropped";
+		// its place is kept for it to rejoin). Its transports may still
+		// work: the session ends only if the peer also falls silent (see
+		// goodbye). After a final leave, leave the room too, so the
+		// server does not pair us with a stranger.
 		s.log.Info("p2p: peer left the signaling server", "reason", ev.Reason)
+		s.peerLeftSignaling(ev.Reason)
+		if ev.Reason == "dropped" {
+			return
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -233,6 +351,12 @@ func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 			_ = cl.Leave(ctx)
 		}()
 	case signaling.EventPaired:
+		if ev.Pairing.Room == signaling.RoomCode(s.room) && ev.Pairing.Role == s.role {
+			// The pairing again, after a rejoin (ours or the peer's).
+			s.log.Info("p2p: paired again on the signaling server")
+			s.peerBackOnSignaling()
+			return
+		}
 		// A new player in our room after the peer left: not ours.
 		s.log.Info("p2p: ignoring a new pairing during the session")
 		s.wg.Add(1)

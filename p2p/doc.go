@@ -39,8 +39,12 @@
 // MaxRetransmits=0. A channel the peer opens in-band is refused. It is read
 // through Detach (SettingEngine.DetachDataChannels) into a reused buffer.
 // The SDP offer/answer and trickled ICE candidates go through the
-// signaling server. No STUN/TURN servers are used unless Config.ICEServers
-// lists some; mDNS candidates are off. Config.Net injects a transport.Net
+// signaling server. The STUN/TURN servers are Config.ICEServers or, when
+// it is nil, those the signaling server hands out with the pairing (its
+// embedded TURN server, see signaling.TURNConfig; none if it runs none):
+// two peers whose direct UDP is blocked connect through TURN on relay
+// candidates, and Stats.WebRTCViaTURN says so. No other server is
+// contacted; mDNS candidates are off. Config.Net injects a transport.Net
 // (e.g. a pion vnet); Config.UDP4Only restricts ICE to UDP over IPv4.
 //
 // Interface policy (Config.Interfaces, InterfacesAuto by default): if the
@@ -53,7 +57,8 @@
 // filter.
 //
 // TCP: the signaling server's relay (signaling.DialRelay with the token
-// from the pairing) carries session messages as length-prefixed frames
+// from the pairing), inside TLS 1.3 between the two peers (see Security),
+// carries session messages as length-prefixed frames
 // (2-byte big-endian length, then the message). Data messages go through
 // a latest-only sender: while the socket is busy, a message replaces an
 // unsent one whose payload has the same first byte (its kind), so stale
@@ -61,6 +66,41 @@
 // pile-up), and a message of another kind, a round result say, is never
 // replaced by a state. Pings, pongs and control messages go through a FIFO
 // control queue, written first and never superseded.
+//
+// # Security
+//
+// Each session makes one ECDSA P-256 key and a self-signed certificate for
+// it when it starts. WebRTC uses that certificate for DTLS (its SHA-256
+// fingerprint is the a=fingerprint line of the SDP the peer receives), and
+// the TCP relay uses the same certificate for TLS 1.3 (crypto/tls) over
+// the relayed byte stream: the offerer is the TLS client, the answerer
+// the server, both present the certificate and each accepts only a peer
+// certificate whose SHA-256 fingerprint is the one in the peer's SDP. The
+// first fingerprint a peer's SDP carries is pinned for the session: a
+// later offer or answer with another one (a renegotiation, a new
+// PeerConnection) is refused. A peer that has WebRTC disabled still sends
+// an SDP through signaling, with only its fingerprint in it (session
+// name "ragsync-relay-only"), so the relay can be pinned. Until the TLS handshake has
+// completed, nothing of the session crosses the relay; every byte after it
+// is encrypted and authenticated (AES-GCM or ChaCha20-Poly1305 records
+// with implicit sequence numbers), so whoever runs the relay can delay or
+// drop the stream but not forge, alter or replay a frame: a record that
+// fails to authenticate ends the stream (counted in Stats.RelayRejected)
+// and the session dials the relay again.
+//
+// What the signaling server (or whoever runs it, or sits on a plain-HTTP
+// path to it) can still do: while the peers pair, it carries the SDPs, so
+// it can replace both fingerprints with its own and stand in the middle of
+// both WebRTC and the relay (exactly as for any WebRTC application that
+// trusts its signaling); it can refuse to pair, drop or delay signaling
+// and relay traffic, and end a relay stream at any time (denial of
+// service). What it cannot do once the peers have paired: read or change
+// what they send each other, over either transport, or make one accept a
+// message the other did not send (a bye, a pong that moves the clock, a
+// select, a sequence number); and a later SDP with another fingerprint is
+// refused, so it cannot step into the middle of a session afterwards.
+// Use an https:// or wss:// signaling URL so that only the server, not
+// everyone on the path to it, is in that position.
 //
 // # Wire format
 //
@@ -102,9 +142,11 @@
 //
 // After pairing, both transports are opened at once. The offerer waits
 // until each is open, has failed, or has timed out (Config.WebRTCTimeout,
-// 5 s, and Config.TCPTimeout, 10 s; with Config.Prefer set, it stops
-// waiting as soon as the preferred one is open; a transport the peer's
-// hello says it disabled is not waited for). Then it pings each open
+// 5 s, and Config.TCPTimeout, 10 s; once one is open, the other gets a
+// fifth of its timeout more, so on a long, lossy link the session starts
+// on the relay and moves to WebRTC when it opens; with Config.Prefer set,
+// it stops waiting as soon as the preferred one is open; a transport the
+// peer's hello says it disabled is not waited for). Then it pings each open
 // transport three times in a row (one round trip after another; a probe
 // unanswered within Config.ProbeTimeout, 1 s, is lost and counts as
 // ProbeTimeout) and takes the maximum: the 3-probe ping, which weighs a
@@ -131,16 +173,27 @@
 //
 // # Failover and switching back
 //
-// The offerer checks the active transport every 10 ms. It has failed when
-// it is closed (the data channel or the TCP stream ended), when nothing has
-// arrived on it for Config.FailoverAfter (300 ms; the peer pings it at
-// least every PingInterval), or when its pings have gone unanswered for
-// FailoverAfter plus the smoothed RTT (a one-way failure). If the other
-// transport works (open, and its last standby ping was answered within
-// three standby intervals), the offerer switches to it at once
-// (EventTransportChanged on both peers). FailoverAfter is below
-// Config.InterruptAfter, so a failover normally completes before the game
-// sees an interruption.
+// The offerer's policy (policy.go) judges each path by evidence about
+// that path: the pings sent on it and their answers. A ping unanswered
+// for Config.FailoverAfter plus the path's smoothed RTT (its grace) counts
+// against the path, unless its grace overlaps a stall of the local
+// session loop (the loop measures its own scheduling gaps: a GC pause, a
+// stopped process, a busy machine) or was sent within 1 s after one (the
+// peer's congestion control, which heard nothing from us meanwhile,
+// recovers), since what this process did not hear while it was not
+// running says nothing about the path; the round trips of such pings are
+// not ping samples of the path either. The active path
+// has failed when it is closed or has such an unanswered ping. The offerer
+// then switches to the other path only if that one answered a ping sent
+// after the active path's trouble began: fresh evidence that it works
+// now. A paused peer answers on no path, so nothing switches; the session
+// is interrupted instead (see Liveness). While the active path has a ping
+// outstanding for longer than PingInterval, and for 3 s after a switch or
+// a path coming up, the standby is pinged every PingInterval instead of
+// StandbyPingInterval, so the evidence is there when it is needed. After
+// a switch the session stays at least 1 s on the new path, unless that
+// path closes. FailoverAfter is below Config.InterruptAfter, so a failover
+// normally completes before the game sees an interruption.
 //
 // While the active transport works, the offerer switches to the other one
 // only if it has answered its last three pings (the standby's 3-probe
@@ -148,13 +201,12 @@
 // preferred transport (Config.Prefer), or, without a preference, if its
 // 3-probe maximum is lower than the active one's by more than
 // Config.SwitchMargin (5 ms) and 10 % — except that WebRTC, which takes
-// ties, needs only to be no worse than TCP by half that margin. So WebRTC
-// is taken back when it recovers (after an ICE disconnect, or when it
-// connects late after the session settled on TCP) and pings as well, and
-// pings near the line do not make the session flap: leaving WebRTC needs
-// TCP better by the whole margin, taking it back half of it, and switches
-// are at least 3 s apart. A WebRTC PeerConnection that
-// was closed is not renegotiated: the session stays on TCP.
+// ties, needs only to be no worse than TCP by half that margin. Leaving
+// WebRTC for a better-pinging TCP also needs TCP to stay better for 2 s
+// (one slow round trip stays among the last three for a few pings, and a
+// busy machine makes one every few seconds). So WebRTC is taken back when
+// it recovers and pings as well, and pings near the line do not make the
+// session flap.
 //
 // # Liveness
 //
@@ -164,17 +216,37 @@
 // StateConnected and EventResumed (with the length of the silence). After
 // Config.DisconnectAfter (5 s) the session ends: StateDisconnected,
 // EventDisconnected, and methods return an error wrapping ErrDisconnected.
-// A peer that closes its session sends bye on both transports, which ends
-// the other side at once ("the peer closed the session"). The signaling
-// server is not needed once connected: losing it (or the peer's signaling
-// connection) does not end the session.
+// Time this process itself stood still (see Failover) does not count as
+// the peer's silence. A peer that closes its session sends bye on both
+// transports, which ends the other side at once ("the peer closed the
+// session"). A peer that the signaling server says left (it closed, left
+// its room, or its signaling connection dropped: a killed process, a
+// crashed machine) and that has been silent for 300 ms is gone: the
+// session ends then ("the peer left: ..."), within about half a second of
+// the peer's death rather than after DisconnectAfter. A peer that is only
+// silent keeps the interrupted (InterruptAfter) → disconnected
+// (DisconnectAfter) timeline.
+//
+// # Signaling during the match
+//
+// The session keeps its signaling connection for the whole match: WebRTC
+// is renegotiated over it. When it drops (a network blip, a server
+// restart), the session connects again, with backoff (200 ms doubling to
+// 2 s), and takes its place back in the pairing with its relay token
+// (signaling.Client.Rejoin; a server restarted with the same secret
+// accepts it), while the match goes on over the transports
+// (Stats.SignalingReconnects counts it). The relay, cut by a server
+// restart, is dialled again meanwhile and is back within about a second of
+// the server answering.
 //
 // # Events
 //
 // Events are delivered on a buffered channel (Config.EventBuffer, 64). The
-// session never blocks on it: when it is full the oldest event is dropped
-// (Stats.EventsDropped), so a game that never reads it loses only old
-// events. The channel is closed when the session ends, right after
+// session never blocks on it and never drops a transition: when it is
+// full, queued events are merged into later ones that summarise them (two
+// transport changes A→B→C become one A→C, an interruption and its
+// resumption become the resumption, which carries the silence;
+// Event.Merged and Stats.EventsMerged count them). The channel is closed when the session ends, right after
 // EventDisconnected or on Close. The current state is always in
 // Stats.State.
 //
@@ -193,5 +265,6 @@
 // Send, the receive path of both transports up to the ring, Poll, Stats
 // and GameTime do not allocate in this package's code (tested with
 // testing.AllocsPerRun over the TCP transport). pion allocates inside
-// its SCTP/DTLS stack for every WebRTC message; see the benchmarks.
+// its SCTP/DTLS stack for every WebRTC message, and crypto/tls one small
+// object per read of the relay stream; see the benchmarks.
 package p2p

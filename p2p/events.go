@@ -65,6 +65,11 @@ type Event struct {
 	Silence   time.Duration // EventInterrupted, EventResumed, EventDisconnected
 	Reason    string
 	Err       error // EventTransportDown
+	// Merged is how many earlier events this one summarises: they were
+	// folded into it because the Events channel was full (see
+	// Session.Events). For EventTransportChanged, From is then the
+	// transport before the first of them.
+	Merged int
 }
 
 // String formats the event for logs.
@@ -84,6 +89,9 @@ func (e Event) String() string {
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
+	}
+	if e.Merged > 0 {
+		s += fmt.Sprintf(" [%d earlier merged]", e.Merged)
 	}
 	return s
 }

@@ -279,24 +279,36 @@ func newVNet(t testing.TB, delay time.Duration, pass func(vnet.Chunk) bool) (na,
 //
 //   - cut drops every WebRTC packet both ways (ICE included): a dead path;
 //   - muteA, muteB silence a peer: the vnet drops its packets and what it
-//     writes to its TCP stream vanishes (whole writes, so the framing
-//     stays intact), while it still receives.
+//     writes to its TCP stream is held back until it is unmuted, as the
+//     kernel holds what a stopped process cannot send (or a stalled TCP
+//     connection), while it still receives.
 type netPair struct {
 	a, b         *Session
 	cut          atomic.Bool
 	muteA, muteB atomic.Bool
 }
 
-// faultConn is one end of the TCP pipe; its writes vanish while mute is
-// set.
+// faultConn is one end of the TCP pipe; its writes are held back while
+// mute is set, and written before the next write after it is cleared.
 type faultConn struct {
 	net.Conn
 	mute *atomic.Bool
+	mu   sync.Mutex
+	held []byte
 }
 
 func (c *faultConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.mute.Load() {
+		c.held = append(c.held, p...)
 		return len(p), nil
+	}
+	if len(c.held) > 0 {
+		if _, err := c.Conn.Write(c.held); err != nil {
+			return 0, err
+		}
+		c.held = nil
 	}
 	return c.Conn.Write(p)
 }
@@ -341,8 +353,8 @@ func newNetPair(t *testing.T, delay time.Duration, fa, fb func(*Config)) *netPai
 	}
 	np.a = mk(signaling.RoleOfferer, na, &faultConn{Conn: pa, mute: &np.muteA}, sigA, fa)
 	np.b = mk(signaling.RoleAnswerer, nb, &faultConn{Conn: pb, mute: &np.muteB}, sigB, fb)
-	sigA.run(np.b.rtc) // the offer the offerer sent is waiting in sigA
-	sigB.run(np.a.rtc)
+	sigA.run(np.b) // the offer the offerer sent is waiting in sigA
+	sigB.run(np.a)
 	t.Cleanup(func() {
 		// Cut the vnet first: pion's PeerConnection.Close, when the peer's
 		// SCTP abort or DTLS close_notify arrives while it runs, holds a
@@ -365,6 +377,16 @@ func newNetPair(t *testing.T, delay time.Duration, fa, fb func(*Config)) *netPai
 	return np
 }
 
+// testIdentity is a new session identity.
+func testIdentity(t testing.TB) *identity {
+	t.Helper()
+	id, err := newIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // newPipeSessions connects two sessions in-process over net.Pipe, with
 // the TCP transport only: everything on the data path is this package's
 // code, with no pion underneath, so allocation counts are ours.
@@ -385,11 +407,18 @@ func newPipeSessionsWrapped(t testing.TB, cfg Config, wrapB func(net.Conn) net.C
 	if wrapB != nil {
 		cb = wrapB(cb)
 	}
+	ida, idb := testIdentity(t), testIdentity(t)
 	mk := func(role signaling.Role, conn net.Conn) *Session {
+		id, peer := ida, idb
+		if role == signaling.RoleAnswerer {
+			id, peer = idb, ida
+		}
 		s, err := newSession(sessionParams{
 			cfg:     c,
 			role:    role,
 			dialTCP: func(context.Context) (net.Conn, error) { return conn, nil },
+			id:      id,
+			peerFP:  peer.fp,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/internal/clockwire"
@@ -51,6 +54,16 @@ const signalTimeout = 10 * time.Second
 // (pings, failover, liveness, rates).
 const tickInterval = 10 * time.Millisecond
 
+// goodbyeSilence is how long a peer that the signaling server said left
+// may stay silent before the session ends (see Session.peerLeftSignaling).
+// The peer pings at least every Config.PingInterval, so a live peer is
+// never this silent.
+const goodbyeSilence = 300 * time.Millisecond
+
+// stallSlack: a gap between two runs of the loop longer than tickInterval
+// plus this is a stall of the local process.
+const stallSlack = 40 * time.Millisecond
+
 // phase of the session's lifecycle.
 type phase uint8
 
@@ -64,25 +77,19 @@ const (
 
 // linkState is the session's bookkeeping for one transport (under mu).
 type linkState struct {
-	kind     TransportKind
-	state    LinkState
-	err      string
-	timedOut bool // down only because it missed its connect deadline
-	upAt     time.Duration
-	hadRecv  bool
+	kind  TransportKind
+	state LinkState
+	err   string
+	// peerDisabled: the peer does not have this transport.
+	peerDisabled bool
+	upAt         time.Duration
+	hadRecv      bool
 
-	lastRecv        time.Duration
-	lastPong        time.Duration
-	firstUnanswered time.Duration // send time of the oldest ping not followed by a pong; 0 if none
-	nextPing        time.Duration // standby
-	lastActivePing  time.Duration
-	streak          int // consecutive answered pings
+	lastRecv time.Duration
 
 	rtt     clocksync.RTTEstimator
 	jin     stats.Jitter // peer → us, from t4 − t3
 	jout    stats.Jitter // us → peer, from t2 − t1
-	last3   [3]time.Duration
-	n3, i3  int
 	pings   uint64
 	pongs   uint64
 	rx, rxB uint64
@@ -102,35 +109,6 @@ type linkState struct {
 
 func (l *linkState) up() bool { return l.state == LinkUp }
 
-func (l *linkState) add3(rtt time.Duration) {
-	l.last3[l.i3] = rtt
-	l.i3 = (l.i3 + 1) % 3
-	if l.n3 < 3 {
-		l.n3++
-	}
-}
-
-func (l *linkState) max3() time.Duration {
-	var m time.Duration
-	for _, r := range l.last3[:l.n3] {
-		m = max(m, r)
-	}
-	return m
-}
-
-// silentFor is the time since anything arrived on the link (or since it
-// opened).
-func (l *linkState) silentFor(now time.Duration) time.Duration {
-	return now - max(l.lastRecv, l.upAt)
-}
-
-func (l *linkState) unansweredFor(now time.Duration) time.Duration {
-	if l.firstUnanswered == 0 {
-		return 0
-	}
-	return now - l.firstUnanswered
-}
-
 // Session is a connection to one peer over two transports: a WebRTC data
 // channel and a TCP stream relayed by the signaling server. One of them is
 // active (both peers agree which); the other is kept warm as a standby.
@@ -146,10 +124,15 @@ type Session struct {
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
 
-	rtc      *rtcTransport
+	rtc      atomic.Pointer[rtcTransport] // the current PeerConnection (nil without WebRTC)
+	rtcOn    bool                         // WebRTC is enabled here
 	tcp      atomic.Pointer[tcpTransport]
 	linkPtr  [2]atomic.Pointer[linkBox] // open links, by kind.idx()
 	closeSig func()                     // closes the signaling client
+	sig      signaler                   // nil without signaling (tests)
+	id       *identity                  // this session's key and certificate
+	peerFP   []byte                     // under mu: the peer's pinned fingerprint
+	pinned   chan struct{}              // closed once peerFP is set
 
 	// Data path.
 	sendMu      sync.Mutex
@@ -179,15 +162,25 @@ type Session struct {
 	readyAt       time.Duration
 	linksDeadline [2]time.Duration
 	awaitDeadline time.Duration
-	epoch         uint32 // active transport's epoch (offerer: last decided; answerer: last seen)
+	epoch         uint32 // offerer: the epoch of its last decision
 	acked         bool   // offerer: the answerer acknowledged epoch
 	nextSelect    time.Duration
-	lastSwitch    time.Duration
+	off           offererPolicy  // the offerer's transport policy
+	ans           answererPolicy // the answerer's
+	pol           *pathPolicy    // the one of this role: evidence about the paths
+	lastTick      time.Duration  // when the loop last ran (stall detection)
+	ticked        bool           // lastTick is set
 	switches      int
 	choiceReason  string
 	ctrlSeq       uint32
 	enabled       uint8              // our transports, as in the hello message
 	cancelTCP     context.CancelFunc // stops dialling the relay
+	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
+	goodbye       string             // the signaling server said the peer left ("" if not, or it is back)
+	rtcRenewing   bool               // offerer: a new PeerConnection is being made
+	rtcAttemptAt  time.Duration      // offerer: when the last one was
+	rtcRenewals   uint64             // new PeerConnections negotiated after the first
+	sigRejoined   atomic.Int64       // times the signaling connection was re-established
 	endErr        error
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
@@ -195,6 +188,8 @@ type Session struct {
 	evMu          sync.Mutex
 	events        chan Event
 	evClosed      bool
+	evScratch     []Event
+	eventsMerged  uint64
 	eventsDropped uint64
 
 	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
@@ -217,10 +212,12 @@ type sessionParams struct {
 	cfg      Config // already through withDefaults
 	role     signaling.Role
 	room     string
-	sig      signaler                                    // for WebRTC negotiation
+	sig      signaler                                    // for WebRTC negotiation (nil: no WebRTC)
 	dialTCP  func(ctx context.Context) (net.Conn, error) // nil: no TCP
 	closeSig func()
 	clock    clocksync.Clock // nil: wallClock
+	id       *identity       // nil: a new one
+	peerFP   []byte          // the peer's certificate fingerprint, if known without signaling (tests)
 }
 
 // clockEpoch is the origin of the default session clock.
@@ -256,7 +253,15 @@ func newSession(p sessionParams) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
 	}
+	if p.id == nil {
+		if p.id, err = newIdentity(); err != nil {
+			return nil, err
+		}
+	}
 	s := &Session{
+		id:       p.id,
+		sig:      p.sig,
+		pinned:   make(chan struct{}),
 		cfg:      p.cfg,
 		role:     p.role,
 		room:     p.room,
@@ -266,7 +271,7 @@ func newSession(p sessionParams) (*Session, error) {
 		closeSig: p.closeSig,
 		sendBuf:  make([]byte, 0, wire.HeaderLen+p.cfg.MaxMessageSize),
 		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:   make(chan Event, p.cfg.EventBuffer),
+		events:   make(chan Event, max(p.cfg.EventBuffer, minEventBuffer)),
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		closing:  make(chan struct{}),
@@ -277,24 +282,36 @@ func newSession(p sessionParams) (*Session, error) {
 		s.pongBufs[i] = make([]byte, 0, 256)
 	}
 	s.start = s.clock.Now()
+	pc := policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
+		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}
+	s.off.cfg, s.ans.cfg = pc, pc
+	s.pol = &s.ans.pathPolicy
+	if p.role == signaling.RoleOfferer {
+		s.pol = &s.off.pathPolicy
+	}
 	s.seq.Begin(0) // the peer's first data message is number 0
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
+	s.rtcAttemptAt = s.start
 	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
 	// The answerer gives up waiting for the offerer's choice after the
 	// offerer's longest wait plus its probes, with a margin.
 	s.awaitDeadline = s.start + max(s.cfg.WebRTCTimeout, s.cfg.TCPTimeout) + 4*s.cfg.ProbeTimeout + 2*time.Second
 
+	if p.peerFP != nil {
+		s.pin(p.peerFP)
+	}
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := newRTCTransport(&s.cfg, p.role, p.sig, s)
+		rtc, err := s.newRTC()
 		if err != nil {
 			return nil, err
 		}
-		s.rtc = rtc
+		s.rtc.Store(rtc)
+		s.rtcOn = true
 	}
 	if p.cfg.DisableTCP || p.dialTCP == nil {
 		s.links[1].state = LinkDisabled
@@ -305,47 +322,389 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 	}
 	var tcpCtx context.Context
-	tcpCtx, s.cancelTCP = context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
+	tcpCtx, s.cancelTCP = context.WithCancel(s.ctx)
 	s.wg.Add(1)
 	go s.loop()
 	if s.links[1].state == LinkConnecting {
 		s.wg.Add(1)
-		go s.dialTCP(tcpCtx, p.dialTCP)
+		go s.relayLoop(tcpCtx, p.dialTCP)
 	} else {
 		s.cancelTCP()
 	}
-	if s.rtc != nil && p.role == signaling.RoleOfferer {
+	if p.role == signaling.RoleOfferer && p.sig != nil {
 		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
-		err := s.rtc.start(ctx)
+		var err error
+		if rtc := s.rtc.Load(); rtc != nil {
+			err = rtc.start(ctx)
+		} else {
+			// No WebRTC here: the offer only carries the fingerprint that
+			// pins the relay.
+			err = p.sig.sendOffer(ctx, relayOnlySDP(s.id.fp))
+		}
 		cancel()
 		if err != nil {
-			s.onDown(TransportWebRTC, err)
+			if s.rtcOn {
+				s.onDown(TransportWebRTC, err)
+			} else {
+				s.log.Warn("p2p: sending the fingerprint failed", "err", err)
+			}
 		}
 	}
 	return s, nil
 }
 
-func (s *Session) now() time.Duration { return s.clock.Now() }
-
-func (s *Session) dialTCP(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
-	defer s.wg.Done()
-	conn, err := dial(ctx)
-	s.cancelTCP()
-	if err != nil {
-		s.onDown(TransportTCP, fmt.Errorf("p2p: tcp relay: %w", err))
-		return
+// pin sets the peer's certificate fingerprint, the first time; it reports
+// whether fp is the pinned one.
+func (s *Session) pin(fp []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peerFP == nil {
+		s.peerFP = bytes.Clone(fp)
+		close(s.pinned)
+		return true
 	}
-	t := newTCPTransport(conn, s.cfg.MaxMessageSize, s)
+	return bytes.Equal(s.peerFP, fp)
+}
+
+// peerSDP checks the fingerprint of an SDP from the peer and pins it. An
+// SDP with another fingerprint than the pinned one is refused: the peer
+// keeps its certificate for the whole session.
+func (s *Session) peerSDP(sdp string) error {
+	fp, err := sdpFingerprint(sdp)
+	if err != nil {
+		return err
+	}
+	if !s.pin(fp) {
+		return fmt.Errorf("p2p: refusing an SDP whose fingerprint %s is not the peer's (%s)", fingerprintLine(fp), fingerprintLine(s.peerFP))
+	}
+	return nil
+}
+
+// handleOffer handles the offerer's SDP (answerer only).
+func (s *Session) handleOffer(ctx context.Context, sdp string) error {
+	if s.role != signaling.RoleAnswerer {
+		return fmt.Errorf("p2p: unexpected offer for the %s", s.role)
+	}
+	if err := s.peerSDP(sdp); err != nil {
+		return err
+	}
+	rtc := s.rtc.Load()
+	if rtc == nil || isRelayOnlySDP(sdp) {
+		if isRelayOnlySDP(sdp) {
+			s.peerHasNoWebRTC()
+		}
+		if s.sig == nil {
+			return nil
+		}
+		return s.sig.sendAnswer(ctx, relayOnlySDP(s.id.fp))
+	}
+	if prev := rtc.remoteSessionID(); prev != "" && sdpSessionID(sdp) != prev {
+		// The offerer made a new PeerConnection (its WebRTC path failed):
+		// so do we.
+		s.log.Info("p2p: webrtc: the peer renegotiates with a new PeerConnection")
+		var err error
+		if rtc, err = s.replaceRTC(errPeerRenegotiates); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.rtcRenewals++
+		s.mu.Unlock()
+	}
+	if err := rtc.handleOffer(ctx, sdp); err != nil {
+		s.rtcDown(rtc, err)
+		return err
+	}
+	return nil
+}
+
+// handleAnswer handles the answerer's SDP (offerer only).
+func (s *Session) handleAnswer(sdp string) error {
+	if s.role != signaling.RoleOfferer {
+		return fmt.Errorf("p2p: unexpected answer for the %s", s.role)
+	}
+	if err := s.peerSDP(sdp); err != nil {
+		return err
+	}
+	if isRelayOnlySDP(sdp) {
+		s.peerHasNoWebRTC()
+		return nil
+	}
+	rtc := s.rtc.Load()
+	if rtc == nil {
+		return nil
+	}
+	if err := rtc.handleAnswer(sdp); err != nil {
+		s.rtcDown(rtc, err)
+		return err
+	}
+	return nil
+}
+
+// handleCandidate adds a trickled remote candidate.
+func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
+	if rtc := s.rtc.Load(); rtc != nil {
+		rtc.handleCandidate(c)
+	}
+}
+
+// WebRTC recovery: errors that replace a PeerConnection.
+var (
+	errRenegotiating    = errors.New("p2p: webrtc: the path failed; negotiating a new PeerConnection")
+	errPeerRenegotiates = errors.New("p2p: webrtc: the peer negotiates a new PeerConnection")
+)
+
+// rtcRetry is the least time between two new PeerConnections the offerer
+// negotiates; rtcFailedFor is how long the WebRTC path must have failed
+// (its pings unanswered) before it does, when the other path works, and
+// rtcSilentFor when no path answers (the peer may be paused).
+const (
+	rtcRetry      = 2 * time.Second
+	rtcFailedFor  = 2 * time.Second
+	rtcSilentFor  = 4 * time.Second
+	rtcConnectFor = 10 * time.Second
+)
+
+// newRTC makes a WebRTC transport (a PeerConnection) for this session.
+func (s *Session) newRTC() (*rtcTransport, error) {
+	h := &rtcHandler{s: s}
+	t, err := newRTCTransport(&s.cfg, s.role, s.sig, h, s.id)
+	if err != nil {
+		return nil, err
+	}
+	h.t = t
+	return t, nil
+}
+
+// rtcHandler passes a WebRTC transport's callbacks to the session, which
+// ignores the opening and closing of a transport it has replaced.
+type rtcHandler struct {
+	s *Session
+	t *rtcTransport
+}
+
+func (h *rtcHandler) onUp(k TransportKind) {
+	if h.s.rtc.Load() == h.t {
+		h.s.onUp(k)
+	}
+}
+func (h *rtcHandler) onDown(k TransportKind, err error)   { h.s.rtcDown(h.t, err) }
+func (h *rtcHandler) onMessage(k TransportKind, p []byte) { h.s.onMessage(k, p) }
+func (h *rtcHandler) onMalformed(k TransportKind)         { h.s.onMalformed(k) }
+
+// rtcDown reports WebRTC down if t is the current transport.
+func (s *Session) rtcDown(t *rtcTransport, err error) {
+	if s.rtc.Load() == t {
+		s.onDown(TransportWebRTC, err)
+	}
+}
+
+// replaceRTC closes the current PeerConnection (in the background) and
+// makes a new one, reporting WebRTC down with why.
+func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
+	if old := s.rtc.Load(); old != nil {
+		s.rtcDown(old, why)
+	}
+	t, err := s.newRTC()
+	if err != nil {
+		s.log.Warn("p2p: webrtc: new peer connection", "err", err)
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.phase == phaseEnded {
 		s.mu.Unlock()
 		_ = t.close()
+		return nil, ErrClosed
+	}
+	old := s.rtc.Swap(t)
+	s.linkPtr[0].Store(nil)
+	s.mu.Unlock()
+	if old != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = old.close()
+		}()
+	}
+	return t, nil
+}
+
+// maybeRenewRTC is the offerer's WebRTC recovery: when the path has
+// failed for long enough, or the PeerConnection closed or never
+// connected, it negotiates a new PeerConnection over signaling (every
+// rtcRetry at most, for as long as it takes). Called with mu held.
+func (s *Session) maybeRenewRTC(now time.Duration) {
+	ls := &s.links[0]
+	if s.role != signaling.RoleOfferer || !s.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
 		return
 	}
-	s.tcp.Store(t)
+	why := ""
+	switch ls.state {
+	case LinkDown:
+		why = "down: " + ls.err
+	case LinkConnecting:
+		// pion's ICE gives up on its own after iceDisconnected+iceFailed
+		// (then the link is down); this is a safety net.
+		if now-s.rtcAttemptAt >= rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
+			why = "did not connect"
+		}
+	case LinkUp:
+		if failed, since, _ := s.pol.failed(now, TransportWebRTC); failed {
+			works := s.pol.worksSince(TransportTCP, since)
+			if works && now-since >= rtcFailedFor || now-since >= rtcSilentFor {
+				why = fmt.Sprintf("pings unanswered for %v", (now - since).Round(time.Millisecond))
+			}
+		}
+	}
+	if why == "" {
+		return
+	}
+	s.rtcRenewing = true
+	s.rtcAttemptAt = now
+	s.rtcRenewals++
+	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			s.rtcRenewing = false
+			s.mu.Unlock()
+		}()
+		t, err := s.replaceRTC(errRenegotiating)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if ls.state == LinkDown {
+			ls.state = LinkConnecting
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		defer cancel()
+		if err := t.start(ctx); err != nil {
+			s.rtcDown(t, err)
+		}
+	}()
+}
+
+// peerHasNoWebRTC marks WebRTC down: the peer's SDP says it has none.
+func (s *Session) peerHasNoWebRTC() {
+	s.mu.Lock()
+	ls := &s.links[0]
+	ls.peerDisabled = true
+	if ls.state == LinkConnecting {
+		ls.state = LinkDown
+		ls.err = "disabled by the peer"
+	}
+	if s.phase == phaseLinks {
+		s.tickLinks(s.now())
+	}
 	s.mu.Unlock()
-	s.onUp(TransportTCP) // before reading, so that replies have a link
-	t.start()
+}
+
+func (s *Session) now() time.Duration { return s.clock.Now() }
+
+// Relay re-dial backoff: the first retry after relayRetryMin, doubling up
+// to relayRetryMax, so a relay that drops, or a signaling server that
+// restarts, is back within about relayRetryMax of answering again.
+const (
+	relayRetryMin = 100 * time.Millisecond
+	relayRetryMax = time.Second
+)
+
+// relayLoop dials the relay, runs the session over it until it ends, and
+// dials again (with backoff) until the session ends or the peer turns out
+// to have no relay. Each attempt is bounded by Config.TCPTimeout.
+func (s *Session) relayLoop(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
+	defer s.wg.Done()
+	backoff := relayRetryMin
+	for ctx.Err() == nil {
+		t, err := s.dialRelay(ctx, dial)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.onDown(TransportTCP, err)
+			s.log.Debug("p2p: relay dial failed", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, relayRetryMax)
+			continue
+		}
+		backoff = relayRetryMin
+		s.mu.Lock()
+		if s.phase == phaseEnded {
+			s.mu.Unlock()
+			_ = t.close()
+			return
+		}
+		s.tcp.Store(t)
+		s.mu.Unlock()
+		s.onUp(TransportTCP) // before reading, so that replies have a link
+		t.start()
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return // teardown closes it
+		}
+		_ = t.close()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(relayRetryMin):
+		}
+	}
+}
+
+// dialRelay dials the relay and runs its TLS handshake, once the peer's
+// fingerprint is known.
+func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net.Conn, error)) (*tcpTransport, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TCPTimeout)
+	defer cancel()
+	raw, err := dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: tcp relay: %w", err)
+	}
+	select {
+	case <-s.pinned:
+	case <-ctx.Done():
+		raw.Close()
+		return nil, fmt.Errorf("p2p: tcp relay: the peer's fingerprint did not arrive: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	peerFP := s.peerFP
+	s.mu.Unlock()
+	tc, err := relayTLS(ctx, raw, s.role == signaling.RoleOfferer, s.id, peerFP)
+	if err != nil {
+		raw.Close()
+		if isTLSFailure(err) || errors.Is(err, errPeerCertificate) {
+			err = fmt.Errorf("%w: %w", errRelayRejected, err)
+		}
+		return nil, err
+	}
+	return newTCPTransport(tc, raw, s.cfg.MaxMessageSize, s), nil
+}
+
+// peerLeftSignaling records that the signaling server said the peer left
+// (reason: "left", "disconnected" or "dropped"). A peer that left and has
+// fallen silent is gone (the session ends within goodbyeSilence); one
+// whose signaling connection merely dropped keeps talking, and the
+// session goes on.
+func (s *Session) peerLeftSignaling(reason string) {
+	s.mu.Lock()
+	s.goodbye = reason
+	s.mu.Unlock()
+}
+
+// peerBackOnSignaling records that the peer is back on the signaling
+// server (paired again after a rejoin).
+func (s *Session) peerBackOnSignaling() {
+	s.mu.Lock()
+	s.goodbye = ""
+	s.mu.Unlock()
 }
 
 // Role returns this peer's role, signaling.RoleOfferer or
@@ -359,12 +718,15 @@ func (s *Session) Role() signaling.Role { return s.role }
 func (s *Session) Room() string { return s.room }
 
 // Events returns the session's event channel. It is buffered
-// (Config.EventBuffer) and the session never blocks on it: when it is
-// full, the oldest event is discarded to make room for the newest (counted
-// in Stats.EventsDropped), so a game that never reads it loses nothing but
-// old events, and the last event (EventDisconnected) is never lost. The
-// channel is closed when the session ends (after EventDisconnected, or on
-// Close).
+// (Config.EventBuffer) and the session never blocks on it, nor drops a
+// transition: when it is full, queued events are merged into later ones
+// that summarise them (two transport changes A→B→C become one A→C, an
+// interruption and its resumption become the resumption, which carries
+// the silence; Event.Merged counts what an event stands for, and
+// Stats.EventsMerged all merges), so a game that reads it late still sees
+// where every transition ended up, and the last event
+// (EventDisconnected) is never lost. The channel is closed when the
+// session ends (after EventDisconnected, or on Close).
 func (s *Session) Events() <-chan Event { return s.events }
 
 // Done is closed when the session has ended (Close, or the peer
@@ -384,8 +746,10 @@ func (s *Session) Err() error {
 	return s.endErr
 }
 
-// emit delivers an event without blocking, dropping the oldest queued
-// event when the channel is full.
+// emit delivers an event without blocking. When the channel is full it
+// takes the queued events back, merges neighbours that a later one
+// summarises (see mergeEvents) and queues the result: a transition is
+// folded into a later one, never dropped.
 func (s *Session) emit(ev Event) {
 	ev.At = s.now() - s.start
 	s.evMu.Lock()
@@ -393,18 +757,87 @@ func (s *Session) emit(ev Event) {
 	if s.evClosed {
 		return
 	}
-	for {
+	select {
+	case s.events <- ev:
+		return
+	default:
+	}
+	q := s.evScratch[:0]
+drain:
+	for len(q) < cap(s.events) {
 		select {
-		case s.events <- ev:
-			return
+		case e := <-s.events:
+			q = append(q, e)
 		default:
-		}
-		select {
-		case <-s.events:
-			s.eventsDropped++
-		default:
+			break drain
 		}
 	}
+	q = append(q, ev)
+	var merged, dropped int
+	q, merged, dropped = mergeEvents(q, cap(s.events))
+	s.eventsMerged += uint64(merged)
+	s.eventsDropped += uint64(dropped)
+	for _, e := range q {
+		s.events <- e // fits: len(q) <= cap, and only emit sends
+	}
+	clear(q)
+	s.evScratch = q[:0]
+}
+
+// mergeEvents shortens q to at most n events by merging neighbours into
+// the later one, which then says where things ended up:
+//
+//   - transport-changed A→B then B→C: one transport-changed A→C;
+//   - interrupted then resumed: resumed (its Silence says how long);
+//   - resumed then interrupted, or twice the same state: the later one;
+//   - transport-down then transport-up of one transport (or up then
+//     down): the later one.
+//
+// Each merge adds the events folded in to the survivor's Merged. If no
+// neighbours can be merged (never in practice: at most two transitions of
+// each kind in a row can be unmergeable), the oldest event that is not
+// EventDisconnected is dropped and counted.
+func mergeEvents(q []Event, n int) (out []Event, merged, dropped int) {
+	for len(q) > n {
+		i := mergeable(q)
+		if i < 0 {
+			j := 0
+			for j < len(q)-1 && q[j].Kind == EventDisconnected {
+				j++
+			}
+			q = append(q[:j], q[j+1:]...)
+			dropped++
+			continue
+		}
+		a, b := q[i], q[i+1]
+		if a.Kind == EventTransportChanged && b.Kind == EventTransportChanged {
+			b.From = a.From
+		}
+		b.Merged += a.Merged + 1
+		q[i+1] = b
+		q = append(q[:i], q[i+1:]...)
+		merged++
+	}
+	return q, merged, dropped
+}
+
+// mergeable returns the index of the first event that the next one
+// summarises, or -1.
+func mergeable(q []Event) int {
+	for i := 0; i+1 < len(q); i++ {
+		a, b := q[i], q[i+1]
+		switch {
+		case a.Kind == EventDisconnected || b.Kind == EventDisconnected:
+		case a.Kind == EventTransportChanged && b.Kind == EventTransportChanged:
+			return i
+		case (a.Kind == EventInterrupted || a.Kind == EventResumed) && (b.Kind == EventInterrupted || b.Kind == EventResumed):
+			return i
+		case (a.Kind == EventTransportUp || a.Kind == EventTransportDown) && (b.Kind == EventTransportUp || b.Kind == EventTransportDown) &&
+			a.Transport == b.Transport:
+			return i
+		}
+	}
+	return -1
 }
 
 // ---- linkHandler ----
@@ -413,22 +846,25 @@ func (s *Session) onUp(k TransportKind) {
 	var l link
 	switch k {
 	case TransportWebRTC:
-		l = s.rtc
+		l = s.rtc.Load()
 	case TransportTCP:
 		l = s.tcp.Load()
 	}
 	now := s.now()
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
-	if s.phase == phaseEnded || ls.state == LinkDown && !ls.timedOut {
+	if s.phase == phaseEnded || ls.state == LinkDisabled || ls.peerDisabled {
 		s.mu.Unlock()
 		return
 	}
 	ls.state = LinkUp
 	ls.err = ""
-	ls.timedOut = false
 	ls.upAt = now
-	ls.nextPing = now
+	if ls.kind == TransportWebRTC || !ls.hadRecv {
+		// A path that comes back starts its round-trip figures afresh.
+		ls.rtt = clocksync.RTTEstimator{}
+	}
+	s.pol.path(k).setUp(now, true)
 	running := s.phase == phaseRunning
 	s.linkPtr[k.idx()].Store(&linkBox{l: l})
 	// Tell the peer which transports we have, so that it does not wait for
@@ -450,19 +886,23 @@ func (s *Session) onUp(k TransportKind) {
 func (s *Session) onDown(k TransportKind, err error) {
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
-	if ls.state == LinkDown && ls.timedOut {
-		ls.timedOut = false // it failed for real: it will not open late
-		ls.err = err.Error()
+	if errors.Is(err, errRelayRejected) {
+		s.relayRejected++
+	}
+	if s.phase == phaseEnded || ls.state == LinkDisabled {
 		s.mu.Unlock()
 		return
 	}
-	if s.phase == phaseEnded || ls.state == LinkDown || ls.state == LinkDisabled {
+	if ls.state == LinkDown {
+		ls.err = err.Error() // the latest reason
 		s.mu.Unlock()
 		return
 	}
+	wasUp := ls.state == LinkUp
 	ls.state = LinkDown
 	ls.err = err.Error()
-	running := s.phase == phaseRunning
+	running := s.phase == phaseRunning && wasUp
+	s.pol.path(k).setUp(s.now(), false)
 	s.linkPtr[k.idx()].Store(nil)
 	s.mu.Unlock()
 	s.log.Debug("p2p: transport down", "transport", k.String(), "err", err)
@@ -574,11 +1014,12 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	t4, rtt := smp.At, smp.Delay
 	ls := &s.links[k.idx()]
 	ls.pongs++
-	ls.lastPong = t4
-	ls.firstUnanswered = 0
-	ls.streak++
-	ls.rtt.Add(t4, rtt)
-	ls.add3(rtt)
+	// A round trip that spans a stall of this process, or an outage, is
+	// left out of the round-trip figures (see pathPolicy.answered).
+	if s.pol.answered(k, t4, pg.T1, rtt) {
+		ls.rtt.Add(t4, rtt)
+		s.pol.setRTT(k, ls.rtt.Stats(t4).Smoothed)
+	}
 	ls.jout.Add(pg.T2 - pg.T1)
 	ls.jin.Add(t4 - pg.T3)
 	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == pg.T1 {
@@ -605,9 +1046,10 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 			return
 		}
 		tr := TransportKind(c.Transport)
-		if c.Epoch > s.epoch || s.phase != phaseRunning {
-			from := TransportKind(s.active.Load())
-			s.epoch = c.Epoch
+		from := TransportKind(s.active.Load())
+		first := !s.ans.seen
+		changed, ack := s.ans.onSelect(now, c.Epoch, tr)
+		if first && s.ans.seen || changed {
 			s.active.Store(uint32(tr))
 			if s.phase != phaseRunning {
 				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", tr)
@@ -618,8 +1060,9 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 				s.emit(Event{Kind: EventTransportChanged, From: from, Transport: tr, Reason: "chosen by the offerer"})
 			}
 		}
-		// Acknowledge every select (also repeats: our ack may have been lost).
-		if c.Epoch == s.epoch {
+		// Acknowledge every select of the current epoch (also repeats: our
+		// ack may have been lost).
+		if ack {
 			s.sendControlLocked(wire.Control{Kind: wire.CtrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
 		}
 	case wire.CtrlSelectAck:
@@ -632,6 +1075,7 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 		for i := range s.links {
 			ls := &s.links[i]
 			if c.Enabled&(1<<i) == 0 && ls.state == LinkConnecting {
+				ls.peerDisabled = true
 				ls.state = LinkDown
 				ls.err = "disabled by the peer"
 				if ls.kind == TransportTCP && s.cancelTCP != nil {
@@ -690,7 +1134,6 @@ func (s *Session) becomeRunning(now time.Duration) {
 	s.state = StateConnected
 	s.readyAt = now
 	s.lastRecv = now
-	s.lastSwitch = now
 	for i := range s.links {
 		s.links[i].probe.running = false
 	}
@@ -754,6 +1197,14 @@ func (s *Session) loop() {
 
 // tick does one round of housekeeping. Called with mu held.
 func (s *Session) tick(now time.Duration) {
+	// A gap between two runs of the loop much longer than its period is a
+	// stall of this process: what it did not hear meanwhile is no
+	// evidence against a path (see the policies).
+	if s.ticked && now-s.lastTick > tickInterval+stallSlack {
+		s.pol.stalled(s.lastTick, now)
+		s.log.Debug("p2p: local stall", "for", now-s.lastTick)
+	}
+	s.lastTick, s.ticked = now, true
 	s.sendMu.Lock()
 	s.txRate.Update(now)
 	s.sendMu.Unlock()
@@ -769,17 +1220,21 @@ func (s *Session) tick(now time.Duration) {
 	}
 	for i := range s.links {
 		ls := &s.links[i]
-		if ls.state == LinkConnecting && now >= s.linksDeadline[i] {
+		// Once the session runs, a WebRTC that is still connecting keeps
+		// trying; the offerer renews it if it takes too long (see
+		// maybeRenewRTC).
+		if ls.state == LinkConnecting && now >= s.linksDeadline[i] && !(i == 0 && s.phase == phaseRunning) {
 			ls.state = LinkDown
-			ls.timedOut = true // it may still open (onUp)
 			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
 			if i == 0 {
 				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
 			}
 		}
-		// A ping left unanswered for ProbeTimeout breaks the streak.
-		if ls.firstUnanswered != 0 && now-ls.firstUnanswered > s.cfg.ProbeTimeout {
-			ls.streak = 0
+		// A probe unanswered past its grace breaks the path's streak.
+		if e := s.pol.path(ls.kind); e.streak > 0 {
+			if _, ok := s.pol.onset(now, e); ok {
+				e.streak = 0
+			}
 		}
 	}
 	switch s.phase {
@@ -808,6 +1263,20 @@ func (s *Session) tickLinks(now time.Duration) {
 	// wait for the other one.
 	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
 		resolved = true
+	}
+	// Once one transport is open, the other gets a fifth of its own
+	// timeout more (1 s for WebRTC by default): on a long, lossy link the
+	// session starts on the open one rather than wait for the other's
+	// retransmissions, and moves to the other when it opens and pings as
+	// well (see decide). On a LAN both open within milliseconds.
+	for i := range s.links {
+		o := &s.links[1-i]
+		if s.links[i].up() && o.state == LinkConnecting {
+			timeout := s.linksDeadline[1-i] - s.start
+			if now-s.links[i].upAt >= timeout/5 {
+				resolved = true
+			}
+		}
 	}
 	if !resolved {
 		if s.role == signaling.RoleAnswerer && now > s.awaitDeadline {
@@ -949,7 +1418,7 @@ func (s *Session) decide(now time.Duration, k TransportKind) {
 	s.epoch++
 	s.acked = false
 	s.active.Store(uint32(k))
-	s.lastSwitch = now
+	s.off.switched(now, k)
 	s.nextSelect = now
 	s.sendSelect(now)
 }
@@ -971,19 +1440,15 @@ func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 		t1 = pg.T1
 	}
 	ls.pings++
-	if ls.firstUnanswered == 0 {
-		ls.firstUnanswered = now
-	}
-	if k == TransportKind(s.active.Load()) {
-		ls.lastActivePing = now
-	}
+	s.pol.path(k).probeSent(t1)
 	s.xmit(k, b)
 	return t1
 }
 
 func (s *Session) tickRunning(now time.Duration) {
-	// Liveness over all transports.
-	silence := now - s.lastRecv
+	// Liveness over all transports. Time this process stood still is not
+	// the peer's silence.
+	silence := now - s.pol.stall.after(s.lastRecv)
 	switch {
 	case silence >= s.cfg.DisconnectAfter:
 		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
@@ -995,94 +1460,39 @@ func (s *Session) tickRunning(now time.Duration) {
 		s.emit(Event{Kind: EventInterrupted, Silence: silence})
 	}
 
-	active := TransportKind(s.active.Load())
+	// A fast goodbye: the signaling server said the peer left (closed,
+	// left, or its connection dropped) and nothing has come from it for
+	// goodbyeSilence: it is gone, no need to wait for DisconnectAfter.
+	if s.goodbye != "" && silence >= goodbyeSilence {
+		s.endLocked(fmt.Errorf("%w: the peer left the signaling server (%s) and has been silent for %v",
+			ErrDisconnected, s.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.goodbye, silence)
+		return
+	}
+	s.pol.observe(now)
+	s.maybeRenewRTC(now)
 	if s.role == signaling.RoleOfferer {
-		s.policy(now, active)
-		active = TransportKind(s.active.Load())
+		if k, why := s.off.decide(now); k != TransportUnknown {
+			s.switchTo(now, k, why)
+		}
 		if !s.acked && now >= s.nextSelect {
 			s.sendSelect(now)
 		}
 	}
 	// Pings: the active transport when the calibrator wants one but at
-	// least every PingInterval; the standby every StandbyPingInterval.
+	// least every PingInterval; the standby as the policy says.
+	calDue := now >= s.cal.NextPing()
 	for i := range s.links {
 		ls := &s.links[i]
-		if !ls.up() {
-			continue
-		}
-		if ls.kind == active {
-			if now >= s.cal.NextPing() || now >= ls.lastActivePing+s.cfg.PingInterval {
-				s.sendPing(ls.kind, now)
-			}
-			ls.nextPing = now + s.cfg.StandbyPingInterval
-		} else if now >= ls.nextPing {
+		if ls.up() && s.pol.probeDue(now, ls.kind, calDue) {
 			s.sendPing(ls.kind, now)
-			ls.nextPing = now + s.cfg.StandbyPingInterval
 		}
-	}
-}
-
-// failing reports whether the active link should be abandoned, and why.
-func (s *Session) failing(now time.Duration, ls *linkState) (bool, string) {
-	switch {
-	case !ls.up():
-		if ls.err != "" {
-			return true, fmt.Sprintf("%v down: %s", ls.kind, ls.err)
-		}
-		return true, fmt.Sprintf("%v down", ls.kind)
-	case ls.silentFor(now) > s.cfg.FailoverAfter:
-		return true, fmt.Sprintf("%v silent for %v", ls.kind, ls.silentFor(now).Round(time.Millisecond))
-	case ls.unansweredFor(now) > s.cfg.FailoverAfter+ls.rtt.Stats(now).Smoothed:
-		return true, fmt.Sprintf("%v pings unanswered for %v", ls.kind, ls.unansweredFor(now).Round(time.Millisecond))
-	}
-	return false, ""
-}
-
-// works reports whether a standby link is fit to take over: open, and its
-// last ping was answered recently.
-func (s *Session) works(now time.Duration, ls *linkState) bool {
-	window := 3*s.cfg.StandbyPingInterval + ls.rtt.Stats(now).Smoothed
-	return ls.up() && ls.streak >= 1 && now-ls.lastPong < window && ls.silentFor(now) < window
-}
-
-// policy is the offerer's failover and switching rule. Called with mu held.
-func (s *Session) policy(now time.Duration, active TransportKind) {
-	a := &s.links[active.idx()]
-	o := &s.links[active.other().idx()]
-	fail, why := s.failing(now, a)
-	if fail {
-		if s.works(now, o) {
-			s.switchTo(now, o.kind, "failover: "+why)
-		}
-		return
-	}
-	if !s.works(now, o) || o.streak < 3 || o.n3 < 3 || a.n3 < 3 || now-s.lastSwitch < 3*time.Second {
-		return
-	}
-	if p := s.cfg.Prefer; p != TransportUnknown {
-		if o.kind == p {
-			s.switchTo(now, o.kind, fmt.Sprintf("preferred %v works again (ping %v)", p, o.max3()))
-		}
-		return
-	}
-	am, om := a.max3(), o.max3()
-	margin := max(s.cfg.SwitchMargin, am/10)
-	switch {
-	case o.kind == TransportWebRTC && om <= am+margin/2:
-		// Ties go to WebRTC, as in the initial choice: back to the data
-		// channel once it works and pings no worse (e.g. it opened after
-		// the session had settled on TCP). Leaving WebRTC needs TCP better
-		// by the whole margin, taking it back half of it: the band between
-		// keeps pings that hover near the line from flapping.
-		s.switchTo(now, o.kind, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am))
-	case om+margin < am:
-		s.switchTo(now, o.kind, fmt.Sprintf("%v pings better: %v vs %v", o.kind, om, am))
 	}
 }
 
 func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
 	from := TransportKind(s.active.Load())
 	s.switches++
+	s.off.switches++
 	s.choiceReason = reason
 	s.decide(now, k)
 	s.log.Info("p2p: transport changed", "from", from.String(), "to", k.String(), "reason", reason)
@@ -1102,8 +1512,11 @@ func (s *Session) teardown() {
 	}
 	s.linkPtr[0].Store(nil)
 	s.linkPtr[1].Store(nil)
-	if s.rtc != nil {
-		_ = s.rtc.close()
+	s.mu.Lock()
+	rtc := s.rtc.Swap(nil)
+	s.mu.Unlock()
+	if rtc != nil {
+		_ = rtc.close()
 	}
 	if t := s.tcp.Load(); t != nil {
 		_ = t.close()
@@ -1125,7 +1538,7 @@ func (s *Session) flushBye() {
 	deadline := time.Now().Add(100 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		pending := false
-		if r := s.rtc.rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
+		if r := s.rtc.Load().rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
 			pending = true
 		}
 		if t := s.tcp.Load(); t != nil && t.unwritten() {
@@ -1263,6 +1676,9 @@ func (s *Session) Stats() Stats {
 	st.Reordered = s.seq.Reordered()
 	st.Late = s.seq.Late()
 	st.Malformed = s.malformed
+	st.RelayRejected = s.relayRejected
+	st.SignalingReconnects = uint64(s.sigRejoined.Load())
+	st.WebRTCRenewals = s.rtcRenewals
 	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
 	st.RxBytesPerSec = s.rxRate.BytesPerSec()
 	cs := s.cal.Stats()
@@ -1280,8 +1696,8 @@ func (s *Session) Stats() Stats {
 		ls := st.Link(a)
 		st.RTT, st.Jitter, st.JitterOut = ls.RTT, ls.Jitter, ls.JitterOut
 	}
-	if s.rtc != nil {
-		st.LocalCandidate, st.RemoteCandidate = s.rtc.candidates()
+	if rtc := s.rtc.Load(); rtc != nil {
+		st.LocalCandidate, st.RemoteCandidate = rtc.candidates()
 	}
 	st.RecvOverflow = s.ring.droppedCount()
 	s.sendMu.Lock()
@@ -1296,6 +1712,7 @@ func (s *Session) Stats() Stats {
 		st.SendDropped += t.superseded()
 	}
 	s.evMu.Lock()
+	st.EventsMerged = s.eventsMerged
 	st.EventsDropped = s.eventsDropped
 	s.evMu.Unlock()
 	return st
@@ -1305,16 +1722,11 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.Kind = ls.kind
 	out.State = ls.state
 	out.Err = ls.err
-	if ls.kind == TransportKind(s.active.Load()) {
-		f, _ := s.failing(now, ls)
-		out.Healthy = !f && ls.pongs > 0
-	} else {
-		out.Healthy = s.works(now, ls)
-	}
+	out.Healthy = ls.up() && s.pol.healthy(now, ls.kind)
 	out.Probe = ls.probe.res
 	out.ProbeMax = ls.probe.max
 	out.ProbeLost = ls.probe.lost
-	out.Last3Max = ls.max3()
+	out.Last3Max = s.pol.path(ls.kind).max3()
 	out.RTT = ls.rtt.Stats(now)
 	out.Jitter = ls.jin.Value()
 	out.JitterOut = ls.jout.Value()

@@ -106,8 +106,22 @@ type Stats struct {
 	// RecvOverflow counts messages dropped from the receive queue because
 	// the game did not drain it (oldest first).
 	RecvOverflow uint64
+	// WebRTCRenewals counts the new PeerConnections negotiated after the
+	// first, when the WebRTC path had failed (on the answerer: those the
+	// offerer started).
+	WebRTCRenewals uint64
+	// SignalingReconnects counts the times the signaling connection
+	// dropped and the session connected again and rejoined its pairing.
+	SignalingReconnects uint64
+
 	// Malformed counts packets that failed to decode (dropped).
 	Malformed uint64
+	// RelayRejected counts relay streams that ended, or never started,
+	// because TLS refused them: a record that failed to authenticate (a
+	// frame forged, altered or replayed on the way) or a peer certificate
+	// that is not the one pinned. Each time, nothing of the stream was
+	// accepted, and the relay is dialled again.
+	RelayRejected uint64
 
 	// Rates over the last second, all session messages (headers included)
 	// on all transports.
@@ -116,7 +130,8 @@ type Stats struct {
 	TxBytesPerSec   float64
 	RxBytesPerSec   float64
 
-	// The WebRTC selected candidate pair's types (Relay = through TURN).
+	// The WebRTC selected candidate pair's types (Relay = through TURN;
+	// see WebRTCViaTURN). Unknown until a pair is selected.
 	LocalCandidate  CandidateType
 	RemoteCandidate CandidateType
 
@@ -130,7 +145,19 @@ type Stats struct {
 	WebRTC LinkStats
 	TCP    LinkStats
 
-	EventsDropped uint64 // events dropped because the Events channel was full
+	// EventsMerged counts events folded into later ones because the
+	// Events channel was full (see Session.Events); EventsDropped those
+	// that could not be (none in practice).
+	EventsMerged  uint64
+	EventsDropped uint64
+}
+
+// WebRTCViaTURN says whether the WebRTC path runs through a TURN server:
+// either end of its selected candidate pair is a relay candidate. (Such a
+// path is encrypted end to end like any other; the TURN server only sees
+// DTLS records.)
+func (s *Stats) WebRTCViaTURN() bool {
+	return s.LocalCandidate == CandidateRelay || s.RemoteCandidate == CandidateRelay
 }
 
 // Link returns the statistics of transport k.

@@ -20,7 +20,8 @@ import (
 // waits; pings, pongs and control messages go through its small FIFO
 // control queue, written first, so they are never superseded.
 type tcpTransport struct {
-	conn net.Conn
+	conn net.Conn // the TLS connection over raw
+	raw  net.Conn // the relayed stream
 	snd  *relay.Sender
 	rd   *relay.Reader
 	h    linkHandler
@@ -36,11 +37,16 @@ type tcpTransport struct {
 	closed   bool
 	downOnce sync.Once
 	wg       sync.WaitGroup
+	done     chan struct{} // closed when the read loop has ended
 }
 
-func newTCPTransport(conn net.Conn, maxMsg int, h linkHandler) *tcpTransport {
+// newTCPTransport runs the session over conn, the TLS connection over the
+// relayed stream raw (conn itself in tests without TLS).
+func newTCPTransport(conn, raw net.Conn, maxMsg int, h linkHandler) *tcpTransport {
 	t := &tcpTransport{
 		conn: conn,
+		raw:  raw,
+		done: make(chan struct{}),
 		snd:  relay.NewSender(conn, relay.SenderConfig{ControlQueue: 32}),
 		// Frames up to the relay's maximum are read (and those longer
 		// than a session message skipped and counted), so an oversized
@@ -62,6 +68,7 @@ func (t *tcpTransport) kind() TransportKind { return TransportTCP }
 
 func (t *tcpTransport) readLoop(max int) {
 	defer t.wg.Done()
+	defer close(t.done)
 	buf := make([]byte, max)
 	for {
 		p, err := t.rd.ReadFrame(buf)
@@ -73,6 +80,8 @@ func (t *tcpTransport) readLoop(max int) {
 			}
 			if se := t.sendErr.Load(); se != nil {
 				err = *se // the stream was closed because sending failed
+			} else if isTLSFailure(err) {
+				err = fmt.Errorf("%w: %w", errRelayRejected, err)
 			} else if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("p2p: tcp: peer closed the relay stream: %w", err)
 			} else {
@@ -118,8 +127,12 @@ func (t *tcpTransport) queued1(err error) error {
 // call the handler itself: onDown takes Session.mu.
 func (t *tcpTransport) fail(err error) {
 	t.sendErr.CompareAndSwap(nil, &err)
-	_ = t.conn.Close()
+	_ = t.raw.Close()
 }
+
+// errRelayRejected wraps the error of a relay stream that ended because
+// its TLS layer refused what arrived (a forged, altered or replayed frame).
+var errRelayRejected = errors.New("p2p: relay: TLS refused a record")
 
 // superseded returns how many data messages the latest-only sender has
 // replaced before writing them.
@@ -150,7 +163,10 @@ func (t *tcpTransport) close() error {
 	}
 	t.closed = true
 	t.mu.Unlock()
-	err := t.conn.Close()
+	// Closing the relayed stream, not the TLS connection: the bye has
+	// said goodbye, and a TLS close_notify could block on a peer that
+	// does not read.
+	err := t.raw.Close()
 	_ = t.snd.Close()
 	t.wg.Wait()
 	return err

@@ -53,7 +53,7 @@ func TestTCPSendErrorReportsDownAsynchronously(t *testing.T) {
 	defer cb.Close()
 	fc := &failWriteConn{Conn: ca}
 	h := &lockedHandler{chanHandler: newChanHandler()}
-	tr := newTCPTransport(fc, 100, h)
+	tr := newTCPTransport(fc, fc, 100, h)
 	tr.start()
 	defer tr.close()
 	go func() { // the peer: read whatever arrives

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,21 @@ func dataChannelInit() *webrtc.DataChannelInit {
 // explicitly): no message larger than this can be reassembled.
 const sctpReceiveBuffer = 1 << 20
 
+// sctpRTOMax caps SCTP's retransmission timeout (see newRTCTransport).
+const sctpRTOMax = time.Second
+
+// ICE timers (see newRTCTransport).
+const (
+	iceDisconnected = 2 * time.Second
+	iceFailed       = 3 * time.Second
+	iceKeepalive    = 500 * time.Millisecond
+	iceMaxChecks    = 50
+)
+
+// dtlsRetransmit is DTLS's first retransmission timeout (see
+// newRTCTransport).
+const dtlsRetransmit = 400 * time.Millisecond
+
 // rtcTransport is the WebRTC transport: one PeerConnection with one
 // unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
 // go into a reused buffer.
@@ -55,8 +71,14 @@ type rtcTransport struct {
 
 	mu           sync.Mutex
 	remoteSet    bool
-	pendingCands []webrtc.ICECandidateInit
+	pendingCands []webrtc.ICECandidateInit // remote, until the remote description is set
+	descSent     bool                      // our offer or answer has been sent
+	localCands   []webrtc.ICECandidateInit // ours, until it has
 	closed       bool
+	// remoteSession is the session id (o= line) of the offer applied
+	// (answerer): an offer with another one comes from a new
+	// PeerConnection.
+	remoteSession string
 
 	raw      atomic.Pointer[rawChannel]
 	downOnce sync.Once
@@ -74,12 +96,38 @@ type rawChannel struct {
 // newRTCTransport creates the PeerConnection and the data channel. The
 // offerer then calls start to send its offer; the answerer waits for
 // handleOffer.
-func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler) (*rtcTransport, error) {
+func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity) (*rtcTransport, error) {
 	se := webrtc.SettingEngine{}
 	se.DetachDataChannels()
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.LoggerFactory = slogFactory{l: cfg.Logger}
 	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
+	// SCTP doubles its retransmission timeout on every expiry, up to 60 s
+	// by default: after an outage of a few seconds the association would
+	// stay quiet for as long again. The session detects dead paths itself,
+	// so SCTP may keep trying every second (its minimum).
+	se.SetSCTPRTOMax(sctpRTOMax)
+	// ICE: a connected pair silent for iceDisconnected is disconnected,
+	// and failed iceFailed later (pion's defaults, 5 s and 25 s, would
+	// keep a dead PeerConnection for half a minute); an agent still
+	// checking fails after both. Until then it keeps checking its pairs
+	// (pion gives a pair up after 7 unanswered checks by default, 1.4 s,
+	// and then waits idle), so a path that comes back is found within a
+	// check interval. The session makes a new PeerConnection when one
+	// fails (see Session.maybeRenewRTC).
+	se.SetICETimeouts(iceDisconnected, iceFailed, iceKeepalive)
+	se.SetICEMaxBindingRequests(iceMaxChecks)
+	// The session owns the PeerConnection's life: when the peer's DTLS
+	// closes, the data channel's reads end and the transport goes down;
+	// the session closes the PeerConnection itself. (pion closing it from
+	// its own goroutine at that moment races its SCTP accept loop for a
+	// lock and stalls the close for 200 ms.)
+	se.DisableCloseByDTLS(true)
+	// DTLS retransmits a lost handshake flight after 1 s by default,
+	// doubling each time: on a lossy link the handshake alone took
+	// seconds. dtlsRetransmit is above the round trip of any link a game
+	// is played on.
+	se.SetDTLSRetransmissionInterval(dtlsRetransmit)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
@@ -98,7 +146,7 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	}
 	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers, Certificates: []webrtc.Certificate{id.rtc}})
 	if err != nil {
 		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
 	}
@@ -115,11 +163,16 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 		if c != nil {
 			init = c.ToJSON()
 		}
-		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
-		defer cancel()
-		if err := t.sig.sendCandidate(ctx, init); err != nil && t.ctx.Err() == nil {
-			t.log.Debug("p2p: webrtc: sending candidate failed", "err", err)
+		// Candidates follow the description they belong to: the peer
+		// applies one that arrives first to its previous PeerConnection.
+		t.mu.Lock()
+		if !t.descSent {
+			t.localCands = append(t.localCands, init)
+			t.mu.Unlock()
+			return
 		}
+		t.mu.Unlock()
+		t.sendCandidate(init)
 	})
 	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
 		if p == nil {
@@ -198,6 +251,46 @@ func (t *rtcTransport) candidates() (local, remote CandidateType) {
 	return CandidateType(t.localCand.Load()), CandidateType(t.remoteCand.Load())
 }
 
+func (t *rtcTransport) sendCandidate(c webrtc.ICECandidateInit) {
+	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+	defer cancel()
+	if err := t.sig.sendCandidate(ctx, c); err != nil && t.ctx.Err() == nil {
+		t.log.Debug("p2p: webrtc: sending candidate failed", "err", err)
+	}
+}
+
+// sentDesc records that our description has been sent and sends the
+// candidates gathered meanwhile.
+func (t *rtcTransport) sentDesc() {
+	t.mu.Lock()
+	t.descSent = true
+	pend := t.localCands
+	t.localCands = nil
+	t.mu.Unlock()
+	for _, c := range pend {
+		t.sendCandidate(c)
+	}
+}
+
+// remoteSessionID returns the session id of the offer applied ("" if none).
+func (t *rtcTransport) remoteSessionID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.remoteSession
+}
+
+// sdpSessionID returns the session id of an SDP's o= line ("" if none).
+func sdpSessionID(sdp string) string {
+	for line := range strings.Lines(sdp) {
+		if o, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "o="); ok {
+			if f := strings.Fields(o); len(f) >= 2 {
+				return f[1]
+			}
+		}
+	}
+	return ""
+}
+
 // start sends the offer (offerer only).
 func (t *rtcTransport) start(ctx context.Context) error {
 	offer, err := t.pc.CreateOffer(nil)
@@ -210,6 +303,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 	if err := t.sig.sendOffer(ctx, offer.SDP); err != nil {
 		return fmt.Errorf("p2p: webrtc: send offer: %w", err)
 	}
+	t.sentDesc()
 	return nil
 }
 
@@ -221,6 +315,9 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.setRemote(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sdp}); err != nil {
 		return err
 	}
+	t.mu.Lock()
+	t.remoteSession = sdpSessionID(sdp)
+	t.mu.Unlock()
 	answer, err := t.pc.CreateAnswer(nil)
 	if err != nil {
 		return fmt.Errorf("p2p: webrtc: create answer: %w", err)
@@ -231,6 +328,7 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.sig.sendAnswer(ctx, answer.SDP); err != nil {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}
+	t.sentDesc()
 	return nil
 }
 

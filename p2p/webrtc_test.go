@@ -14,18 +14,26 @@ import (
 	"github.com/ragsync/ragsync/signaling"
 )
 
+// sdpSink takes a peer's negotiation messages: a session, or a bare
+// WebRTC transport.
+type sdpSink interface {
+	handleOffer(ctx context.Context, sdp string) error
+	handleAnswer(sdp string) error
+	handleCandidate(c webrtc.ICECandidateInit)
+}
+
 // pipeSignaler delivers one peer's negotiation messages to the other
-// transport, in order, on its own goroutine.
+// peer, in order, on its own goroutine.
 type pipeSignaler struct {
-	ch   chan func(*rtcTransport)
-	peer *rtcTransport
+	ch   chan func(sdpSink)
+	peer sdpSink
 	wg   sync.WaitGroup
 	once sync.Once
 }
 
-func newPipeSignaler() *pipeSignaler { return &pipeSignaler{ch: make(chan func(*rtcTransport), 256)} }
+func newPipeSignaler() *pipeSignaler { return &pipeSignaler{ch: make(chan func(sdpSink), 256)} }
 
-func (p *pipeSignaler) run(peer *rtcTransport) {
+func (p *pipeSignaler) run(peer sdpSink) {
 	p.peer = peer
 	p.wg.Add(1)
 	go func() {
@@ -38,7 +46,7 @@ func (p *pipeSignaler) run(peer *rtcTransport) {
 
 func (p *pipeSignaler) stop() { p.once.Do(func() { close(p.ch) }); p.wg.Wait() }
 
-func (p *pipeSignaler) post(f func(*rtcTransport)) (err error) {
+func (p *pipeSignaler) post(f func(sdpSink)) (err error) {
 	defer func() {
 		if recover() != nil {
 			err = context.Canceled // closed
@@ -49,13 +57,13 @@ func (p *pipeSignaler) post(f func(*rtcTransport)) (err error) {
 }
 
 func (p *pipeSignaler) sendOffer(ctx context.Context, sdp string) error {
-	return p.post(func(t *rtcTransport) { _ = t.handleOffer(context.Background(), sdp) })
+	return p.post(func(t sdpSink) { _ = t.handleOffer(context.Background(), sdp) })
 }
 func (p *pipeSignaler) sendAnswer(ctx context.Context, sdp string) error {
-	return p.post(func(t *rtcTransport) { _ = t.handleAnswer(sdp) })
+	return p.post(func(t sdpSink) { _ = t.handleAnswer(sdp) })
 }
 func (p *pipeSignaler) sendCandidate(ctx context.Context, c webrtc.ICECandidateInit) error {
-	return p.post(func(t *rtcTransport) { t.handleCandidate(c) })
+	return p.post(func(t sdpSink) { t.handleCandidate(c) })
 }
 
 // chanHandler collects transport callbacks.
@@ -87,11 +95,12 @@ func newRTCPair(t *testing.T, cfg Config) (a, b *rtcTransport, ha, hb *chanHandl
 	}
 	sa, sb := newPipeSignaler(), newPipeSignaler()
 	ha, hb = newChanHandler(), newChanHandler()
-	a, err = newRTCTransport(&c, signaling.RoleOfferer, sa, ha)
+	ida, idb := testIdentity(t), testIdentity(t)
+	a, err = newRTCTransport(&c, signaling.RoleOfferer, sa, ha, ida)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = newRTCTransport(&c, signaling.RoleAnswerer, sb, hb)
+	b, err = newRTCTransport(&c, signaling.RoleAnswerer, sb, hb, idb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ type EventKind uint8
 const (
 	EventUnknown   EventKind = iota
 	EventPaired              // Pairing is set: the other player is in the room
-	EventPeerLeft            // Room and Reason are set; you are now the room's offerer, waiting
+	EventPeerLeft            // Room and Reason are set: "left" or "disconnected" (you are now the room's offerer, waiting), or "dropped" (its place is kept for a rejoin)
 	EventOffer               // SDP is the peer's offer
 	EventAnswer              // SDP is the peer's answer
 	EventCandidate           // Candidate is the peer's ICE candidate
@@ -116,7 +116,7 @@ type Event struct {
 	Kind      EventKind
 	Pairing   Pairing   // EventPaired
 	Room      RoomCode  // EventPeerLeft
-	Reason    string    // EventPeerLeft: "left" or "disconnected"
+	Reason    string    // EventPeerLeft: "left", "disconnected" or "dropped"
 	SDP       string    // EventOffer, EventAnswer
 	Candidate Candidate // EventCandidate
 	Err       *Error    // EventError
@@ -277,6 +277,21 @@ func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error
 func (c *Client) QuickMatch(ctx context.Context) error {
 	_, err := c.request(ctx, Message{Type: TypeQuick}, TypeQueued)
 	return err
+}
+
+// Rejoin takes this player's place back in its pairing after its
+// connection dropped, or after the server restarted (with the same
+// secret), with the relay token of its Pairing. It returns the player's
+// role; EventPaired follows, with the same room and role, once the other
+// player is there too (at once if it still is). ErrBadToken: the pairing
+// has ended (the other player left, or did not come back within the
+// server's Config.RejoinGrace) or the token is not valid.
+func (c *Client) Rejoin(ctx context.Context, token RelayToken) (Role, error) {
+	m, err := c.request(ctx, Message{Type: TypeRejoin, Token: token}, TypeJoined)
+	if err != nil {
+		return RoleUnknown, err
+	}
+	return m.Role, nil
 }
 
 // Leave leaves the current room or the quick-match queue. The other player

@@ -35,6 +35,8 @@ type client struct {
 	queued   bool
 	queuedAt time.Time
 
+	closedNormally bool // the client closed its WebSocket with status 1000 (read loop)
+
 	bucket         tokenBucket
 	limitedRun     int
 	addrLimitedRun int
@@ -100,6 +102,9 @@ func (c *client) run() {
 		if err != nil {
 			if st := websocket.CloseStatus(err); st != -1 {
 				reason = "close " + st.String()
+				// A client that closes normally (Client.Close) leaves;
+				// one whose connection just ends may rejoin.
+				c.closedNormally = st == websocket.StatusNormalClosure
 			} else if !c.closing.Load() {
 				reason = "read error"
 				c.log.Debug("signaling: read failed", "err", err)

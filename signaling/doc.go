@@ -35,6 +35,8 @@
 //	                           this, in either order).                           reply: joined
 //	quick                      wait for the next quick-match player.          reply: queued, later paired to both
 //	leave                      leave your room or the queue.                  reply: left; the peer gets peer_left
+//	rejoin     token           take your place in your pairing back, with     reply: joined, then paired to both
+//	                           your relay token (see Rejoining)                  once both are there
 //	offer      sdp             offerer only, when paired: relayed to the peer as offer
 //	answer     sdp             answerer only, when paired: relayed to the peer as answer
 //	candidate  candidate       when paired: relayed to the peer as candidate
@@ -48,8 +50,10 @@
 //	paired     room, role, token, ice_servers
 //	                           the room has two players; token is your relay token;
 //	                           ice_servers, if present, are STUN/TURN servers for WebRTC
-//	peer_left  room, reason    the other player left ("left") or lost its connection ("disconnected");
-//	                           you stay in the room as its offerer, waiting for a new player
+//	peer_left  room, reason    the other player left ("left") or lost its connection and did not come
+//	                           back ("disconnected"): you stay in the room as its offerer, waiting
+//	                           for a new player; or its connection just dropped and its place is
+//	                           kept for it to rejoin ("dropped"), the pairing goes on
 //	left       room            you left (room is empty if you left the queue)
 //	offer / answer / candidate the peer's message, same fields as sent
 //	pong                       reply to ping
@@ -109,6 +113,27 @@
 //	A ← {"type":"paired",…,"ice_servers":[{"urls":["turn:203.0.113.10:3478?transport=udp",
 //	     "turn:203.0.113.10:3478?transport=tcp"],"username":"1767225600:7KQ2MX-…-offerer",
 //	     "credential":"q1X…="},{"urls":["stun:203.0.113.10:3478"]}]}
+//
+// # Rejoining
+//
+// A paired player whose WebSocket ends without a leave (a dropped
+// connection, a crashed or killed process, a server restart) keeps its
+// place for Config.RejoinGrace (30 s): the pairing and its relay tokens
+// stay valid, nobody else can join the room, and the other player gets
+// peer_left "dropped" at once. The player takes its place back by
+// connecting again and sending rejoin with its relay token; the server
+// answers joined (room, role: the same as before) and, once both players
+// are there, sends both paired again (same room, roles and pairing, fresh
+// tokens). If the player holds the place on a connection the server has
+// not seen drop, that connection is closed (token_used): the newer one
+// wins. When the grace runs out, the pairing ends as after a leave
+// (peer_left "disconnected"). A server restarted with the same
+// Config.Secret (or another instance with it) accepts rejoin for a
+// pairing it never saw, on the token's signature: the first player back
+// gets a room with the token's code and its place, the other place kept
+// for RejoinGrace, so both players of a match find each other again.
+// rejoin errors: bad_token (forged, expired, or the pairing has ended),
+// wrong_state (already in a room or the queue), too_many_rooms.
 //
 // # TCP relay
 //

@@ -24,7 +24,11 @@ const (
 	TypeJoin   MsgType = "join"   // join a room by code; reply joined, then paired
 	TypeQuick  MsgType = "quick"  // quick match; reply queued, later paired
 	TypeLeave  MsgType = "leave"  // leave the room or the queue; reply left
-	TypePing   MsgType = "ping"   // keepalive; reply pong
+	// TypeRejoin takes a paired player's place back after its connection
+	// dropped (or the server restarted), with its relay token; reply
+	// joined, then paired to both once both are there.
+	TypeRejoin MsgType = "rejoin"
+	TypePing   MsgType = "ping" // keepalive; reply pong
 
 	// Both ways: a client sends it, the server relays it to the other player.
 	TypeOffer     MsgType = "offer"
@@ -45,7 +49,7 @@ const (
 // fromClient reports whether clients may send t.
 func (t MsgType) fromClient() bool {
 	switch t {
-	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypePing, TypeOffer, TypeAnswer, TypeCandidate:
+	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypeRejoin, TypePing, TypeOffer, TypeAnswer, TypeCandidate:
 		return true
 	}
 	return false
@@ -217,7 +221,7 @@ type Message struct {
 	Room      RoomCode    `json:"room,omitempty"`        // join, joined, paired, peer_left, left
 	Create    bool        `json:"create,omitempty"`      // join: create the room if there is none
 	Role      Role        `json:"role,omitempty"`        // joined, paired
-	Token     RelayToken  `json:"token,omitempty"`       // paired
+	Token     RelayToken  `json:"token,omitempty"`       // paired, rejoin
 	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired: STUN/TURN servers to use, if any
 	SDP       string      `json:"sdp,omitempty"`         // offer, answer
 	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
@@ -283,6 +287,10 @@ func (m *Message) Validate() error {
 	case TypeJoin:
 		if m.Room == "" {
 			return &Error{Code: ErrBadRoomCode, Message: `join: missing "room" code`, Ref: m.Type}
+		}
+	case TypeRejoin:
+		if m.Token == "" {
+			return &Error{Code: ErrBadToken, Message: `rejoin: missing "token"`, Ref: m.Type}
 		}
 	case TypeOffer, TypeAnswer:
 		if m.SDP == "" {

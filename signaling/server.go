@@ -119,6 +119,15 @@ type Config struct {
 	// CredentialTTL is how long relay tokens and TURN credentials stay
 	// valid after the pairing that issued them. Default 12h.
 	CredentialTTL time.Duration
+	// RejoinGrace is how long a paired player's place is kept when its
+	// WebSocket ends without a leave (a dropped connection, a killed
+	// process): the pairing and its relay tokens stay valid, the other
+	// player gets peer_left with reason "dropped" at once, and the player
+	// can take its place back with rejoin and its relay token (and so can
+	// both players of a pairing made before a restart, on a server with
+	// the same Secret). When it runs out, the pairing ends as if the
+	// player had left, with peer_left "disconnected". Default 30s.
+	RejoinGrace time.Duration
 	// TURN, if not nil, runs an embedded TURN server, and every paired
 	// message carries credentials for it. NewServer opens its listeners;
 	// Shutdown closes them. Nil: no TURN (and no STUN).
@@ -146,7 +155,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.RelayWaitTimeout < 0 || c.RelayIdleTimeout < 0 || c.RelayBufferBytes < 0 ||
 		c.MaxConnsPerAddr < 0 || c.MaxRoomsPerAddr < 0 || c.AddrRatePerSec < 0 || c.AddrRateBurst < 0 ||
 		c.FailedJoinRate < 0 || c.FailedJoinBurst < 0 || c.MaxHandshakesPerAddr < 0 || c.HandshakeTimeout < 0 ||
-		c.IPv6PrefixLen < 0 || c.CredentialTTL < 0 {
+		c.IPv6PrefixLen < 0 || c.CredentialTTL < 0 || c.RejoinGrace < 0 {
 		return c, fmt.Errorf("signaling: invalid config: negative limit in %+v", c)
 	}
 	if c.RatePerSec != c.RatePerSec || c.AddrRatePerSec != c.AddrRatePerSec || c.FailedJoinRate != c.FailedJoinRate {
@@ -189,6 +198,7 @@ func (c Config) withDefaults() (Config, error) {
 	defd(&c.HandshakeTimeout, 5*time.Second)
 	def(&c.IPv6PrefixLen, 64)
 	defd(&c.CredentialTTL, 12*time.Hour)
+	defd(&c.RejoinGrace, 30*time.Second)
 	if c.ClientIPHeader == "" {
 		c.ClientIPHeader = "X-Forwarded-For"
 	}
@@ -289,8 +299,24 @@ type room struct {
 	quick   bool
 	holder  *addrState // the address charged for the room: its offerer's
 	pairing uint64     // the current pairing's id, 0 while not paired
-	since   time.Time  // when the offerer started waiting
+	// instance is the server instance the pairing's relay tokens name:
+	// this one's, or a previous one's for a pairing rejoined after a
+	// restart.
+	instance uint64
+	since    time.Time // when the offerer started waiting
+	// away marks a paired player's place kept for RejoinGrace after its
+	// connection ended (players[i] is then nil); expire ends it.
+	away   [2]bool
+	expire [2]*time.Timer
 }
+
+// full reports whether the room has no place for a new player.
+func (r *room) full() bool {
+	return r.players[1] != nil || r.away[0] || r.away[1]
+}
+
+// present reports whether both players are connected.
+func (r *room) present() bool { return r.players[0] != nil && r.players[1] != nil }
 
 // NewServer returns a server with cfg's limits. With cfg.TURN set it
 // starts the TURN server; Shutdown stops it.
@@ -383,6 +409,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	clients := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
 		clients = append(clients, c)
+	}
+	for _, r := range s.rooms {
+		s.stopAway(r)
 	}
 	hss := s.https
 	s.mu.Unlock()
@@ -584,6 +613,8 @@ func (s *Server) handle(c *client, m *Message, t0 time.Time) {
 		s.handleQuick(c, t0)
 	case TypeLeave:
 		s.handleLeave(c)
+	case TypeRejoin:
+		s.handleRejoin(c, m.Token)
 	case TypeOffer, TypeAnswer, TypeCandidate:
 		s.handleSignal(c, m)
 	}
@@ -629,7 +660,7 @@ func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
 	for code == "" || s.rooms[code] != nil {
 		code = newRoomCode()
 	}
-	r := &room{code: code, since: time.Now()}
+	r := &room{code: code, since: time.Now(), instance: s.instance}
 	s.rooms[code] = r
 	return r
 }
@@ -680,7 +711,7 @@ func (s *Server) handleJoin(c *client, code RoomCode, create bool, t0 time.Time)
 		s.lim.missed(c.addr)
 		c.sendError(&Error{Code: ErrRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
 		return
-	case r.players[1] != nil:
+	case r.full():
 		s.lim.missed(c.addr)
 		c.sendError(&Error{Code: ErrRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
 		return
@@ -744,7 +775,7 @@ func (s *Server) pair(r *room, t0 time.Time) {
 			role = RoleAnswerer
 		}
 		m := &Message{Type: TypePaired, Room: r.code, Role: role,
-			Token: mintRelayToken(s.tokenKey, relayClaims{instance: s.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
+			Token: mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
 		if s.trn != nil {
 			m.ICE = s.trn.credentials(fmt.Sprintf("%s-%016x-%s", r.code, r.pairing, role), expiry)
 		}
@@ -788,13 +819,14 @@ func (s *Server) leaveRoom(c *client, reason string) {
 	r := c.room
 	c.room = nil
 	if r.pairing != 0 {
-		s.endPairing(relayKey{s.instance, r.pairing})
+		s.endPairing(relayKey{r.instance, r.pairing})
 		r.pairing = 0
 	}
 	other := r.players[0]
 	if other == c {
 		other = r.players[1]
 	}
+	s.stopAway(r)
 	r.players = [2]*client{other, nil}
 	if other == nil {
 		delete(s.rooms, r.code)
@@ -811,6 +843,10 @@ func (s *Server) leaveRoom(c *client, reason string) {
 
 func (s *Server) handleSignal(c *client, m *Message) {
 	r := c.room
+	if r != nil && r.pairing != 0 && !r.present() {
+		c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("cannot send %s: the other player's connection dropped; wait for paired when it is back", m.Type), Ref: m.Type})
+		return
+	}
 	if r == nil || r.players[1] == nil {
 		c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
 		return
@@ -839,9 +875,154 @@ func (s *Server) removeClient(c *client) {
 	if c.queued {
 		s.dequeue(c)
 	}
+	if s.closing {
+		// The server is going away, with every connection: nobody is
+		// told the other left (their pairing goes on with its tokens,
+		// on a restarted server too).
+		c.room = nil
+	}
 	if c.room != nil {
-		s.leaveRoom(c, "disconnected")
+		// A connection that just ended (not closed by the client, nor by
+		// the server for a limit) keeps its paired player's place.
+		if r := c.room; r.pairing != 0 && !s.closing && !c.closedNormally && !c.closing.Load() {
+			s.dropPlayer(c)
+		} else {
+			s.leaveRoom(c, "disconnected")
+		}
 	}
 	delete(s.clients, c)
 	s.lim.releaseConn(c.addr)
+}
+
+// dropPlayer keeps the place of a paired player whose connection ended
+// without a leave for RejoinGrace, and tells the other player at once
+// (peer_left "dropped"). Called with s.mu held.
+func (s *Server) dropPlayer(c *client) {
+	r := c.room
+	c.room = nil
+	side := 0
+	if r.players[1] == c {
+		side = 1
+	}
+	r.players[side] = nil
+	s.keepPlace(r, side)
+	if other := r.players[1-side]; other != nil {
+		other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: "dropped"})
+	}
+	s.log.Info("signaling: paired player dropped; place kept", "room", r.code, "client", c.id, "grace", s.cfg.RejoinGrace)
+}
+
+// keepPlace marks place side of r as kept for a player who may rejoin,
+// until RejoinGrace runs out. Called with s.mu held.
+func (s *Server) keepPlace(r *room, side int) {
+	r.away[side] = true
+	if t := r.expire[side]; t != nil {
+		t.Stop()
+	}
+	r.expire[side] = time.AfterFunc(s.cfg.RejoinGrace, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.placeExpired(r, side)
+	})
+}
+
+// stopAway forgets r's kept places. Called with s.mu held.
+func (s *Server) stopAway(r *room) {
+	for i := range r.away {
+		r.away[i] = false
+		if t := r.expire[i]; t != nil {
+			t.Stop()
+			r.expire[i] = nil
+		}
+	}
+}
+
+// placeExpired ends the pairing of a room whose player did not come back
+// within RejoinGrace: the other player, if there, is told it left
+// (peer_left "disconnected") and waits as the offerer of a half-empty
+// room, as after a leave. Called with s.mu held.
+func (s *Server) placeExpired(r *room, side int) {
+	if s.rooms[r.code] != r || !r.away[side] {
+		return
+	}
+	r.away[side] = false
+	r.expire[side] = nil
+	if r.pairing != 0 {
+		s.endPairing(relayKey{r.instance, r.pairing})
+		r.pairing = 0
+	}
+	other := r.players[1-side]
+	s.stopAway(r)
+	if other == nil {
+		delete(s.rooms, r.code)
+		s.lim.moveRoom(r.holder, nil)
+		s.log.Info("signaling: room closed; no player came back", "room", r.code)
+		return
+	}
+	r.players = [2]*client{other, nil}
+	s.lim.moveRoom(r.holder, other.addr)
+	r.holder = other.addr
+	r.since = time.Now()
+	other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: "disconnected"})
+	s.log.Info("signaling: dropped player did not come back", "room", r.code, "grace", s.cfg.RejoinGrace)
+}
+
+// handleRejoin puts c back in the place its relay token names: in the
+// room of a pairing this server made whose player dropped (or whose
+// connection the server still holds: that one is closed), or, for a
+// pairing of a previous server instance with the same secret, in a room
+// made again with the token's code, keeping the other place for
+// RejoinGrace. Once both players are there, both get paired again.
+// Called with s.mu held.
+func (s *Server) handleRejoin(c *client, tok RelayToken) {
+	if s.busy(c, TypeRejoin) {
+		return
+	}
+	cl, terr := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
+	if terr != nil {
+		terr.Ref = TypeRejoin
+		c.sendError(terr)
+		return
+	}
+	side := cl.side
+	r := s.rooms[cl.room]
+	switch {
+	case r != nil && r.pairing == cl.pairing && r.instance == cl.instance:
+		if old := r.players[side]; old != nil && old != c {
+			// The same player on a connection the server has not seen
+			// drop yet: the newer one wins.
+			old.room = nil
+			r.players[side] = nil
+			old.fatal(&Error{Code: ErrTokenUsed, Message: "your place was taken back by a newer connection with your token"}, websocket.StatusPolicyViolation, "replaced")
+		}
+		if t := r.expire[side]; t != nil {
+			t.Stop()
+			r.expire[side] = nil
+		}
+		r.away[side] = false
+	case r == nil && cl.instance != s.instance:
+		if !s.roomQuota(c, TypeRejoin) {
+			return
+		}
+		if r = s.newRoom(c, TypeRejoin, cl.room); r == nil {
+			s.lim.moveRoom(c.addr, nil)
+			return
+		}
+		r.pairing, r.instance, r.holder = cl.pairing, cl.instance, c.addr
+		s.keepPlace(r, 1-side)
+	default:
+		c.sendError(&Error{Code: ErrBadToken, Message: fmt.Sprintf("the pairing in room %s has ended; pair again", cl.room), Ref: TypeRejoin})
+		return
+	}
+	r.players[side] = c
+	c.room = r
+	role := RoleOfferer
+	if side == 1 {
+		role = RoleAnswerer
+	}
+	c.send(&Message{Type: TypeJoined, Room: r.code, Role: role})
+	s.log.Info("signaling: player rejoined", "room", r.code, "client", c.id, "role", role)
+	if r.present() {
+		s.pair(r, time.Now())
+	}
 }

@@ -198,6 +198,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	secret := fs.String("secret", "", "secret (16+ bytes) signing relay tokens and TURN credentials; the same on every instance and across restarts (default: random, with a warning). Prefer the environment or -secret-file: flags show in ps")
 	secretFile := fs.String("secret-file", "", "file holding the secret (surrounding whitespace is ignored)")
 	fs.DurationVar(&cfg.CredentialTTL, "credential-ttl", 0, "how long relay tokens and TURN credentials stay valid (0: 12h)")
+	fs.DurationVar(&cfg.RejoinGrace, "rejoin-grace", 0, "how long a paired player whose connection dropped keeps its place, to rejoin with its relay token (0: 30s)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address only (e.g. 127.0.0.1:9090) instead of on -addr")
