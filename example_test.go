@@ -2,6 +2,7 @@ package ragsync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -35,9 +36,12 @@ func ExampleMatch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	world.AddFighter(1, physics.FighterConfig{X: -2})
-	world.AddFighter(2, physics.FighterConfig{X: 2})
-	world.AddCrate(3, physics.PropConfig{Pos: physics.V(0, 0.25)})
+	_, err1 := world.AddFighter(1, physics.FighterConfig{X: -2})
+	_, err2 := world.AddFighter(2, physics.FighterConfig{X: 2})
+	_, err3 := world.AddCrate(3, physics.PropConfig{Pos: physics.V(0, 0.25)})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		log.Fatal(err)
+	}
 
 	m, err := ragsync.NewMatch(world, sess, ragsync.MatchConfig{
 		Fighters: [2]physics.ObjectID{1, 2}, // by side: the offerer's, the answerer's
@@ -50,7 +54,7 @@ func ExampleMatch() {
 	tick := time.NewTicker(time.Second / physics.TickRate)
 	defer tick.Stop()
 	for range tick.C { // or Ebiten's Update
-		m.Fighter().SetInput(readKeyboard())
+		m.Fighter().SetInput(readKeyboard()) // your game's input
 		switch err := m.Tick(); {
 		case err == ragsync.ErrNotSynced:
 			continue // the clock is still calibrating: a second at most
@@ -67,6 +71,7 @@ func ExampleMatch() {
 	}
 }
 
+// readKeyboard stands for your game's input.
 func readKeyboard() physics.Input { return physics.InputRight | physics.InputPunch }
 
 // ExampleMatch's code, run: two players in this process pair through a
@@ -134,9 +139,12 @@ func play(signalURL string, played func(), bothPlayed <-chan struct{}) (side int
 	if err != nil {
 		return 0, "", err
 	}
-	world.AddFighter(1, physics.FighterConfig{X: -2})
-	world.AddFighter(2, physics.FighterConfig{X: 2})
-	world.AddCrate(3, physics.PropConfig{Pos: physics.V(0, 0.25)})
+	_, err1 := world.AddFighter(1, physics.FighterConfig{X: -2})
+	_, err2 := world.AddFighter(2, physics.FighterConfig{X: 2})
+	_, err3 := world.AddCrate(3, physics.PropConfig{Pos: physics.V(0, 0.25)})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return 0, "", err
+	}
 
 	m, err := ragsync.NewMatch(world, sess, ragsync.MatchConfig{
 		Fighters: [2]physics.ObjectID{1, 2},

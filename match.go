@@ -17,8 +17,13 @@
 //		Props:    []physics.ObjectID{3},     // shared; side 1 starts with them
 //	})
 //	for range ticker.C {
-//		m.Fighter().SetInput(keys())
-//		m.Tick()
+//		m.Fighter().SetInput(keys()) // your game's input
+//		switch err := m.Tick(); {
+//		case err == ragsync.ErrNotSynced:
+//			continue // the clock is still calibrating: a second at most
+//		case err != nil:
+//			log.Fatal(err) // an object of the world nobody registered
+//		}
 //	}
 //
 // Each Tick, in this order:
@@ -165,7 +170,7 @@ type MatchStats struct {
 	SendErrors uint64
 	// EncodeErrors counts ticks whose state packet could not be built.
 	EncodeErrors uint64
-	// Rejected counts packets or object states HandlePacket refused
+	// Rejected counts packets or object states refused by the replicator
 	// (malformed, unauthorized, invalid); details in Replicator.
 	Rejected uint64
 	// LastError is the last error of a received packet or a send, for

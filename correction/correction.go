@@ -131,7 +131,8 @@ const (
 	MethodFollow                // "follow": predict with the local simulation, correct every tick, draw a smoothed pose
 )
 
-// Methods lists every selectable method, in a stable order.
+// Methods lists every selectable method, in a stable order. It is
+// read-only: callers must not modify it (iterate it, or copy it first).
 var Methods = []Method{MethodSnap, MethodMidpoint, MethodMidpointSpring, MethodRagsync, MethodFollow}
 
 func (m Method) String() string {

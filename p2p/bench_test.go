@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -82,7 +81,7 @@ func BenchmarkOneWayLatency(b *testing.B) {
 				if err := a.Send(msg); err != nil {
 					b.Fatal(err)
 				}
-				awaitMessage(s)
+				awaitMessage(b, s)
 				lat = append(lat, time.Since(t0))
 			}
 			b.StopTimer()
@@ -171,16 +170,24 @@ func BenchmarkPipeRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a.Send(msg)
-		awaitMessage(s)
+		awaitMessage(b, s)
 		s.Send(msg)
-		awaitMessage(a)
+		awaitMessage(b, a)
 	}
 }
 
-// awaitMessage spins on Poll until s has received a message.
-func awaitMessage(s *Session) {
+// awaitMessage blocks on s.Received until Poll hands over a message (a
+// token can be left over from a message an earlier Poll already took).
+// Blocking, not spinning on Poll: a spinning receiver competes with pion's
+// and the relay's goroutines for the CPU, and on a loaded machine the
+// benchmark then measures scheduler starvation instead of latency.
+func awaitMessage(tb testing.TB, s *Session) {
 	for s.Poll(func([]byte) {}) == 0 {
-		runtime.Gosched()
+		select {
+		case <-s.Received():
+		case <-s.Done():
+			tb.Fatalf("session ended while waiting for a message: %v", s.Err())
+		}
 	}
 }
 

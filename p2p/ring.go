@@ -18,6 +18,10 @@ type msgRing struct {
 
 	consMu sync.Mutex // serialises consumers (Poll)
 	spare  []byte     // owned by the consumer holding consMu
+
+	// notify holds a token after a push, until a receiver takes it
+	// (Session.Received): capacity 1, so pushes coalesce and never block.
+	notify chan struct{}
 }
 
 func newMsgRing(slots, maxLen int) *msgRing {
@@ -25,6 +29,7 @@ func newMsgRing(slots, maxLen int) *msgRing {
 		slots:  make([][]byte, slots),
 		maxLen: maxLen,
 		spare:  make([]byte, 0, maxLen),
+		notify: make(chan struct{}, 1),
 	}
 	backing := make([]byte, slots*maxLen)
 	for i := range r.slots {
@@ -49,6 +54,10 @@ func (r *msgRing) push(p []byte) (dropped bool) {
 	}
 	r.slots[i] = append(r.slots[i][:0], p...)
 	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default: // a token is already waiting
+	}
 	return dropped
 }
 
@@ -74,3 +83,12 @@ func (r *msgRing) droppedCount() uint64 {
 	defer r.mu.Unlock()
 	return r.dropped
 }
+
+// Received returns a channel that has a value whenever messages may be
+// waiting for Poll: every arrival leaves a token (at most one, arrivals
+// coalesce), so a receive can be followed by a Poll that finds nothing
+// (a previous Poll already took the message). It is for programs that
+// have no tick of their own and want to block until something arrives
+// (tools, tests, benchmarks): a game polls once per tick instead. The
+// channel is never closed; select on Done as well.
+func (s *Session) Received() <-chan struct{} { return s.ring.notify }

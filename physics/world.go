@@ -431,7 +431,9 @@ var box2dMu sync.Mutex
 // their inputs, box2d steps once, then hit events and contacts of the step
 // are collected. It allocates nothing of its own (box2d allocates inside).
 // Worlds may be stepped from different goroutines (each world from one at a
-// time): box2d's own step runs under a package-wide lock (see box2dMu).
+// time): box2d's own step runs under a package-wide lock, since box2d keeps
+// unsynchronised package-level state. Do not step box2d yourself (a
+// b2World you reach into, another World's internals): only through Step.
 func (w *World) Step() {
 	w.pending = w.pending[:0]
 	w.hits = w.hits[:0]

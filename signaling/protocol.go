@@ -14,7 +14,10 @@ import (
 const ProtocolVersion = 1
 
 // MsgType is the "type" field of a protocol message. The zero value is
-// invalid.
+// invalid. MsgType, Message, DecodeMessage and AppendMessage are the wire
+// codec of the signaling protocol, exported for third-party clients and
+// tools (a client in another program, a proxy, a load generator); Go games
+// use p2p, which speaks it through Client.
 type MsgType string
 
 // Message types. Which side sends each one is listed in the package doc.
@@ -211,7 +214,8 @@ type Limits struct {
 	IdleTimeoutMS   int64   `json:"idle_timeout_ms"`
 }
 
-// Message is one protocol message, in either direction. Which fields are
+// Message is one protocol message, in either direction: part of the wire
+// codec for third-party clients and tools (see MsgType). Which fields are
 // used depends on Type; see the package doc. Unknown JSON fields are ignored
 // so later versions can add optional fields.
 type Message struct {
@@ -243,7 +247,8 @@ const (
 )
 
 // DecodeMessage parses one JSON message and validates it (see
-// Message.Validate). Errors are *Error with code ErrBadJSON (not a JSON
+// Message.Validate); with AppendMessage, the wire codec for third-party
+// clients and tools. Errors are *Error with code ErrBadJSON (not a JSON
 // object, or a field of the wrong JSON type), ErrUnknownType,
 // ErrBadMessage or ErrBadRoomCode.
 func DecodeMessage(data []byte) (Message, error) {
@@ -360,6 +365,7 @@ func validICEServers(ss []ICEServer) string {
 }
 
 // AppendMessage appends the JSON encoding of m to dst. It does not validate m.
+// With DecodeMessage, it is the wire codec for third-party clients and tools.
 func AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	b, err := json.Marshal(m)
 	if err != nil {

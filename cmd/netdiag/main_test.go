@@ -316,3 +316,17 @@ func TestJoinHint(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitExpires: when nobody joins within -wait, the error says so (the
+// room and the flag), not a bare context deadline.
+func TestWaitExpires(t *testing.T) {
+	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	err = run(context.Background(), []string{"-signal", url, "-udp4", "-room", "qwerty", "-wait", "300ms"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "nobody joined room QWERTY within 300ms (-wait)") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("run: %v", err)
+	}
+}

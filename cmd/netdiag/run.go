@@ -154,16 +154,29 @@ func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger)
 	switch {
 	case o.quick:
 		fmt.Fprintf(stderr, "waiting for a quick-match partner on %s…\n", o.signal)
-		return p2p.Connect(ctx, o.signal, p2p.QuickMatch, cfg)
+		s, err := p2p.Connect(ctx, o.signal, p2p.QuickMatch, cfg)
+		return s, o.waitErr(ctx, "nobody paired by quick match", err)
 	case o.room != "":
-		return p2p.Connect(ctx, o.signal, o.room, cfg)
+		s, err := p2p.Connect(ctx, o.signal, o.room, cfg)
+		return s, o.waitErr(ctx, "nobody joined room "+strings.ToUpper(o.room), err)
 	}
 	room, err := p2p.CreateRoom(ctx, o.signal, cfg)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprint(stderr, joinHint(o.signal, room.Code(), lanIPv4s()))
-	return room.Connect(ctx)
+	s, err := room.Connect(ctx)
+	return s, o.waitErr(ctx, "nobody joined room "+room.Code(), err)
+}
+
+// waitErr says what a run ran out of -wait for, instead of a bare context
+// deadline error, when ctx (bounded by -wait) expired; other errors are
+// returned as they are.
+func (o options) waitErr(ctx context.Context, what string, err error) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%s within %v (-wait): %w", what, o.wait, err)
 }
 
 // joinHint is what the host prints for the other machine: the command to

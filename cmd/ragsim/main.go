@@ -112,7 +112,7 @@ var presetScenarios = []string{"lan", "broadband", "mobile", "spike", "awful"}
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ragsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "all", "lan, broadband, mobile, spike, awful, custom, all, or a comma-separated list")
+	scenario := fs.String("scenario", "all", "a link: lan, broadband, mobile, spike, awful (netsim's presets), asym, bursty, drift, blackouts (extra), custom (the -rtt... flags); or presets, extra, all (presets and extra); or a comma-separated list")
 	method := fs.String("method", "all", "snap, midpoint, midpoint-spring, ragsync, follow, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")

@@ -79,11 +79,35 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
+				if want := wantOf(f.Value); want != "" {
+					err = fmt.Errorf("%s=%q: want %s: %w", envName(f.Name), v, want, e)
+				} else {
+					err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
+				}
 			}
 		}
 	})
 	return err
+}
+
+// wantOf says what a flag's value must look like, by its type ("" for
+// flags of other types, whose errors say it themselves).
+func wantOf(v flag.Value) string {
+	g, ok := v.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case int, int64, uint, uint64:
+		return "an integer"
+	case time.Duration:
+		return "a duration like 30s"
+	case bool:
+		return "true or false"
+	case float64:
+		return "a number"
+	}
+	return ""
 }
 
 // usage prints the flags with their environment variables.

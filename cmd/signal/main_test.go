@@ -393,3 +393,22 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
 }
+
+// TestEnvBadValue: a bad environment value is refused naming the variable,
+// the value and what was expected.
+func TestEnvBadValue(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"RAGSYNC_SIGNAL_MAX_CONNS", "many", `RAGSYNC_SIGNAL_MAX_CONNS="many": want an integer`},
+		{"RAGSYNC_SIGNAL_IDLE_TIMEOUT", "30", `RAGSYNC_SIGNAL_IDLE_TIMEOUT="30": want a duration like 30s`},
+		{"RAGSYNC_SIGNAL_RATE", "fast", `RAGSYNC_SIGNAL_RATE="fast": want a number`},
+		{"RAGSYNC_SIGNAL_TURN", "yes", `RAGSYNC_SIGNAL_TURN="yes": want true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncBuf
+			err := run(context.Background(), nil, env{tc.name: tc.value}.get, &out, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -8,7 +8,11 @@ import (
 )
 
 // Clock is the real-time clock a Pipe runs on. Inject a fake one in tests;
-// SystemClock is the real one.
+// SystemClock is the real one. It is wall-clock shaped (time.Time and
+// timers) because a Pipe delivers on its own; the game's clock is the other
+// abstraction, clocksync.Clock, a monotonic Duration since an origin (its
+// ManualClock is virtual time); Link itself takes explicit times and needs
+// neither.
 type Clock interface {
 	// Now returns the current time. Pipes only subtract two readings, so
 	// with time.Now the monotonic clock is used.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ Flags:
 	fs.DurationVar(&c.Jitter, "jitter", 0, "round-trip jitter of the game's packets (± half of it per direction)")
 	fs.Float64Var(&c.Loss, "loss", 0, "loss of the game's packets per direction, 0..1")
 	var ice stringList
-	fs.Var(&ice, "ice", "STUN/TURN server URL for WebRTC (repeatable), e.g. stun:stun.example.org:3478 or turn:user:pass@host:3478; none by default")
+	fs.Var(&ice, "ice", "STUN/TURN server URL for WebRTC (repeatable), e.g. stun:stun.example.org:3478 or turn:USER:PASS@host:3478 (USER and PASS percent-encoded: %3A for ':', %40 for '@'); none by default")
 	fs.BoolVar(&c.LAN, "lan", false, "gather WebRTC candidates on every interface even with a loopback -signal (the host of a game between two machines needs it)")
 	prefer := fs.String("prefer", "ping", "transport policy: ping (the lower 3-probe ping wins; pings within 5 ms or 10% are a tie, which WebRTC wins), webrtc (TCP relay only as a fallback), or tcp")
 	fs.DurationVar(&c.RoundLength, "round", DefaultRoundLength, "length of a round (the host's counts)")
@@ -179,19 +180,43 @@ func (c *Config) impairment() (*netsim.Config, error) {
 	return &n, nil
 }
 
+// webrtcURL parses one -ice value. A TURN URL may carry credentials as
+// turn:USER:PASS@HOST:PORT. USER and PASS are percent-encoded as in a URL's
+// userinfo ("%3A" for ':', "%40" for '@', "%25" for '%'): the credentials
+// end at the last '@' (a host has none) and USER at the first ':', so a
+// TURN REST username such as "1700000000:alice" is written
+// "1700000000%3Aalice"; a password may also hold a raw ':' or '@'.
 func webrtcURL(u string) (webrtc.ICEServer, error) {
 	s := webrtc.ICEServer{URLs: []string{u}}
-	// A TURN URL of the form turn:USER:PASS@HOST:PORT carries credentials.
-	if scheme, rest, ok := strings.Cut(u, ":"); ok && (scheme == "turn" || scheme == "turns") {
-		if cred, host, ok := strings.Cut(rest, "@"); ok {
-			user, pass, _ := strings.Cut(cred, ":")
-			s = webrtc.ICEServer{URLs: []string{scheme + ":" + host}, Username: user, Credential: pass}
-		}
-	}
-	if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {
+	scheme, rest, _ := strings.Cut(u, ":")
+	switch scheme {
+	case "stun", "stuns":
+		return s, nil
+	case "turn", "turns":
+	default:
 		return s, fmt.Errorf("-ice %q: want a stun:, stuns:, turn: or turns: URL", u)
 	}
-	return s, nil
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return s, nil
+	}
+	cred, host := rest[:at], rest[at+1:]
+	if host == "" {
+		return s, fmt.Errorf("-ice %q: no host after the credentials' '@'", u)
+	}
+	rawUser, rawPass, ok := strings.Cut(cred, ":")
+	if !ok {
+		return s, fmt.Errorf("-ice %q: want turn:USER:PASS@HOST[:PORT] (USER and PASS percent-encoded)", u)
+	}
+	user, err := url.PathUnescape(rawUser)
+	if err != nil {
+		return s, fmt.Errorf("-ice %q: username: %w", u, err)
+	}
+	pass, err := url.PathUnescape(rawPass)
+	if err != nil {
+		return s, fmt.Errorf("-ice %q: password: %w", u, err)
+	}
+	return webrtc.ICEServer{URLs: []string{scheme + ":" + host}, Username: user, Credential: pass}, nil
 }
 
 // p2pConfig is the session configuration of a player. With the default

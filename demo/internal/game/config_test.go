@@ -73,3 +73,37 @@ func TestRoundMessagesHaveTheirOwnKind(t *testing.T) {
 		t.Errorf("MsgKind %#x is taken: a round message could be superseded by a state on the TCP relay", MsgKind)
 	}
 }
+
+// TestICECredentials: TURN credentials are percent-encoded, end at the
+// last '@' and the username at the first ':', so TURN REST usernames
+// ("expiry:name") and passwords with ':' or '@' survive.
+func TestICECredentials(t *testing.T) {
+	for _, tc := range []struct {
+		in, url, user, pass string
+	}{
+		{"stun:stun.example.org:3478", "stun:stun.example.org:3478", "", ""},
+		{"turn:turn.example.org:3478", "turn:turn.example.org:3478", "", ""},
+		{"turn:me:secret@turn.example.org:3478", "turn:turn.example.org:3478", "me", "secret"},
+		{"turn:1700000000%3Aalice:p%40ss@h:3478", "turn:h:3478", "1700000000:alice", "p@ss"},
+		{"turns:1700000000%3Aalice:a:b@c@h:5349?transport=tcp", "turns:h:5349?transport=tcp", "1700000000:alice", "a:b@c"},
+		{"turn:u%25:x%2By@h", "turn:h", "u%", "x+y"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			s, err := webrtcURL(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pass, _ := s.Credential.(string)
+			if len(s.URLs) != 1 || s.URLs[0] != tc.url || s.Username != tc.user || pass != tc.pass {
+				t.Fatalf("got %q user %q pass %v, want %q user %q pass %q", s.URLs, s.Username, s.Credential, tc.url, tc.user, tc.pass)
+			}
+		})
+	}
+	for _, bad := range []string{"8.8.8.8", "http://h", "turn:user@h", "turn:u:p@", "turn:u%zz:p@h", "turn:u:p%4@h"} {
+		t.Run("bad "+bad, func(t *testing.T) {
+			if _, err := webrtcURL(bad); err == nil || !strings.Contains(err.Error(), bad) {
+				t.Fatalf("webrtcURL(%q) = %v, want an error naming it", bad, err)
+			}
+		})
+	}
+}

@@ -390,8 +390,17 @@ func PathOf(ls *p2p.Stats) string {
 }
 
 // String is the one-line human form used in the log and the final report.
+// A player that never had a session (no rival paired, the server
+// unreachable) has no link figures: it says "no rival" and its status.
 func (s Summary) String() string {
 	var b strings.Builder
+	if s.Role == "" {
+		fmt.Fprintf(&b, "%s: no rival (%s)", s.Peer, s.Status)
+		if s.Impair != "" {
+			fmt.Fprintf(&b, "; impairment %s", s.Impair)
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s (peer %d, %s): %s; rtt %.2f ms (min %.2f, p95 %.2f), jitter %.2f ms, link loss %.1f%%; ",
 		s.Peer, s.PeerID, s.Role, s.Path, s.RTTMs, s.RTTMinMs, s.RTTP95Ms, s.JitterMs, s.LinkLossPct)
 	fmt.Fprintf(&b, "rival states %.1f ms old (max %.1f), %.1f%% missing; clock offset %+.3f +/- %.3f ms; ",

@@ -34,3 +34,26 @@ func TestRunHeadlessLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("no report:\n%s", out.String())
 	}
 }
+
+// TestSummaryNoRival: a player that never paired prints "no rival" and its
+// status, not a line of empty link figures.
+func TestSummaryNoRival(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Summary
+		want string
+	}{
+		{"waiting", Summary{Peer: "bot-1", Status: StatusWaiting.String()}, "bot-1: no rival (waiting for rival)"},
+		{"impaired", Summary{Peer: "p", Status: StatusFailed.String(), Impair: "lag 100ms"}, "p: no rival (failed); impairment lag 100ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.String(); got != tc.want {
+				t.Fatalf("String() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	paired := Summary{Peer: "p", Role: "offerer", Status: StatusConnected.String()}.String()
+	if !strings.Contains(paired, "rtt") {
+		t.Fatalf("a paired summary lost its link figures: %q", paired)
+	}
+}
