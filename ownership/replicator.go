@@ -108,8 +108,16 @@ type Stats struct {
 	// applied; Damage is the total damage applied.
 	HitsTaken, Damage uint64
 	// HitsDealt counts hits this peer's fighters landed on remote fighters
-	// in the local world (their owner decides the damage).
+	// in the local world (their owner decides the damage; each is reported
+	// to it).
 	HitsDealt uint64
+	// Hits counts the hits on this peer's fighters by verdict (confirmed
+	// reports, hits detected here, duplicates), and the reports sent.
+	Hits HitStats
+	// Refused counts, by reason, the rival's states, hit reports, hits and
+	// claims a rule of its own fighter refused (see RefusedError). None of
+	// them changed anything.
+	Refused Refusals
 	// Correction sums the correctors of remote objects (MaxError: the
 	// largest body error of the last tick).
 	Correction correction.Stats
@@ -131,6 +139,14 @@ type replicated struct {
 	idle    bool                                // a following fighter let go of its controls (no recent state)
 	heard   clocksync.GameTime                  // when its last state arrived
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
+
+	hist, k int     // offset of its poses in a history record; index among the objects
+	size    float64 // largest distance from a body's origin to its shapes
+
+	// A remote fighter is held to the rules of its own fighter.
+	attacks attackPolicy
+	health  healthPolicy
+	budget  damageBudget
 }
 
 type claim struct {
@@ -146,8 +162,9 @@ type input struct {
 
 // header is what a state packet carries before its snapshot.
 type header struct {
-	claims []claim
-	inputs []input
+	claims  []claim
+	inputs  []input
+	reports []hitReport
 }
 
 // Replicator keeps the objects of a physics.World in sync with the rival's
@@ -180,6 +197,14 @@ type Replicator struct {
 	lastDrop  clocksync.Reason // the filter's verdict on the last parseable packet
 	follow    bool             // the correction is correction.MethodFollow
 	inputHold time.Duration    // the correction's InputHold
+
+	now     clocksync.GameTime // of the tick (BeforeStep)
+	hist    *history           // poses of every object, per tick
+	outHits [maxReports]hitReport
+	nout    int // hits this peer's fighters landed, being repeated
+	reports [maxReports]hitReport
+	seen    [seenWindow]seenReport
+	nseen   int
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -238,11 +263,18 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 		r.reg.remove(id)
 		return err
 	}
-	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared}
+	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared, size: sizeOf(obj)}
 	for i, b := range obj.Bodies() {
 		o.gravity[i] = b.M_gravityScale
 	}
+	if o.fighter != nil {
+		m := movesOf(o.fighter.Tuning())
+		o.attacks = attackPolicy{moves: m, tol: AttackTolerance}
+		o.budget = newDamageBudget(m, AttackTolerance)
+		o.health = healthPolicy{hp: o.fighter.HP(), ko: o.fighter.HP() == 0}
+	}
 	r.insert(o)
+	r.hist = nil // rebuilt for the new set of objects
 	r.setMode(o, r.reg.Mode(id))
 	return nil
 }
@@ -305,7 +337,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 	start := len(dst)
 	r.out.Reset(now, r.seq)
 	r.seq++
-	dst = append(dst, KindState)
+	dst = append(dst, KindState, wireVersion)
 	n := 0
 	for _, o := range r.objs {
 		if o.mode == ModeOwned && o.shared {
@@ -339,6 +371,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 			n++
 		}
 	}
+	dst = r.appendHits(dst, now)
 	dst, err := r.world.AppendSnapshot(dst, &r.out)
 	if err != nil {
 		return dst[:start], err
@@ -430,6 +463,12 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	for i := range ins {
 		fail(r.strayInput(ins[i]))
 	}
+	for i := range h.reports {
+		h.reports[i].g += r.in.Time // the wire carries its age
+		if err := r.judgeReport(&h.reports[i]); err != nil {
+			fail(err)
+		}
+	}
 	return first
 }
 
@@ -488,12 +527,19 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		r.stats.Invalid++
 		return err
 	}
+	// The rules of the rival's own fighter, and a claim's reach.
+	held := false
+	if err := r.judgeRules(o, os, d, now, &held); err != nil || held {
+		return err
+	}
 	// 3. Commit: the transfer, then the state, then the input.
 	if r.reg.Commit(d, tick) {
 		r.setMode(o, ModeRemote)
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	if o.fighter != nil {
+		o.attacks.commitState(&os.Fighter, r.in.Time)
+		o.health.commit(&os.Fighter)
 		var err error
 		if o.follow {
 			// Its attack runs on from where the owner was, this state's
@@ -529,7 +575,14 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 	if p[0] != KindState {
 		return header{}, nil, &PacketError{Field: "kind", Value: uint64(p[0]), Err: fmt.Errorf("%w: not a state packet", ErrMalformed)}
 	}
-	off := 1
+	if len(p) < 2 || p[1] != wireVersion {
+		var v uint64
+		if len(p) >= 2 {
+			v = uint64(p[1])
+		}
+		return header{}, nil, &PacketError{Offset: 1, Field: "version", Value: v, Err: fmt.Errorf("%w: not a version-3 state packet (the peer runs another ragsync version)", ErrMalformed)}
+	}
+	off := 2
 	uv := func(field string, max uint64) (uint64, error) {
 		v, n := binary.Uvarint(p[off:])
 		if n <= 0 {
@@ -587,6 +640,9 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		off++
 	}
 	h.inputs = r.inputs[:m]
+	if off, h.reports, err = parseReports(p, off, &r.reports); err != nil {
+		return header{}, nil, err
+	}
 	return h, p[off:], nil
 }
 
@@ -599,11 +655,15 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 // HandlePacket calls and before world.Step.
 func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	r.world.SetClock(now) // both peers' fighters walk in step
+	r.now = now
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false
 	for _, o := range r.objs {
 		if o.mode != ModeRemote {
 			continue
+		}
+		if o.fighter != nil {
+			r.stats.Refused[RefusedHealing] += o.health.expired(now)
 		}
 		if o.follow && !o.idle && o.corr.HasTarget() && now.Sub(o.heard) > r.inputHold {
 			r.letGo(o.fighter)
@@ -651,17 +711,25 @@ func (r *Replicator) Shown(id physics.ObjectID, i int) (pos physics.Vec2, angle 
 // applied (the victim's owner decides damage), and shared props the local
 // fighters touch are claimed. Call it right after world.Step.
 func (r *Replicator) AfterStep() {
-	for _, h := range r.world.Hits() {
-		switch r.reg.Mode(h.Victim) {
-		case ModeOwned:
+	if r.hist == nil {
+		r.hist = newHistory(historyLen(r.cfg.MaxDelay), r.objs)
+	}
+	r.hist.record(r.objs, r.now)
+	hits := r.world.Hits()
+	for i := range hits {
+		h := &hits[i]
+		victim, attacker := r.reg.Mode(h.Victim), r.reg.Mode(h.Attacker)
+		switch {
+		case victim == ModeOwned && attacker == ModeRemote:
+			r.detected(h)
+		case victim == ModeOwned:
 			if f := r.world.Fighter(h.Victim); f != nil {
-				r.stats.Damage += uint64(f.ApplyHit(h))
+				r.stats.Damage += uint64(f.ApplyHit(*h))
 				r.stats.HitsTaken++
 			}
-		case ModeRemote:
-			if r.reg.Mode(h.Attacker) == ModeOwned {
-				r.stats.HitsDealt++
-			}
+		case victim == ModeRemote && attacker == ModeOwned:
+			r.stats.HitsDealt++
+			r.report(h)
 		}
 	}
 	tick := r.world.Tick()
