@@ -407,6 +407,25 @@ func (m *Match) SendMessage(p []byte) error {
 	return m.link.Send(p)
 }
 
+// ResetRound declares a new round, the only way a fighter's HP may rise:
+// this peer's fighter gets up with full HP now, and the rival's may come
+// back to full HP (or get up from a knock-out) in its states that arrive
+// within ownership.ResetGrace (2 s) of this call; its HP rising at any other
+// time is refused and counted (ownership.RefusedHealing). Both peers declare
+// the same round, when the game's own round protocol says a new round
+// begins (the demo: when a round is set; cmd/ragsim: 2 s after a
+// knock-out); the rival's first states of the new round may arrive before
+// the declaration here, and are held back, not applied, until it comes.
+// Call it between ticks.
+func (m *Match) ResetRound() { m.rep.ResetRound(m.now) }
+
+// Damaged returns the hits on this peer's fighter whose damage was applied
+// during the last Tick: the rival's hit reports this peer confirmed against
+// its own history (lag-compensated), and the hits this peer's world
+// detected, each attack's at most once (see package ownership). The slice
+// is reused by the next Tick.
+func (m *Match) Damaged() []physics.HitEvent { return m.rep.Damaged() }
+
 // Stats returns the match's counters.
 func (m *Match) Stats() MatchStats {
 	s := m.stats

@@ -261,8 +261,27 @@ func (r *Replicator) damage(att, vic *replicated, rec *attackRec, h *physics.Hit
 		return r.refuse(h.Attacker, RefusedDamageRate, float64(d))
 	}
 	rec.damaged = true
+	if len(r.damaged) < cap(r.damaged) {
+		r.damaged = append(r.damaged, *h)
+	}
 	r.stats.Damage += uint64(vic.fighter.ApplyHit(*h))
 	r.stats.HitsTaken++
 	*counter++
 	return nil
 }
+
+// newTick forgets the last tick's damage once a new tick begins (the first
+// HandlePacket or BeforeStep after an AppendPacket).
+func (r *Replicator) newTick() {
+	if r.sent {
+		r.damaged, r.sent = r.damaged[:0], false
+	}
+}
+
+// Damaged returns the hits on this peer's fighters whose damage was applied
+// during the current tick (or, read after AppendPacket, the last one):
+// confirmed reports of the rival's and hits this peer's world detected,
+// each attack's at most once. Part, Impulse and Blocked are the hit's;
+// AttackSeq and Attacker name the attack. The slice is reused by the next
+// tick; it holds at most 8 hits.
+func (r *Replicator) Damaged() []physics.HitEvent { return r.damaged }

@@ -110,7 +110,9 @@ func (m *moveTable) full(a physics.Action) time.Duration {
 }
 
 // shortest is the shortest attack of the table.
-func (m *moveTable) shortest() time.Duration { return min(m.full(physics.ActionPunch), m.full(physics.ActionKick)) }
+func (m *moveTable) shortest() time.Duration {
+	return min(m.full(physics.ActionPunch), m.full(physics.ActionKick))
+}
 
 // startBounds returns the earliest and latest start of an attack seen in
 // phase ph at time t: it had entered ph, and not yet left it.

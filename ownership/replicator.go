@@ -205,6 +205,8 @@ type Replicator struct {
 	reports [maxReports]hitReport
 	seen    [seenWindow]seenReport
 	nseen   int
+	damaged []physics.HitEvent // hits applied as damage this tick
+	sent    bool               // AppendPacket ran: damaged is last tick's
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -237,6 +239,7 @@ func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, e
 		follow:    corr.Method == correction.MethodFollow,
 		inputHold: corr.InputHold,
 		body:      make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
+		damaged:   make([]physics.HitEvent, 0, 8),
 	}, nil
 }
 
@@ -378,6 +381,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 	}
 	r.stats.PacketsOut++
 	r.stats.BytesOut += uint64(len(dst) - start)
+	r.sent = true
 	return dst, nil
 }
 
@@ -409,6 +413,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 // skipped and counted in Stats.ClaimsLost. Nothing invalid reaches box2d.
 // Well-formed packets allocate nothing.
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
+	r.newTick()
 	r.stats.PacketsIn++
 	r.stats.BytesIn += uint64(len(p))
 	h, body, err := r.parseHeader(p)
@@ -655,6 +660,7 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 // HandlePacket calls and before world.Step.
 func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	r.world.SetClock(now) // both peers' fighters walk in step
+	r.newTick()
 	r.now = now
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false

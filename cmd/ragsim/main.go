@@ -420,12 +420,13 @@ func Mean(rs []Result) Result {
 
 func printTable(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\t")
+	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\tdmg agree\trefused\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f%%\t%.0f\t\n",
 			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayMs, r.RMSAlignedM,
 			r.PopP99M, r.PopMaxM, r.MaxJumpM, r.HardSnapsPerS, r.ClockErrorP95Ms,
-			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs)
+			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs,
+			100*r.DamageAgreement, r.Refused)
 	}
 	tw.Flush()
 }
