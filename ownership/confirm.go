@@ -61,9 +61,6 @@ func (r *Replicator) refuse(id physics.ObjectID, why Refusal, v float64) error {
 // rise of HP waiting for the round reset to be declared here).
 func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decision, now clocksync.GameTime, held *bool) error {
 	if o.fighter != nil {
-		if gap, ok := o.attacks.judgeState(&os.Fighter, r.in.Time); !ok {
-			return r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
-		}
 		if ok, hold := o.health.judge(&os.Fighter, now); !ok {
 			if hold {
 				o.health.hold(now)
@@ -71,6 +68,12 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 				return nil
 			}
 			return r.refuse(os.ID, RefusedHealing, float64(os.Fighter.HP))
+		}
+		if o.health.rises(&os.Fighter) {
+			return nil // the rival's round reset: its attacks start afresh
+		}
+		if gap, ok := o.attacks.judgeState(&os.Fighter, r.in.Time); !ok {
+			return r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
 		}
 		return nil
 	}
@@ -131,8 +134,12 @@ func (r *Replicator) report(h *physics.HitEvent) {
 		copy(r.outHits[:], r.outHits[1:])
 		r.nout--
 	}
+	view := maxView
+	if v := r.lookup(h.Victim); v != nil && v.stamp != 0 {
+		view = min(maxView, max(0, r.now.Sub(v.stamp)))
+	}
 	r.outHits[r.nout] = hitReport{attacker: h.Attacker, victim: h.Victim, seq: h.AttackSeq, strike: h.Strike,
-		part: h.Part, g: r.now, impulse: h.Impulse, limb: a.obj.Pose(h.Strike.Index())}
+		part: h.Part, g: r.now, view: view, impulse: h.Impulse, limb: a.obj.Pose(h.Strike.Index())}
 	r.nout++
 	r.stats.Hits.Reported++
 }
@@ -196,11 +203,15 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		r.stats.Hits.Repeats++
 		return nil
 	}
+	if h.view > r.viewLimit() {
+		r.stats.Hits.Stale++
+		return nil
+	}
 	ageMs := float64(r.now.Sub(h.g)) / float64(time.Millisecond)
 	if r.hist == nil {
 		return r.refuse(h.attacker, RefusedHitAttack, ageMs)
 	}
-	vp, block, ok := r.hist.at(vic, vic.k, h.part.Index(), h.g)
+	_, block, ok := r.hist.at(vic, vic.k, h.part.Index(), h.g)
 	if !ok {
 		return r.refuse(h.attacker, RefusedHitAttack, ageMs)
 	}
@@ -213,7 +224,7 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 			}
 		}
 	}
-	dist := physics.BodyDistance(att.obj, h.strike.Index(), h.limb, vic.obj, h.part.Index(), vp)
+	dist := r.hist.nearest(att, h.strike.Index(), h.limb, vic, h.part.Index(), h.g-us(h.view+viewMargin), h.g+us(viewMargin))
 	if !(dist <= HitTolerance) {
 		return r.refuse(h.attacker, RefusedHitTolerance, dist)
 	}
@@ -226,6 +237,19 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		Attack: rec.action, Blocked: block, AttackSeq: h.seq, Strike: h.strike}
 	return r.damage(att, vic, rec, &ev, &r.stats.Hits.Confirmed)
 }
+
+// viewLimit is the largest view age a report may have to be judged: the
+// largest accepted delay of a state (Config.MaxDelay).
+func (r *Replicator) viewLimit() time.Duration {
+	if r.cfg.MaxDelay <= 0 {
+		return defaultHistoryDelay
+	}
+	return r.cfg.MaxDelay
+}
+
+// viewMargin widens the span of the victim's poses a report is judged
+// against by two ticks each way: the two peers' ticks are not in phase.
+const viewMargin = 2 * physics.TickDuration
 
 // detected handles a hit this peer's world saw the rival's fighter land on
 // this peer's: it belongs to the attack the rival's states started on its

@@ -24,14 +24,16 @@ type history struct {
 	count  int
 }
 
-// historyLen is how much history is kept: the largest delay a state may
-// have (Config.MaxDelay), plus how long a hit report is repeated, plus a
-// margin of 4 ticks. With the defaults: 500 + 250 + 67 ms, 49 ticks.
+// historyLen is how much history is kept: a hit report arrives up to the
+// largest delay a state may have (Config.MaxDelay) plus how long a report
+// is repeated after the hit, and is judged against the victim's poses up to
+// its view age (at most the largest delay again) before the hit, plus a
+// margin of 4 ticks. With the defaults: 500 + 250 + 500 + 67 ms, 79 ticks.
 func historyLen(maxDelay time.Duration) int {
 	if maxDelay <= 0 {
 		maxDelay = defaultHistoryDelay
 	}
-	d := maxDelay + reportRepeat
+	d := 2*maxDelay + reportRepeat
 	return int((d+physics.TickDuration-1)/physics.TickDuration) + 4
 }
 
@@ -103,6 +105,28 @@ func (h *history) at(o *replicated, k, i int, g clocksync.GameTime) (p physics.P
 		return p, h.block[s*h.nobj+k], true
 	}
 	return p, false, false
+}
+
+// nearest returns the smallest distance between body i of object a at
+// pose pa and body j of object b over b's records in [from, to] and at both
+// ends (interpolated).
+func (h *history) nearest(a *replicated, i int, pa physics.Pose, b *replicated, j int, from, to clocksync.GameTime) float64 {
+	best := inf
+	for _, g := range [2]clocksync.GameTime{from, to} {
+		if p, _, ok := h.at(b, b.k, j, g); ok {
+			best = min(best, physics.BodyDistance(a.obj, i, pa, b.obj, j, p))
+		}
+	}
+	for k := range h.count {
+		s := h.slot(k)
+		if h.t[s] < from {
+			break
+		}
+		if h.t[s] <= to {
+			best = min(best, physics.BodyDistance(a.obj, i, pa, b.obj, j, h.pose[s*h.bodies+b.hist+j]))
+		}
+	}
+	return best
 }
 
 // within reports whether some body of object a came within reach of some

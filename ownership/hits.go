@@ -33,6 +33,10 @@ const (
 	// damage itself is capped by the move table (Tuning.MaxHitDamage).
 	maxReportImpulse = 1000
 
+	// maxView is the largest view age a report may carry: older views are
+	// sent as this (they are stale anyway).
+	maxView = 10 * time.Second
+
 	// maxReportCoord is the largest |x| or |y| of a reported limb, in mm.
 	maxReportCoord = 1_000_000
 
@@ -73,6 +77,7 @@ type hitReport struct {
 	seq              uint8
 	strike, part     physics.BodyPart
 	g                clocksync.GameTime
+	view             time.Duration // age of the newest state of the victim the attacker's peer had
 	impulse          float64
 	limb             physics.Pose
 }
@@ -95,6 +100,7 @@ func appendReport(dst []byte, h *hitReport, now clocksync.GameTime) []byte {
 	dst = binary.AppendUvarint(dst, uint64(h.victim))
 	dst = append(dst, h.seq&3|strikeCode(h.strike)<<2, byte(h.part))
 	dst = binary.AppendUvarint(dst, uint64(max(0, now-h.g)))
+	dst = binary.AppendUvarint(dst, uint64(min(max(0, h.view), maxView)/time.Microsecond))
 	dst = binary.AppendUvarint(dst, uint64(math.Round(min(h.impulse, maxReportImpulse)*1000)))
 	dst = binary.AppendVarint(dst, int64(math.Round(clampCoord(h.limb.Pos.X)*1000)))
 	dst = binary.AppendVarint(dst, int64(math.Round(clampCoord(h.limb.Pos.Y)*1000)))
@@ -172,6 +178,10 @@ func parseReports(p []byte, off int, dst *[maxReports]hitReport) (int, []hitRepo
 			return off, nil, err
 		}
 		h.g = clocksync.GameTime(-int64(v)) // made absolute by the caller
+		if v, err = uv("hit view", uint64(maxView/time.Microsecond)); err != nil {
+			return off, nil, err
+		}
+		h.view = time.Duration(v) * time.Microsecond
 		if v, err = uv("hit impulse", maxReportImpulse*1000); err != nil {
 			return off, nil, err
 		}
@@ -220,6 +230,12 @@ type HitStats struct {
 	// Repeats counts repeated copies of reports already judged (each
 	// report rides in every packet for 250 ms).
 	Repeats uint64
+	// Stale counts reports of hits on a copy whose newest state was older
+	// than the largest accepted delay (Config.MaxDelay) when the attacker
+	// struck it: its screen showed a guess, not this peer's fighter. They
+	// are neither confirmed nor refused (hits this world detects still
+	// count).
+	Stale uint64
 	// Reported counts the hits this peer's fighters landed in its world
 	// and reported to the rival.
 	Reported uint64

@@ -352,8 +352,7 @@ const ResetGrace = 2 * time.Second
 // judge checks a state's HP and action (arrived at now). held reports a
 // state kept back (not applied, not yet counted).
 func (p *healthPolicy) judge(s *physics.FighterState, now clocksync.GameTime) (ok, held bool) {
-	rise := s.HP > p.hp || (p.ko && s.Action != physics.ActionKO)
-	if !rise {
+	if !p.rises(s) {
 		return true, false
 	}
 	if p.hasSet && now.Sub(p.reset) <= ResetGrace {
@@ -363,6 +362,12 @@ func (p *healthPolicy) judge(s *physics.FighterState, now clocksync.GameTime) (o
 		return false, true
 	}
 	return false, false
+}
+
+// rises reports whether s shows HP above the last accepted, or a
+// knocked-out fighter up again.
+func (p *healthPolicy) rises(s *physics.FighterState) bool {
+	return s.HP > p.hp || (p.ko && s.Action != physics.ActionKO)
 }
 
 // hold records a held state; expired returns how many held states turned
@@ -385,7 +390,7 @@ func (p *healthPolicy) expired(now clocksync.GameTime) uint64 {
 
 // commit records an accepted state.
 func (p *healthPolicy) commit(s *physics.FighterState) {
-	if s.HP > p.hp || (p.ko && s.Action != physics.ActionKO) {
+	if p.rises(s) {
 		p.hasSet = false // the reset is used
 	}
 	p.hp, p.ko = s.HP, s.HP == 0 || s.Action == physics.ActionKO

@@ -140,6 +140,7 @@ type replicated struct {
 	heard   clocksync.GameTime                  // when its last state arrived
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
 
+	stamp   clocksync.GameTime                  // the time of its last applied state
 	hist, k int     // offset of its poses in a history record; index among the objects
 	size    float64 // largest distance from a body's origin to its shapes
 
@@ -543,6 +544,9 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	if o.fighter != nil {
+		if o.health.rises(&os.Fighter) {
+			o.attacks.reset() // a round reset ended its attack
+		}
 		o.attacks.commitState(&os.Fighter, r.in.Time)
 		o.health.commit(&os.Fighter)
 		var err error
@@ -562,6 +566,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		}
 		o.idle = false
 		o.heard = now
+		o.stamp = r.in.Time
 	}
 	if err := o.corr.SetTarget(os.Bodies, r.in.Time); err != nil {
 		r.stats.Invalid++ // cannot happen: validated above
