@@ -210,14 +210,26 @@ func (p *attackPolicy) judgeState(s *physics.FighterState, t clocksync.GameTime)
 	if s.Phase == physics.PhaseNone {
 		return 0, true
 	}
-	if c := p.current(); c != nil && c.seq == s.AttackSeq && c.action == s.Action {
-		return 0, true // the attack in progress
-	}
-	if r := p.find(s.AttackSeq, s.Action, t); r != nil {
-		return 0, true // one a hit report already showed
-	}
 	lo, hi := p.moves.startBounds(s.Action, s.Phase, t)
+	if p.same(s, lo, hi) != nil {
+		return 0, true // the attack in progress, or one a hit report showed
+	}
 	return p.fits(s.Action, lo, hi)
+}
+
+// same returns the remembered attack a state showing attack seq s.AttackSeq
+// with a start within [lo, hi] continues: the same seq and move, and a
+// start consistent with what earlier states showed of it (an attack held
+// in a phase longer than the move table says is not the same attack).
+func (p *attackPolicy) same(s *physics.FighterState, lo, hi clocksync.GameTime) *attackRec {
+	tol := us(p.tol)
+	for i := p.n - 1; i >= 0; i-- {
+		r := &p.recs[i]
+		if r.seq == s.AttackSeq && r.action == s.Action && lo <= r.hi+tol && r.lo <= hi+tol {
+			return r
+		}
+	}
+	return nil
 }
 
 // commitState records the attack state s of time t shows (judged).
@@ -229,10 +241,7 @@ func (p *attackPolicy) commitState(s *physics.FighterState, t clocksync.GameTime
 		return
 	}
 	lo, hi := p.moves.startBounds(s.Action, s.Phase, t)
-	r := p.current()
-	if r == nil || r.seq != s.AttackSeq || r.action != s.Action {
-		r = p.find(s.AttackSeq, s.Action, t)
-	}
+	r := p.same(s, lo, hi)
 	if r == nil {
 		r = p.insert(attackRec{seq: s.AttackSeq, action: s.Action, strike: s.Strike, lo: lo, hi: hi})
 	}

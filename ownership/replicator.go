@@ -140,9 +140,9 @@ type replicated struct {
 	heard   clocksync.GameTime                  // when its last state arrived
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
 
-	stamp   clocksync.GameTime                  // the time of its last applied state
-	hist, k int     // offset of its poses in a history record; index among the objects
-	size    float64 // largest distance from a body's origin to its shapes
+	stamp   clocksync.GameTime // the time of its last applied state
+	hist, k int                // offset of its poses in a history record; index among the objects
+	size    float64            // largest distance from a body's origin to its shapes
 
 	// A remote fighter is held to the rules of its own fighter.
 	attacks attackPolicy

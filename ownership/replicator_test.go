@@ -304,7 +304,7 @@ func TestReplicatorBadPackets(t *testing.T) {
 		return append(append(append([]byte{KindState, wireVersion, 0}, entries...), 0), body...)
 	}
 	hitsPkt := func(entries ...byte) []byte {
-		return append(append(append([]byte{KindState, wireVersion, 0, 0}, entries...)), body...)
+		return append(append([]byte{KindState, wireVersion, 0, 0}, entries...), body...)
 	}
 	report := func(mutate func(h *hitReport)) []byte {
 		h := hitReport{attacker: fighterB, victim: fighterA, seq: 1, strike: physics.PartLowerArmR, part: physics.PartHead, impulse: 3}
