@@ -80,10 +80,44 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 	if d.owner == d.fromOwner || d.owner != r.reg.remote {
 		return nil // no transfer
 	}
-	if dist, ok := r.inReach(o); !ok {
-		return r.refuse(os.ID, RefusedPropReach, dist)
+	dist, ok := r.inReach(o)
+	if !ok {
+		var d float64
+		if d, ok = r.claimedInReach(os); !ok {
+			return r.refuse(os.ID, RefusedPropReach, min(dist, d))
+		}
 	}
 	return nil
+}
+
+// claimedInReach reports whether the claim's own packet places a fighter of
+// the claimer within PropReach of the claimed prop (its state os), and the
+// distance: a claim the claimer made on its copy of the prop after a
+// blackout, where this peer's prop had moved on, is honest.
+func (r *Replicator) claimedInReach(os *physics.ObjectState) (float64, bool) {
+	prop := r.lookup(os.ID)
+	if prop == nil || len(os.Bodies) != prop.obj.NumBodies() {
+		return inf, false
+	}
+	var pp, fp [physics.MaxBodiesPerObject]physics.Pose
+	for i, b := range os.Bodies {
+		pp[i] = physics.Pose{Pos: b.Pos, Angle: b.Angle}
+	}
+	best := inf
+	for i := range r.in.Objects {
+		fs := &r.in.Objects[i]
+		f := r.lookup(fs.ID)
+		if f == nil || f.fighter == nil || f.mode != ModeRemote || len(fs.Bodies) != f.obj.NumBodies() {
+			continue
+		}
+		for j, b := range fs.Bodies {
+			fp[j] = physics.Pose{Pos: b.Pos, Angle: b.Angle}
+		}
+		if best = min(best, closest(f, fp[:], prop, pp[:], PropReach)); best <= PropReach {
+			return best, true
+		}
+	}
+	return best, false
 }
 
 // inReach reports whether a rival's fighter came within PropReach of prop o
