@@ -35,27 +35,33 @@ func BodyDistance(a *Object, i int, pa Pose, b *Object, j int, pb Pose) float64 
 		return math.Inf(1)
 	}
 	best := math.Inf(1)
-	var in box2d.B2DistanceInput
-	in.TransformA = poseTransform(pa)
-	in.TransformB = poseTransform(pb)
-	in.UseRadii = true
-	var out box2d.B2DistanceOutput
 	box2dMu.Lock()
 	defer box2dMu.Unlock()
+	d := &distScratch // under box2dMu: no allocation per call
+	d.in.TransformA = poseTransform(pa)
+	d.in.TransformB = poseTransform(pb)
+	d.in.UseRadii = true
 	for fa := a.bodies[i].M_fixtureList; fa != nil; fa = fa.M_next {
-		if !setProxy(&in.ProxyA, fa.M_shape) {
+		if !setProxy(&d.in.ProxyA, fa.M_shape) {
 			continue
 		}
 		for fb := b.bodies[j].M_fixtureList; fb != nil; fb = fb.M_next {
-			if !setProxy(&in.ProxyB, fb.M_shape) {
+			if !setProxy(&d.in.ProxyB, fb.M_shape) {
 				continue
 			}
-			cache := box2d.B2SimplexCache{}
-			box2d.B2Distance(&out, &cache, &in)
-			best = math.Min(best, out.Distance)
+			d.cache = box2d.B2SimplexCache{}
+			box2d.B2Distance(&d.out, &d.cache, &d.in)
+			best = math.Min(best, d.out.Distance)
 		}
 	}
 	return best
+}
+
+// distScratch is BodyDistance's GJK input and output, used under box2dMu.
+var distScratch struct {
+	in    box2d.B2DistanceInput
+	out   box2d.B2DistanceOutput
+	cache box2d.B2SimplexCache
 }
 
 // setProxy sets p to a convex shape (a polygon or a circle) without
