@@ -50,8 +50,8 @@ const (
 // HitTolerance is how far (m) the attacker's striking limb, as its
 // attacker's states placed it, may be from the victim's body, as the
 // victim's owner recorded it at the hit's game time, for the victim's owner
-// to confirm the hit. See the package documentation for why 0.4 m.
-const HitTolerance = 0.4
+// to confirm the hit. See the package documentation for why 0.5 m.
+const HitTolerance = 0.5
 
 // AttackTolerance is the slack, in game time, of the rule that an attack
 // may not start before the previous one could have ended: two ticks, for
