@@ -28,6 +28,7 @@ type wireHit struct {
 	seq              uint8
 	strike, part     physics.BodyPart
 	age, view        time.Duration
+	copyErr          float64
 	impulse          float64
 	limb             physics.Pose
 }
@@ -78,6 +79,7 @@ func parseWire(t testing.TB, w *physics.World, p []byte) *wirePacket {
 		}
 		h.age = time.Duration(uv()) * time.Microsecond
 		h.view = time.Duration(uv()) * time.Microsecond
+		h.copyErr = float64(uv()) / 1000
 		h.impulse = float64(uv()) / 1000
 		x, y := sv(), sv()
 		h.limb = physics.Pose{Pos: physics.V(float64(x)/1000, float64(y)/1000), Angle: float64(uv()) / 65536 * 2 * math.Pi}
@@ -107,6 +109,7 @@ func (wp *wirePacket) encode(t testing.TB, w *physics.World) []byte {
 		p = append(p, h.seq&3|strikeCode[h.strike]<<2, byte(h.part))
 		p = binary.AppendUvarint(p, uint64(h.age/time.Microsecond))
 		p = binary.AppendUvarint(p, uint64(h.view/time.Microsecond))
+		p = binary.AppendUvarint(p, uint64(h.copyErr*1000))
 		p = binary.AppendUvarint(p, uint64(h.impulse*1000))
 		p = binary.AppendVarint(p, int64(math.Round(h.limb.Pos.X*1000)))
 		p = binary.AppendVarint(p, int64(math.Round(h.limb.Pos.Y*1000)))

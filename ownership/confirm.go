@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/ragsync/ragsync/clocksync"
@@ -168,12 +169,19 @@ func (r *Replicator) report(h *physics.HitEvent) {
 		copy(r.outHits[:], r.outHits[1:])
 		r.nout--
 	}
-	view := maxView
-	if v := r.lookup(h.Victim); v != nil && v.stamp != 0 {
-		view = min(maxView, max(0, r.now.Sub(v.stamp)))
+	view, copyErr := time.Duration(maxView), float64(maxCopyErr)
+	if v := r.lookup(h.Victim); v != nil && v.corr.HasTarget() && h.Part != physics.PartUnknown && h.Part.Index() < v.obj.NumBodies() {
+		// How far its copy of the struck body was from the newest state
+		// of it: any point of it, so the turn counts at its reach.
+		i := h.Part.Index()
+		st, at := v.corr.Target(i)
+		p := v.obj.Pose(i)
+		turn := math.Abs(math.Remainder(p.Angle-st.Angle, 2*math.Pi))
+		view = min(maxView, max(0, r.now.Sub(at)))
+		copyErr = min(maxCopyErr, p.Pos.Sub(st.Pos).Len()+turn*v.size)
 	}
 	r.outHits[r.nout] = hitReport{attacker: h.Attacker, victim: h.Victim, seq: h.AttackSeq, strike: h.Strike,
-		part: h.Part, g: r.now, view: view, impulse: h.Impulse, limb: a.obj.Pose(h.Strike.Index())}
+		part: h.Part, g: r.now, view: view, copyErr: copyErr, impulse: h.Impulse, limb: a.obj.Pose(h.Strike.Index())}
 	r.nout++
 	r.stats.Hits.Reported++
 }
@@ -237,7 +245,7 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		r.stats.Hits.Repeats++
 		return nil
 	}
-	if h.view > r.viewLimit() {
+	if h.view > r.viewLimit() || !(h.copyErr <= MaxCopyError) {
 		r.stats.Hits.Stale++
 		return nil
 	}
@@ -259,14 +267,14 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		}
 	}
 	dist := r.hist.nearest(att, h.strike.Index(), h.limb, vic, h.part.Index(), h.g-us(h.view+viewMargin), h.g+us(viewMargin))
-	if !(dist <= HitTolerance) {
+	if !(dist <= HitTolerance+h.copyErr) {
 		return r.refuse(h.attacker, RefusedHitTolerance, dist)
 	}
 	rec, why, v, ok := att.attacks.attackAt(h.seq, h.strike, h.g)
 	if !ok {
 		return r.refuse(h.attacker, why, v)
 	}
-	r.stats.Hits.MaxMiss = max(r.stats.Hits.MaxMiss, dist)
+	r.stats.Hits.MaxMiss = max(r.stats.Hits.MaxMiss, dist-h.copyErr)
 	ev := physics.HitEvent{Attacker: h.attacker, Victim: h.victim, Part: h.part, Impulse: h.impulse, Tick: r.world.Tick(),
 		Attack: rec.action, Blocked: block, AttackSeq: h.seq, Strike: h.strike}
 	return r.damage(att, vic, rec, &ev, &r.stats.Hits.Confirmed)

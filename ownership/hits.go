@@ -37,6 +37,10 @@ const (
 	// sent as this (they are stale anyway).
 	maxView = 10 * time.Second
 
+	// maxCopyErr is the largest copy error a report may carry, in m:
+	// larger ones are sent as this (they are stale anyway).
+	maxCopyErr = 100
+
 	// maxReportCoord is the largest |x| or |y| of a reported limb, in mm.
 	maxReportCoord = 1_000_000
 
@@ -47,11 +51,18 @@ const (
 	limbMatch = 0.02
 )
 
-// HitTolerance is how far (m) the attacker's striking limb, as its
-// attacker's states placed it, may be from the victim's body, as the
-// victim's owner recorded it at the hit's game time, for the victim's owner
-// to confirm the hit. See the package documentation for why 0.5 m.
-const HitTolerance = 0.5
+// HitTolerance is how far (m), beyond the attacker's reported copy error,
+// the attacker's striking limb, as its attacker's states placed it, may be
+// from the victim's body, as the victim's owner recorded it over the span
+// the attacker saw, for the victim's owner to confirm the hit. See the
+// package documentation for why 0.25 m.
+const HitTolerance = 0.25
+
+// MaxCopyError is the largest copy error (m) a hit report is judged with:
+// a report of a hit on a copy farther than this from the newest state the
+// attacker had of it is stale (Stats.Hits.Stale): neither confirmed nor
+// refused. With HitTolerance it bounds a report's slack at 0.75 m.
+const MaxCopyError = 0.5
 
 // AttackTolerance is the slack, in game time, of the rule that an attack
 // may not start before the previous one could have ended: two ticks, for
@@ -78,6 +89,7 @@ type hitReport struct {
 	strike, part     physics.BodyPart
 	g                clocksync.GameTime
 	view             time.Duration // age of the newest state of the victim the attacker's peer had
+	copyErr          float64       // how far its copy of the struck body was from that state's, m
 	impulse          float64
 	limb             physics.Pose
 }
@@ -101,6 +113,7 @@ func appendReport(dst []byte, h *hitReport, now clocksync.GameTime) []byte {
 	dst = append(dst, h.seq&3|strikeCode(h.strike)<<2, byte(h.part))
 	dst = binary.AppendUvarint(dst, uint64(max(0, now-h.g)))
 	dst = binary.AppendUvarint(dst, uint64(min(max(0, h.view), maxView)/time.Microsecond))
+	dst = binary.AppendUvarint(dst, uint64(math.Round(min(max(0, h.copyErr), maxCopyErr)*1000)))
 	dst = binary.AppendUvarint(dst, uint64(math.Round(min(h.impulse, maxReportImpulse)*1000)))
 	dst = binary.AppendVarint(dst, int64(math.Round(clampCoord(h.limb.Pos.X)*1000)))
 	dst = binary.AppendVarint(dst, int64(math.Round(clampCoord(h.limb.Pos.Y)*1000)))
@@ -182,6 +195,10 @@ func parseReports(p []byte, off int, dst *[maxReports]hitReport) (int, []hitRepo
 			return off, nil, err
 		}
 		h.view = time.Duration(v) * time.Microsecond
+		if v, err = uv("hit copy error", maxCopyErr*1000); err != nil {
+			return off, nil, err
+		}
+		h.copyErr = float64(v) / 1000
 		if v, err = uv("hit impulse", maxReportImpulse*1000); err != nil {
 			return off, nil, err
 		}
@@ -232,15 +249,15 @@ type HitStats struct {
 	Repeats uint64
 	// Stale counts reports of hits on a copy whose newest state was older
 	// than the largest accepted delay (Config.MaxDelay) when the attacker
-	// struck it: its screen showed a guess, not this peer's fighter. They
-	// are neither confirmed nor refused (hits this world detects still
-	// count).
+	// struck it, or farther than MaxCopyError from that state: its screen
+	// showed a guess, not this peer's fighter. They are neither confirmed
+	// nor refused (hits this world detects still count).
 	Stale uint64
 	// Reported counts the hits this peer's fighters landed in its world
 	// and reported to the rival.
 	Reported uint64
 	// MaxMiss is the largest distance (m) between a confirmed report's
-	// striking limb and the victim's body in this peer's history: how
-	// close honest play comes to HitTolerance.
+	// striking limb and the victim's body in this peer's history, less the
+	// report's copy error: how close honest play comes to HitTolerance.
 	MaxMiss float64
 }
