@@ -39,10 +39,12 @@
 //   - The attacker's peer reports every hit its world saw its fighter land
 //     (HitsDealt) in its state stream: the attack (its AttackSeq), the
 //     striking limb and its pose as the attacker's state of that tick has
-//     it, the victim's body part, the hit's game time, its impulse, and
-//     the attacker's view age: how old its newest state of the victim was.
-//     Each report rides in every packet for 250 ms, so it survives the loss
-//     of 14 packets in a row.
+//     it, the victim's body part, the hit's game time, its impulse, the
+//     attacker's view age (how old its newest state of the victim was) and
+//     its copy error (how far its copy of the struck body was from that
+//     state's pose of it, any point of the body). Each report rides in
+//     every packet for 250 ms, so it survives the loss of 14 packets in a
+//     row.
 //   - The victim's owner records the poses of every object after each step
 //     (its own fighter as it really was), for as long as a report can be
 //     late: the largest accepted delay (Config.MaxDelay, 500 ms) plus the
@@ -51,10 +53,11 @@
 //     compensation, as Valve's servers rewind their players to what the
 //     shooter saw) if the striking limb, placed where the report and the
 //     attacker's state of the same game time put it, was within
-//     HitTolerance (0.5 m, shape to shape) of the reported body of its
-//     fighter at some moment of the span the attacker saw: from the hit's
-//     time less the view age, to the hit's time (two ticks wider each way,
-//     as the peers' ticks are not in phase).
+//     HitTolerance (0.25 m, shape to shape) plus the report's copy error of
+//     the reported body of its fighter at some moment of the span the
+//     attacker saw: from the hit's time less the view age, to the hit's
+//     time (two ticks wider each way, as the peers' ticks are not in
+//     phase).
 //   - Hits the victim's world detects itself (the attacker's copy struck
 //     the real victim) count too.
 //   - Each attack deals damage at most once, whichever way its hit came
@@ -62,18 +65,27 @@
 //
 // Everything is counted in Stats.Hits: Confirmed reports, Detected hits,
 // Duplicate, Repeats (a report's later copies), Stale (see below), Reported
-// (sent), and MaxMiss, the largest distance of a confirmed report. A report
-// whose view age is above the largest accepted delay was a hit on a copy
-// that had no live state of the victim (a blackout): the attacker's screen
-// showed a guess, so it is counted as Stale and neither confirmed nor
-// refused. Why 0.5 m: the report is judged against the victim's poses over
-// the whole span the attacker's copy lagged behind, so the tolerance only
-// has to cover what the copy's prediction and correction got wrong in
-// shape, not its delay. Over cmd/ragsim's nine links, five correction
-// methods and seeds 1-5 the largest honest distance was 0.35 m (awful;
-// 99.9 % of reports are within 0.31 m there, and within 0.15 m on the
-// other links); 0.5 m keeps a margin of 1.4× over that, and still refuses
-// a fist that missed by more than a forearm's length.
+// (sent), and MaxMiss, the largest distance of a confirmed report less its
+// copy error. A report whose view age is above the largest accepted delay,
+// or whose copy error is above MaxCopyError (0.5 m), was a hit on a copy
+// that did not show this peer's fighter (a blackout, a correction still
+// catching up): the attacker's screen showed a guess, so it is counted as
+// Stale and neither confirmed nor refused.
+//
+// Why 0.25 m plus the copy error: the victim's pose at the time of the
+// newest state the attacker had is in the span judged (this peer recorded
+// it when it sent that state), the attacker's copy of the struck body was
+// within the copy error of it, and the limb touched the copy. So an honest
+// report is within the copy error of the victim's body, whatever the
+// correction method does, up to the contact's own slop and the wire's
+// quantization (millimetres); a fixed tolerance would have to cover the
+// copy's whole error instead (honest reports reach 1.0 m through cmd/ragsim's
+// blackouts). 0.25 m is a margin for what that argument leaves out; with
+// the largest copy error judged, a report's slack is at most 0.75 m, less
+// than a forearm and an upper arm, and a fist 3 m away is refused. A
+// modified client that understates its copy error is refused more often;
+// one that overstates it gains at most that slack, or makes its reports
+// stale.
 //
 // # A rival held to the rules of its own fighter
 //
