@@ -73,18 +73,17 @@ func (h *history) slot(i int) int { return ((h.head-1-i)%h.slots + h.slots) % h.
 
 // at returns body i of object o (index k among the objects) at game time g,
 // interpolated between the two records around it, and whether it was
-// blocking then (the nearer record's). ok is false if g is outside the
-// history (older than its oldest record, or newer than its newest by more
-// than a tick).
+// blocking then (the nearer record's). A time after the newest record gets
+// the newest (the rival's game clock may run a little ahead: its packets
+// are not older than the timestamp filter allows, and a report is not
+// newer than its packet). ok is false if g is older than the oldest
+// record.
 func (h *history) at(o *replicated, k, i int, g clocksync.GameTime) (p physics.Pose, block, ok bool) {
 	if h.count == 0 {
 		return p, false, false
 	}
 	newest := h.slot(0)
 	if g >= h.t[newest] {
-		if g-h.t[newest] > us(physics.TickDuration) {
-			return p, false, false
-		}
 		return h.pose[newest*h.bodies+o.hist+i], h.block[newest*h.nobj+k], true
 	}
 	for j := 1; j < h.count; j++ {
