@@ -81,6 +81,9 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 	if d.owner == d.fromOwner || d.owner != r.reg.remote {
 		return nil // no transfer
 	}
+	if now.Sub(r.gapEnd) <= ClaimGap && r.gapEnd != 0 {
+		return nil // made while nothing came through: cannot be judged
+	}
 	dist, ok := r.inReach(o)
 	if !ok {
 		var d float64

@@ -119,10 +119,12 @@
 //     shape) of the prop in this peer's world over the last second
 //     (PropReachWindow), nor in the claim's own packet (the claimer's
 //     fighter and the claimed prop as its states place them: an honest
-//     claim made on a copy a blackout left behind). Honest claims come
-//     within 0.1 m in this world on every simulated link but the 2 s
-//     blackouts, where the packet's own states place the fighter on the
-//     prop.
+//     claim made on a copy a blackout left behind). A claim that arrives
+//     within ClaimGap (250 ms) of the end of a silence of the rival's
+//     stream longer than ClaimGap is not judged: it was made while nothing
+//     came through, and its fighter may have left the prop since. Honest
+//     claims come within 0.1 m in this world on every simulated link but
+//     those with blackouts.
 //   - RefusedHitTolerance: a hit report outside HitTolerance (above).
 //   - RefusedHitAttack: a hit report (or a hit in this world) of no attack
 //     the attacker's states show in its active phase then, with a limb that

@@ -76,6 +76,13 @@ const AttackTolerance = 2 * physics.TickDuration
 // claim on the prop to be accepted. See the package documentation.
 const PropReach = 1.0
 
+// ClaimGap is the longest silence of the rival's stream after which its
+// claims are not judged by reach for as long again: a claim made during a
+// blackout, on the claimer's copy of a prop this peer's world moved on, may
+// show neither this peer's history nor the claim's own packet (its fighter
+// may have left the prop since) in reach.
+const ClaimGap = 250 * time.Millisecond
+
 // PropReachWindow is how far back in this peer's history a prop claim is
 // judged.
 const PropReachWindow = time.Second

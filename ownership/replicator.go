@@ -199,15 +199,17 @@ type Replicator struct {
 	follow    bool             // the correction is correction.MethodFollow
 	inputHold time.Duration    // the correction's InputHold
 
-	now     clocksync.GameTime // of the tick (BeforeStep)
-	hist    *history           // poses of every object, per tick
-	outHits [maxReports]hitReport
-	nout    int // hits this peer's fighters landed, being repeated
-	reports [maxReports]hitReport
-	seen    [seenWindow]seenReport
-	nseen   int
-	damaged []physics.HitEvent // hits applied as damage this tick
-	sent    bool               // AppendPacket ran: damaged is last tick's
+	now               clocksync.GameTime // of the tick (BeforeStep)
+	hist              *history           // poses of every object, per tick
+	outHits           [maxReports]hitReport
+	nout              int // hits this peer's fighters landed, being repeated
+	reports           [maxReports]hitReport
+	seen              [seenWindow]seenReport
+	nseen             int
+	lastHeard, gapEnd clocksync.GameTime // the last accepted packet's arrival; the first's after a gap
+	heardAny          bool
+	damaged           []physics.HitEvent // hits applied as damage this tick
+	sent              bool               // AppendPacket ran: damaged is last tick's
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -436,6 +438,10 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	if r.lastDrop != clocksync.Accepted {
 		return nil // normal on an unreliable link: counted, not an error
 	}
+	if r.heardAny && now.Sub(r.lastHeard) > ClaimGap {
+		r.gapEnd = now // the first packet after a gap in the rival's stream
+	}
+	r.lastHeard, r.heardAny = now, true
 
 	var first error
 	fail := func(err error) {
