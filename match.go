@@ -25,7 +25,7 @@
 //
 //	receive ─▶ decode ─▶ timestamp filter ─▶ authorize ─▶ validate ─▶ commit (transfer, correction target)
 //	correct remote objects ─▶ world.Step ─▶ hits (the victim's owner applies damage)
-//	owned objects ─▶ snapshot ─▶ encode ─▶ send (unreliable)
+//	owned objects, hits to report ─▶ snapshot ─▶ encode ─▶ send (unreliable)
 //
 // Authorizing a state (does its sender own the object, or does its claim on
 // a shared prop win?) changes nothing; a state is then validated as a whole
@@ -33,6 +33,16 @@
 // passes both commits anything: the change of owner its claim wins, and the
 // correction target. A refused state is counted (MatchStats.Replicator) and
 // moves nothing; one both unauthorized and invalid counts as unauthorized.
+//
+// Damage is the victim's owner's: a hit on this peer's fighter counts if
+// this peer's world detected it, or if the rival reports that its world saw
+// it and this peer confirms it against its own recorded poses at the hit's
+// game time (lag compensation); each attack deals damage once
+// (Match.Damaged). The rival is held to the rules of its own fighter: its
+// attacks' pace, its damage rate, its HP (which rises only in a round reset
+// both peers declare with Match.ResetRound) and its reach for props; what
+// breaks them is refused and counted (ownership.Stats.Refused). See package
+// ownership.
 //
 // The subpackages do the work: physics (world, ragdolls, snapshot codec),
 // clocksync (peer clock calibration, timestamp filter), correction (moving a
@@ -165,8 +175,10 @@ type MatchStats struct {
 	SendErrors uint64
 	// EncodeErrors counts ticks whose state packet could not be built.
 	EncodeErrors uint64
-	// Rejected counts packets or object states HandlePacket refused
-	// (malformed, unauthorized, invalid); details in Replicator.
+	// Rejected counts packets HandlePacket returned an error for
+	// (malformed, or with a state, hit report or claim that was
+	// unauthorized, invalid or refused by the rules of the rival's
+	// fighter); details in Replicator.
 	Rejected uint64
 	// LastError is the last error of a received packet or a send, for
 	// diagnostics (nil if none).
