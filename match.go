@@ -30,7 +30,7 @@
 //
 //	receive ─▶ decode ─▶ timestamp filter ─▶ authorize ─▶ validate ─▶ commit (transfer, correction target)
 //	correct remote objects ─▶ world.Step ─▶ hits (the victim's owner applies damage)
-//	owned objects ─▶ snapshot ─▶ encode ─▶ send (unreliable)
+//	owned objects, hits to report ─▶ snapshot ─▶ encode ─▶ send (unreliable)
 //
 // Authorizing a state (does its sender own the object, or does its claim on
 // a shared prop win?) changes nothing; a state is then validated as a whole
@@ -38,6 +38,16 @@
 // passes both commits anything: the change of owner its claim wins, and the
 // correction target. A refused state is counted (MatchStats.Replicator) and
 // moves nothing; one both unauthorized and invalid counts as unauthorized.
+//
+// Damage is the victim's owner's: a hit on this peer's fighter counts if
+// this peer's world detected it, or if the rival reports that its world saw
+// it and this peer confirms it against its own recorded poses at the hit's
+// game time (lag compensation); each attack deals damage once
+// (Match.Damaged). The rival is held to the rules of its own fighter: its
+// attacks' pace, its damage rate, its HP (which rises only in a round reset
+// both peers declare with Match.ResetRound) and its reach for props; what
+// breaks them is refused and counted (ownership.Stats.Refused). See package
+// ownership.
 //
 // The subpackages do the work: physics (world, ragdolls, snapshot codec),
 // clocksync (peer clock calibration, timestamp filter), correction (moving a
@@ -170,8 +180,10 @@ type MatchStats struct {
 	SendErrors uint64
 	// EncodeErrors counts ticks whose state packet could not be built.
 	EncodeErrors uint64
-	// Rejected counts packets or object states refused by the replicator
-	// (malformed, unauthorized, invalid); details in Replicator.
+	// Rejected counts packets the replicator refused
+	// (malformed, or with a state, hit report or claim that was
+	// unauthorized, invalid or refused by the rules of the rival's
+	// fighter); details in Replicator.
 	Rejected uint64
 	// LastError is the last error of a received packet or a send, for
 	// diagnostics (nil if none).
@@ -411,6 +423,25 @@ func (m *Match) SendMessage(p []byte) error {
 	}
 	return m.link.Send(p)
 }
+
+// ResetRound declares a new round, the only way a fighter's HP may rise:
+// this peer's fighter gets up with full HP now, and the rival's may come
+// back to full HP (or get up from a knock-out) in its states that arrive
+// within ownership.ResetGrace (2 s) of this call; its HP rising at any other
+// time is refused and counted (ownership.RefusedHealing). Both peers declare
+// the same round, when the game's own round protocol says a new round
+// begins (the demo: when a round is set; cmd/ragsim: 2 s after a
+// knock-out); the rival's first states of the new round may arrive before
+// the declaration here, and are held back, not applied, until it comes.
+// Call it between ticks.
+func (m *Match) ResetRound() { m.rep.ResetRound(m.now) }
+
+// Damaged returns the hits on this peer's fighter whose damage was applied
+// during the last Tick: the rival's hit reports this peer confirmed against
+// its own history (lag-compensated), and the hits this peer's world
+// detected, each attack's at most once (see package ownership). The slice
+// is reused by the next Tick.
+func (m *Match) Damaged() []physics.HitEvent { return m.rep.Damaged() }
 
 // Stats returns the match's counters.
 func (m *Match) Stats() MatchStats {

@@ -22,7 +22,8 @@ type memLink struct {
 	now     *clocksync.GameTime
 	synced  bool
 	sent    int
-	started int // StartMatch calls
+	started int                 // StartMatch calls
+	tamper  func([]byte) []byte // if set, rewrites what this end sends (a modified client)
 }
 
 func newMemPair(now *clocksync.GameTime) (*memLink, *memLink) {
@@ -33,6 +34,9 @@ func newMemPair(now *clocksync.GameTime) (*memLink, *memLink) {
 }
 
 func (l *memLink) Send(p []byte) error {
+	if l.tamper != nil {
+		p = l.tamper(p)
+	}
 	q := l.peer
 	if q.n == len(q.queue) {
 		q.queue = append(q.queue, make([]byte, 0, 1500))

@@ -27,8 +27,116 @@
 //
 // The victim's owner decides damage: a hit on a fighter this peer owns is
 // applied here (physics.Fighter.ApplyHit) and the new HP travels in this
-// peer's states, so both screens agree on who won. A hit this peer's fighter
-// lands on the rival is only counted.
+// peer's states, so both screens agree on who won.
+//
+// # Hits both players agree on
+//
+// A hit can be seen on one screen only: the attacker's real fist hits its
+// copy of the victim, but in the victim's world the attacker's copy misses
+// the real victim (or the other way round). So each hit counts from either
+// side, once:
+//
+//   - The attacker's peer reports every hit its world saw its fighter land
+//     (HitsDealt) in its state stream: the attack (its AttackSeq), the
+//     striking limb and its pose as the attacker's state of that tick has
+//     it, the victim's body part, the hit's game time, its impulse, the
+//     attacker's view age (how old its newest state of the victim was) and
+//     its copy error (how far its copy of the struck body was from that
+//     state's pose of it, any point of the body). Each report rides in
+//     every packet for 250 ms, so it survives the loss of 14 packets in a
+//     row.
+//   - The victim's owner records the poses of every object after each step
+//     (its own fighter as it really was), for as long as a report can be
+//     late: the largest accepted delay (Config.MaxDelay, 500 ms) plus the
+//     250 ms a report is repeated plus a view age of up to the largest
+//     delay again, 79 ticks (1.3 s) by default. It confirms a report (lag
+//     compensation, as Valve's servers rewind their players to what the
+//     shooter saw) if the striking limb, placed where the report and the
+//     attacker's state of the same game time put it, was within
+//     HitTolerance (0.25 m, shape to shape) plus the report's copy error of
+//     the reported body of its fighter at some moment of the span the
+//     attacker saw: from the hit's time less the view age, to the hit's
+//     time (two ticks wider each way, as the peers' ticks are not in
+//     phase).
+//   - Hits the victim's world detects itself (the attacker's copy struck
+//     the real victim) count too.
+//   - Each attack deals damage at most once, whichever way its hit came
+//     first; the other is a duplicate.
+//
+// Everything is counted in Stats.Hits: Confirmed reports, Detected hits,
+// Duplicate, Repeats (a report's later copies), Stale (see below), Reported
+// (sent), and MaxMiss, the largest distance of a confirmed report less its
+// copy error. A report whose view age is above the largest accepted delay,
+// or whose copy error is above MaxCopyError (0.5 m), was a hit on a copy
+// that did not show this peer's fighter (a blackout, a correction still
+// catching up): the attacker's screen showed a guess, so it is counted as
+// Stale and neither confirmed nor refused.
+//
+// Why 0.25 m plus the copy error: the victim's pose at the time of the
+// newest state the attacker had is in the span judged (this peer recorded
+// it when it sent that state), the attacker's copy of the struck body was
+// within the copy error of it, and the limb touched the copy. So an honest
+// report is within the copy error of the victim's body, whatever the
+// correction method does, up to the contact's own slop and the wire's
+// quantization (millimetres); a fixed tolerance would have to cover the
+// copy's whole error instead (honest reports reach 1.0 m through cmd/ragsim's
+// blackouts). 0.25 m is a margin for what that argument leaves out; with
+// the largest copy error judged, a report's slack is at most 0.75 m, less
+// than a forearm and an upper arm, and a fist 3 m away is refused. A
+// modified client that understates its copy error is refused more often;
+// one that overstates it gains at most that slack, or makes its reports
+// stale.
+//
+// # A rival held to the rules of its own fighter
+//
+// The rival owns its fighter, so nothing stops a modified client from
+// sending well-formed states that break the rules of the game. Each state,
+// report, claim and hit of the rival is checked by small policies driven by
+// the states' game times (no clock, no goroutine); one that breaks a rule
+// is refused, counted in Stats.Refused by its Refusal, returned as a
+// *RefusedError, and changes nothing:
+//
+//   - RefusedAttackRate: an attack that starts before the rival's previous
+//     attack could have ended. Each state bounds the start of the attack it
+//     shows by its phase (it has entered that phase and not left it), so a
+//     lost packet only widens the bounds; the rule holds to the move
+//     table's wind-up, active and recovery durations (physics.Tuning), less
+//     AttackTolerance (two ticks, for states stamped by a slewing clock). A
+//     state that shows an attack held in a phase longer than the move table
+//     allows is judged as a new attack. Attacks cut short (a knock-down)
+//     need no exception: a fighter is down for longer than any attack.
+//   - RefusedDamageRate: more damage than the move table allows per second:
+//     a token bucket in game time holding two of the table's strongest
+//     hits (Tuning.MaxHitDamage), refilled at one per shortest attack.
+//   - RefusedHealing: the rival's fighter's HP rising, or a knocked-out
+//     fighter getting up, except at a round reset the game declared through
+//     ResetRound (ragsync.Match.ResetRound) within ResetGrace (2 s) of the
+//     state's arrival. A reset's first states may arrive before the
+//     declaration: such a state is held back, not applied, and counted as
+//     refused only if no reset is declared within ResetGrace.
+//   - RefusedPropReach: a claim on a prop (a transfer to the rival) when no
+//     body of the claimer's fighter came within PropReach (1 m, shape to
+//     shape) of the prop in this peer's world over the last second
+//     (PropReachWindow), nor in the claim's own packet (the claimer's
+//     fighter and the claimed prop as its states place them: an honest
+//     claim made on a copy a blackout left behind). A claim that arrives
+//     within ClaimGap (250 ms) of the end of a silence of the rival's
+//     stream longer than ClaimGap is not judged: it was made while nothing
+//     came through, and its fighter may have left the prop since. In
+//     cmd/ragsim honest claims come within 0.11 m in this world on lan,
+//     broadband, mobile and asym; on awful (up to 2.1 m) and through
+//     blackouts the claim's own packet or the silence rule accepts them.
+//   - RefusedHitTolerance: a hit report outside HitTolerance (above).
+//   - RefusedHitAttack: a hit report (or a hit in this world) of no attack
+//     the attacker's states show in its active phase then, with a limb that
+//     is not that attack's, with a limb pose that contradicts the
+//     attacker's state of the same time, or with a time this peer's history
+//     does not cover.
+//
+// Honest play trips none of them: cmd/ragsim counts refused = 0 on every
+// link, correction method and seed 1-5. A rival that breaks them gets no
+// more than honest play could: at most one attack per move, one hit per
+// attack, no healing, and props only within reach.
 //
 // With the default correction (correction.MethodFollow) the local copy
 // predicts its owner: remote objects keep gravity, and a remote fighter holds
@@ -39,22 +147,41 @@
 // remote ragdoll is a puppet, moved by the correction toward its owner's
 // states and by collisions in the local world.
 //
-// # Wire format (version 2)
+// # Wire format (version 3)
 //
 // A state packet is
 //
 //	byte     KindState (0x53, 'S'); clocksync's messages start with
 //	         clocksync.Magic instead, so both can share one link
+//	byte     0xC3, the version (3): read as a uvarint, as a version-2 peer
+//	         reads its claim count, it is above 64, so each version rejects
+//	         the other's packets as malformed rather than misreading them
 //	uvarint  n, the number of ownership claims (≤ 64)
 //	n ×      uvarint object id (1..65535), uvarint epoch (< 2³²): the
 //	         ownership epoch of each shared object the sender owns
 //	uvarint  m, the number of inputs (≤ 16)
 //	m ×      uvarint object id (1..65535, increasing), byte input: the
 //	         controls (physics.Input) the sender's fighter had this tick
+//	uvarint  k, the number of hit reports (≤ 8)
+//	k ×      a hit report:
+//	  uvarint  attacker id, uvarint victim id (1..65535)
+//	  byte     bits 0-1 the attack's AttackSeq, bits 2-4 the striking limb
+//	           (1 lower arm L, 2 lower arm R, 3 lower leg L, 4 lower leg
+//	           R), bits 5-7 zero
+//	  byte     the victim's body part (physics.BodyPart, 1..10)
+//	  uvarint  age: the packet's game time less the hit's, µs (≤ 250 ms)
+//	  uvarint  view: how old the attacker's newest state of the victim was
+//	           at the hit, µs (≤ 10 s)
+//	  uvarint  impulse, mN·s (≤ 1000 N·s)
+//	  varint   limb x, varint limb y: the striking limb's position, mm
+//	           (within ±1000 m)
+//	  uvarint  limb angle, 2π/65536 (< 65536)
 //	...      a physics snapshot (see package physics): the sender's game
 //	         time, a sequence number and the states of every object it owns
 //
-// Version 1 had no inputs. A packet from one fighter costs 3 bytes of inputs.
+// Version 1 had no inputs, version 2 no version byte and no hit reports. A
+// packet from one fighter costs 3 bytes of inputs, and 1 byte of hit list
+// plus about 16 bytes per hit report while a hit is repeated.
 // A fighter's input is judged as part of its state: it is valid if only bits
 // of physics.InputMask are set and it belongs to a fighter whose state the
 // same packet carries, and it reaches the fighter only with that state, once

@@ -37,12 +37,26 @@ func FuzzHandlePacket(f *testing.F) {
 	now += tickUS
 	claimed := b.tick(f, now)
 	f.Add(claimed)
-	f.Add(append([]byte{KindState, 2, 3, 1, 3, 2}, claimed[4:]...))             // the crate claimed twice
-	f.Add(append([]byte{KindState, 1, 1, 1}, claimed[1:]...))                   // a claim on a fighter
-	f.Add(append([]byte{KindState, 0, 1, 2, 0x40}, claimed[4+3:]...))           // an undefined input bit
-	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))       // a damaged last byte
-	f.Add(binary.AppendUvarint([]byte{KindState}, maxClaims+1))                 // too many claims
-	f.Add([]byte{KindState, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
+	v := wireVersion
+	f.Add(append([]byte{KindState, v, 2, 3, 1, 3, 2}, claimed[5:]...))             // the crate claimed twice
+	f.Add(append([]byte{KindState, v, 1, 1, 1}, claimed[5:]...))                   // a claim on a fighter
+	f.Add(append([]byte{KindState, v, 0, 1, 2, 0x40}, claimed[5+3:]...))           // an undefined input bit
+	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))          // a damaged last byte
+	f.Add(binary.AppendUvarint([]byte{KindState, v}, maxClaims+1))                 // too many claims
+	f.Add([]byte{KindState, v, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
+	// Hit reports: one that B's fighter could have landed, one far from
+	// A's fighter, and one of an attack B never started.
+	plain := b.tick(f, now+tickUS) // no claims, B's input, no hits
+	for _, h := range []hitReport{
+		{attacker: fighterB, victim: fighterA, seq: 1, strike: physics.PartLowerArmR, part: physics.PartTorso, impulse: 4, limb: physics.Pose{Pos: physics.V(-1.2, 1.1)}},
+		{attacker: fighterB, victim: fighterA, seq: 2, strike: physics.PartLowerLegR, part: physics.PartHead, impulse: 30, limb: physics.Pose{Pos: physics.V(5, 1)}},
+		{attacker: fighterA, victim: fighterB, seq: 3, strike: physics.PartLowerArmL, part: physics.PartHead, impulse: 1},
+	} {
+		p := append([]byte(nil), plain[:6]...)
+		p = append(p, 1)
+		p = appendReport(p, &h, 0)
+		f.Add(append(p, plain[7:]...))
+	}
 
 	buf := make([]byte, 0, 2048)
 	f.Fuzz(func(t *testing.T, p []byte) {
@@ -71,6 +85,7 @@ func FuzzHandlePacket(f *testing.F) {
 				t.Fatalf("authority error names sender %v", ae.Sender)
 			}
 		case errors.As(err, &se):
+		case errors.As(err, new(*RefusedError)):
 		default:
 			t.Fatalf("untyped error %T: %v", err, err)
 		}
@@ -86,7 +101,7 @@ func FuzzHandlePacket(f *testing.F) {
 			if perr != nil {
 				t.Fatalf("parseHeader refuses a packet HandlePacket parsed: %v", perr)
 			}
-			q := binary.AppendUvarint([]byte{KindState}, uint64(len(h.claims)))
+			q := binary.AppendUvarint([]byte{KindState, wireVersion}, uint64(len(h.claims)))
 			for _, c := range h.claims {
 				q = binary.AppendUvarint(q, uint64(c.id))
 				q = binary.AppendUvarint(q, uint64(c.epoch))
@@ -99,11 +114,15 @@ func FuzzHandlePacket(f *testing.F) {
 				q = binary.AppendUvarint(q, uint64(in.id))
 				q = append(q, byte(in.in))
 			}
-			wantC, wantI := slices.Clone(h.claims), slices.Clone(h.inputs)
+			q = binary.AppendUvarint(q, uint64(len(h.reports)))
+			wantC, wantI, wantH := slices.Clone(h.claims), slices.Clone(h.inputs), slices.Clone(h.reports)
+			for i := range wantH {
+				q = appendReport(q, &wantH[i], 0) // parsed times are minus the age
+			}
 			q = append(q, body...)
 			got, body2, perr := a.r.parseHeader(q)
-			if perr != nil || !slices.Equal(got.claims, wantC) || !slices.Equal(got.inputs, wantI) || !bytes.Equal(body, body2) {
-				t.Fatalf("claims and inputs do not round-trip: %v %v %v / %v (%v)", wantC, wantI, body, got, perr)
+			if perr != nil || !slices.Equal(got.claims, wantC) || !slices.Equal(got.inputs, wantI) || !slices.Equal(got.reports, wantH) || !bytes.Equal(body, body2) {
+				t.Fatalf("claims, inputs and hits do not round-trip: %v %v %v %v / %v (%v)", wantC, wantI, wantH, body, got, perr)
 			}
 		}
 

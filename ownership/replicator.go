@@ -108,8 +108,16 @@ type Stats struct {
 	// applied; Damage is the total damage applied.
 	HitsTaken, Damage uint64
 	// HitsDealt counts hits this peer's fighters landed on remote fighters
-	// in the local world (their owner decides the damage).
+	// in the local world (their owner decides the damage; each is reported
+	// to it).
 	HitsDealt uint64
+	// Hits counts the hits on this peer's fighters by verdict (confirmed
+	// reports, hits detected here, duplicates), and the reports sent.
+	Hits HitStats
+	// Refused counts, by reason, the rival's states, hit reports, hits and
+	// claims a rule of its own fighter refused (see RefusedError). None of
+	// them changed anything.
+	Refused Refusals
 	// Correction sums the correctors of remote objects (MaxError: the
 	// largest body error of the last tick).
 	Correction correction.Stats
@@ -131,6 +139,15 @@ type replicated struct {
 	idle    bool                                // a following fighter let go of its controls (no recent state)
 	heard   clocksync.GameTime                  // when its last state arrived
 	gravity [physics.MaxBodiesPerObject]float64 // gravity scales to restore
+
+	stamp   clocksync.GameTime // the time of its last applied state
+	hist, k int                // offset of its poses in a history record; index among the objects
+	size    float64            // largest distance from a body's origin to its shapes
+
+	// A remote fighter is held to the rules of its own fighter.
+	attacks attackPolicy
+	health  healthPolicy
+	budget  damageBudget
 }
 
 type claim struct {
@@ -146,8 +163,9 @@ type input struct {
 
 // header is what a state packet carries before its snapshot.
 type header struct {
-	claims []claim
-	inputs []input
+	claims  []claim
+	inputs  []input
+	reports []hitReport
 }
 
 // Replicator keeps the objects of a physics.World in sync with the rival's
@@ -180,6 +198,18 @@ type Replicator struct {
 	lastDrop  clocksync.Reason // the filter's verdict on the last parseable packet
 	follow    bool             // the correction is correction.MethodFollow
 	inputHold time.Duration    // the correction's InputHold
+
+	now               clocksync.GameTime // of the tick (BeforeStep)
+	hist              *history           // poses of every object, per tick
+	outHits           [maxReports]hitReport
+	nout              int // hits this peer's fighters landed, being repeated
+	reports           [maxReports]hitReport
+	seen              [seenWindow]seenReport
+	nseen             int
+	lastHeard, gapEnd clocksync.GameTime // the last accepted packet's arrival; the first's after a gap
+	heardAny          bool
+	damaged           []physics.HitEvent // hits applied as damage this tick
+	sent              bool               // AppendPacket ran: damaged is last tick's
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -212,6 +242,7 @@ func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, e
 		follow:    corr.Method == correction.MethodFollow,
 		inputHold: corr.InputHold,
 		body:      make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
+		damaged:   make([]physics.HitEvent, 0, 8),
 	}, nil
 }
 
@@ -238,11 +269,18 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 		r.reg.remove(id)
 		return err
 	}
-	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared}
+	o := &replicated{obj: obj, fighter: obj.Fighter(), corr: corr, mon: r.cfg.Divergence, shared: shared, size: sizeOf(obj)}
 	for i, b := range obj.Bodies() {
 		o.gravity[i] = b.M_gravityScale
 	}
+	if o.fighter != nil {
+		m := movesOf(o.fighter.Tuning())
+		o.attacks = attackPolicy{moves: m, tol: AttackTolerance}
+		o.budget = newDamageBudget(m, AttackTolerance)
+		o.health = healthPolicy{hp: o.fighter.HP(), ko: o.fighter.HP() == 0}
+	}
 	r.insert(o)
+	r.hist = nil // rebuilt for the new set of objects
 	r.setMode(o, r.reg.Mode(id))
 	return nil
 }
@@ -305,7 +343,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 	start := len(dst)
 	r.out.Reset(now, r.seq)
 	r.seq++
-	dst = append(dst, KindState)
+	dst = append(dst, KindState, wireVersion)
 	n := 0
 	for _, o := range r.objs {
 		if o.mode == ModeOwned && o.shared {
@@ -339,12 +377,14 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 			n++
 		}
 	}
+	dst = r.appendHits(dst, now)
 	dst, err := r.world.AppendSnapshot(dst, &r.out)
 	if err != nil {
 		return dst[:start], err
 	}
 	r.stats.PacketsOut++
 	r.stats.BytesOut += uint64(len(dst) - start)
+	r.sent = true
 	return dst, nil
 }
 
@@ -376,6 +416,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 // skipped and counted in Stats.ClaimsLost. Nothing invalid reaches box2d.
 // Well-formed packets allocate nothing.
 func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
+	r.newTick()
 	r.stats.PacketsIn++
 	r.stats.BytesIn += uint64(len(p))
 	h, body, err := r.parseHeader(p)
@@ -397,6 +438,10 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	if r.lastDrop != clocksync.Accepted {
 		return nil // normal on an unreliable link: counted, not an error
 	}
+	if r.heardAny && now.Sub(r.lastHeard) > ClaimGap {
+		r.gapEnd = now // the first packet after a gap in the rival's stream
+	}
+	r.lastHeard, r.heardAny = now, true
 
 	var first error
 	fail := func(err error) {
@@ -429,6 +474,12 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	}
 	for i := range ins {
 		fail(r.strayInput(ins[i]))
+	}
+	for i := range h.reports {
+		h.reports[i].g += r.in.Time // the wire carries its age
+		if err := r.judgeReport(&h.reports[i]); err != nil {
+			fail(err)
+		}
 	}
 	return first
 }
@@ -488,12 +539,22 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		r.stats.Invalid++
 		return err
 	}
+	// The rules of the rival's own fighter, and a claim's reach.
+	held := false
+	if err := r.judgeRules(o, os, d, now, &held); err != nil || held {
+		return err
+	}
 	// 3. Commit: the transfer, then the state, then the input.
 	if r.reg.Commit(d, tick) {
 		r.setMode(o, ModeRemote)
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	if o.fighter != nil {
+		if o.health.rises(&os.Fighter) {
+			o.attacks.reset() // a round reset ended its attack
+		}
+		o.attacks.commitState(&os.Fighter, r.in.Time)
+		o.health.commit(&os.Fighter)
 		var err error
 		if o.follow {
 			// Its attack runs on from where the owner was, this state's
@@ -511,6 +572,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		}
 		o.idle = false
 		o.heard = now
+		o.stamp = r.in.Time
 	}
 	if err := o.corr.SetTarget(os.Bodies, r.in.Time); err != nil {
 		r.stats.Invalid++ // cannot happen: validated above
@@ -529,7 +591,14 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 	if p[0] != KindState {
 		return header{}, nil, &PacketError{Field: "kind", Value: uint64(p[0]), Err: fmt.Errorf("%w: not a state packet", ErrMalformed)}
 	}
-	off := 1
+	if len(p) < 2 || p[1] != wireVersion {
+		var v uint64
+		if len(p) >= 2 {
+			v = uint64(p[1])
+		}
+		return header{}, nil, &PacketError{Offset: 1, Field: "version", Value: v, Err: fmt.Errorf("%w: not a version-3 state packet (the peer runs another ragsync version)", ErrMalformed)}
+	}
+	off := 2
 	uv := func(field string, max uint64) (uint64, error) {
 		v, n := binary.Uvarint(p[off:])
 		if n <= 0 {
@@ -587,6 +656,9 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		off++
 	}
 	h.inputs = r.inputs[:m]
+	if off, h.reports, err = parseReports(p, off, &r.reports); err != nil {
+		return header{}, nil, err
+	}
 	return h, p[off:], nil
 }
 
@@ -599,11 +671,16 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 // HandlePacket calls and before world.Step.
 func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	r.world.SetClock(now) // both peers' fighters walk in step
+	r.newTick()
+	r.now = now
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false
 	for _, o := range r.objs {
 		if o.mode != ModeRemote {
 			continue
+		}
+		if o.fighter != nil {
+			r.stats.Refused[RefusedHealing] += o.health.expired(now)
 		}
 		if o.follow && !o.idle && o.corr.HasTarget() && now.Sub(o.heard) > r.inputHold {
 			r.letGo(o.fighter)
@@ -651,17 +728,25 @@ func (r *Replicator) Shown(id physics.ObjectID, i int) (pos physics.Vec2, angle 
 // applied (the victim's owner decides damage), and shared props the local
 // fighters touch are claimed. Call it right after world.Step.
 func (r *Replicator) AfterStep() {
-	for _, h := range r.world.Hits() {
-		switch r.reg.Mode(h.Victim) {
-		case ModeOwned:
+	if r.hist == nil {
+		r.hist = newHistory(historyLen(r.cfg.MaxDelay), r.objs)
+	}
+	r.hist.record(r.objs, r.now)
+	hits := r.world.Hits()
+	for i := range hits {
+		h := &hits[i]
+		victim, attacker := r.reg.Mode(h.Victim), r.reg.Mode(h.Attacker)
+		switch {
+		case victim == ModeOwned && attacker == ModeRemote:
+			r.detected(h)
+		case victim == ModeOwned:
 			if f := r.world.Fighter(h.Victim); f != nil {
-				r.stats.Damage += uint64(f.ApplyHit(h))
+				r.stats.Damage += uint64(f.ApplyHit(*h))
 				r.stats.HitsTaken++
 			}
-		case ModeRemote:
-			if r.reg.Mode(h.Attacker) == ModeOwned {
-				r.stats.HitsDealt++
-			}
+		case victim == ModeRemote && attacker == ModeOwned:
+			r.stats.HitsDealt++
+			r.report(h)
 		}
 	}
 	tick := r.world.Tick()

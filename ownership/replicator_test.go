@@ -224,10 +224,19 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 		{"crate, claim skipping epochs, NaN", invalid(crate), 5, ErrBadClaim, func(s Stats) uint64 { return s.Unauthorized }, peerA},
 		{"crate, stale claim, NaN", invalid(crate), 0, nil, func(s Stats) uint64 { return s.ClaimsLost }, peerA},
 		{"crate, winning claim, NaN: no transfer", invalid(crate), 1, physics.ErrNotFinite, func(s Stats) uint64 { return s.Invalid }, peerA},
+		{"crate, winning claim from 2 m away", valid(crate), 1, nil, func(s Stats) uint64 { return s.Refused[RefusedPropReach] }, peerA},
 		{"crate, winning claim", valid(crate), 1, nil, func(s Stats) uint64 { return s.Applied }, peerB},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := newPeer(t, peerA, peerB, nil)
+			if c.name == "crate, winning claim" {
+				// B's fighter stands by the crate in A's world.
+				cs := a.w.Object(crate).ReadState(nil)
+				cs[0].Pos = physics.V(2.3, 0.25)
+				if err := a.w.Object(crate).WriteState(cs); err != nil {
+					t.Fatal(err)
+				}
+			}
 			before := a.r.Stats()
 			o := a.r.lookup(c.state.ID) // nil for the local-only debris
 			targets := func() uint64 {
@@ -238,6 +247,10 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 			}
 			targetsBefore := targets()
 			err := a.r.apply(o, &c.state, c.epoch, nil, a.w.Tick(), 0)
+			var re *RefusedError
+			if errors.As(err, &re) && re.Reason == RefusedPropReach && c.name == "crate, winning claim from 2 m away" {
+				err = nil
+			}
 			if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
 				t.Fatalf("apply = %v, want %v", err, c.err)
 			}
@@ -245,8 +258,8 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 			if c.counter(after) != c.counter(before)+1 {
 				t.Errorf("the expected counter did not move: %+v", after)
 			}
-			if moved := after.Applied + after.Invalid + after.Unauthorized + after.ClaimsLost -
-				(before.Applied + before.Invalid + before.Unauthorized + before.ClaimsLost); moved != 1 {
+			if moved := after.Applied + after.Invalid + after.Unauthorized + after.ClaimsLost + after.Refused.Total() -
+				(before.Applied + before.Invalid + before.Unauthorized + before.ClaimsLost + before.Refused.Total()); moved != 1 {
 				t.Errorf("%d counters moved, want 1: %+v", moved, after)
 			}
 			if owner, _ := a.r.Registry().Owner(crate); owner != c.owner {
@@ -266,7 +279,7 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 	var snap physics.Snapshot
 	snap.Reset(0, 0)
 	snap.Objects = append(snap.Objects, hp)
-	pkt, err := liar.w.AppendSnapshot([]byte{KindState, 0, 0}, &snap) // no claims, no inputs
+	pkt, err := liar.w.AppendSnapshot([]byte{KindState, wireVersion, 0, 0, 0}, &snap) // no claims, inputs or hits
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,17 +295,27 @@ func TestReplicatorBadPackets(t *testing.T) {
 	a := newPeer(t, peerA, peerB, nil)
 	b := newPeer(t, peerB, peerA, nil)
 	good := b.tick(t, 0)
-	snap := good[2:] // kind, claim count 0, then the inputs and the snapshot
-	if good[2] != 1 || good[3] != byte(fighterB) {
-		t.Fatalf("B's packet % x does not carry its fighter's input", good[:5])
+	snap := good[3:] // kind, version, claim count 0, then the inputs, hits and the snapshot
+	if good[3] != 1 || good[4] != byte(fighterB) || good[6] != 0 {
+		t.Fatalf("B's packet % x does not carry its fighter's input and no hits", good[:7])
 	}
-	body := good[5:] // the snapshot alone
+	body := good[7:] // the snapshot alone
 	inputsPkt := func(entries ...byte) []byte {
-		return append(append([]byte{KindState, 0}, entries...), body...)
+		return append(append(append([]byte{KindState, wireVersion, 0}, entries...), 0), body...)
+	}
+	hitsPkt := func(entries ...byte) []byte {
+		return append(append([]byte{KindState, wireVersion, 0, 0}, entries...), body...)
+	}
+	report := func(mutate func(h *hitReport)) []byte {
+		h := hitReport{attacker: fighterB, victim: fighterA, seq: 1, strike: physics.PartLowerArmR, part: physics.PartHead, impulse: 3}
+		if mutate != nil {
+			mutate(&h)
+		}
+		return appendReport(nil, &h, 0)
 	}
 
 	claimsPkt := func(n int, id, epoch uint64) []byte {
-		p := []byte{KindState}
+		p := []byte{KindState, wireVersion}
 		p = binary.AppendUvarint(p, uint64(n))
 		for range n {
 			p = binary.AppendUvarint(p, id)
@@ -303,15 +326,23 @@ func TestReplicatorBadPackets(t *testing.T) {
 	cases := map[string][]byte{
 		"empty":           {},
 		"wrong kind":      append([]byte{0x00}, good[1:]...),
-		"truncated claim": {KindState, 1, 3},
+		"truncated claim": {KindState, wireVersion, 1, 3},
+		"version 2":       append([]byte{KindState}, good[2:]...),
+		"no version":      {KindState},
+		"too many hits":   hitsPkt(maxReports + 1),
+		"truncated hit":   hitsPkt(append([]byte{1}, report(nil)[:5]...)...),
+		"hit victim 0":    hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.victim = 0 })...)...),
+		"hit no strike":   hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.strike = physics.PartHead })...)...),
+		"hit part 11":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.part = 11 })...)...),
+		"hit too old":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.g = -us(reportRepeat) - 1 })...)...),
 		"too many claims": claimsPkt(maxClaims+1, 3, 1),
 		"claim id 0":      claimsPkt(1, 0, 1),
 		"claim id > u16":  claimsPkt(1, 70000, 1),
-		"overlong varint": append([]byte{KindState, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, snap...),
+		"overlong varint": append([]byte{KindState, wireVersion, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, snap...),
 		"truncated snap":  good[:len(good)/2],
-		"garbage snap":    append([]byte{KindState, 0}, []byte("definitely not a snapshot")...),
+		"garbage snap":    append([]byte{KindState, wireVersion, 0, 0, 0}, []byte("definitely not a snapshot")...),
 		"trailing bytes":  append(append([]byte(nil), good...), 1, 2, 3),
-		"truncated input": {KindState, 0, 1, byte(fighterB)},
+		"truncated input": {KindState, wireVersion, 0, 1, byte(fighterB)},
 		"input id 0":      inputsPkt(1, 0, byte(physics.InputLeft)),
 		"input ids twice": inputsPkt(2, byte(fighterB), 0, byte(fighterB), 0),
 		"too many inputs": inputsPkt(maxInputs + 1),
@@ -510,8 +541,8 @@ func TestReplicatorCarriesInputs(t *testing.T) {
 	b := newPeer(t, peerB, peerA, nil)
 	b.w.Fighter(fighterB).SetInput(physics.InputLeft | physics.InputKick)
 	p := b.tick(t, 0)
-	if want := []byte{KindState, 0, 1, byte(fighterB), byte(physics.InputLeft | physics.InputKick)}; !bytes.Equal(p[:5], want) {
-		t.Fatalf("packet starts % x, want % x", p[:5], want)
+	if want := []byte{KindState, wireVersion, 0, 1, byte(fighterB), byte(physics.InputLeft | physics.InputKick)}; !bytes.Equal(p[:6], want) {
+		t.Fatalf("packet starts % x, want % x", p[:6], want)
 	}
 	a.tick(t, tickUS, p)
 	if in := a.w.Fighter(fighterB).Input(); in != physics.InputLeft|physics.InputKick {
@@ -527,9 +558,9 @@ func TestReplicatorValidatesInputs(t *testing.T) {
 	b := newPeer(t, peerB, peerA, nil)
 	b.w.Fighter(fighterB).SetInput(physics.InputLeft)
 	p := b.tick(t, 0)
-	snap := p[5:] // after the kind, no claims, one input
+	snap := p[6:] // after the kind, the version, no claims, one input
 	forge := func(entries ...byte) []byte {
-		return append(append([]byte{KindState, 0}, entries...), snap...)
+		return append(append([]byte{KindState, wireVersion, 0}, entries...), snap...)
 	}
 	for _, c := range []struct {
 		name    string

@@ -1,6 +1,9 @@
 package physics
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestCodecAllocatesNothing(t *testing.T) {
 	w := newWorld(t)
@@ -86,5 +89,45 @@ func TestStepAddsNoAllocations(t *testing.T) {
 	}
 	if len(w.pending) != 1 || w.pending[0].Impulse != 12 {
 		t.Errorf("pending hits %+v, want one with the stronger impulse", w.pending)
+	}
+}
+
+// BodyDistance judges poses from the past (hit confirmation, prop reach)
+// without allocating, and measures shape to shape.
+func TestBodyDistance(t *testing.T) {
+	w, err := NewWorld(WorldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := w.AddFighter(1, FighterConfig{X: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := w.AddCrate(2, PropConfig{Pos: V(3, 0.25)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, fist := PartHead.Index(), PartLowerArmR.Index()
+	pa := a.Object().Pose(head)
+	if d := BodyDistance(a.Object(), head, pa, a.Object(), head, pa); d != 0 {
+		t.Errorf("a body from itself: %v, want 0", d)
+	}
+	// The fist 1 m to the right of the head: the gap is 1 m less both
+	// shapes' extents along x, so between 0.5 and 1 m.
+	pf := Pose{Pos: pa.Pos.Add(V(1, 0)), Angle: 0}
+	if d := BodyDistance(a.Object(), fist, pf, a.Object(), head, pa); !(d > 0.5 && d < 1) {
+		t.Errorf("fist 1 m from the head: %v m apart", d)
+	}
+	if d := BodyDistance(a.Object(), head, pa, c, 0, c.Pose(0)); !(d > 3 && d < 4.5) {
+		t.Errorf("head to crate: %v m", d)
+	}
+	if d := BodyDistance(a.Object(), 99, pa, c, 0, pa); !math.IsInf(d, 1) {
+		t.Errorf("body 99: %v, want +Inf", d)
+	}
+	if d := BodyDistance(a.Object(), head, Pose{Pos: V(math.NaN(), 0)}, c, 0, pa); !math.IsInf(d, 1) {
+		t.Errorf("NaN pose: %v, want +Inf", d)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = BodyDistance(a.Object(), fist, pf, a.Object(), head, pa) }); n != 0 {
+		t.Errorf("BodyDistance allocates %v times", n)
 	}
 }

@@ -911,3 +911,9 @@ func (f *Fighter) limp(j int) {
 	f.joints[j].SetMotorSpeed(0)
 	f.joints[j].SetMaxMotorTorque(f.tuning.LimpTorque)
 }
+
+// Tuning returns the fighter's tuning, defaults filled in: its move table
+// (the phases of a punch and a kick), damage and body. The sync layer holds
+// a remote fighter to it (an attack may not start before the previous one
+// could have ended, nor deal more damage than the table allows).
+func (f *Fighter) Tuning() Tuning { return f.tuning }

@@ -19,4 +19,11 @@ type HitEvent struct {
 	Attack Action
 	// Blocked reports whether the victim was blocking when hit.
 	Blocked bool
+	// AttackSeq is the attacker's FighterState.AttackSeq during the attack
+	// (the count of its attacks, mod 4): with Attacker and the hit's time,
+	// it tells one attack from the next.
+	AttackSeq uint8
+	// Strike is the attacker's striking limb (PartLowerArmL or R for a
+	// punch, PartLowerLegL or R for a kick).
+	Strike BodyPart
 }

@@ -554,5 +554,6 @@ func (w *World) hitCandidate(att, vic bodyRef, impulse float64) {
 		}
 	}
 	w.pending = append(w.pending, HitEvent{Attacker: att.obj.id, Victim: vic.obj.id,
-		Part: PartOf(vic.index), Impulse: impulse, Attack: f.attack, Blocked: vic.obj.fighter.action == ActionBlock})
+		Part: PartOf(vic.index), Impulse: impulse, Attack: f.attack, Blocked: vic.obj.fighter.action == ActionBlock,
+		AttackSeq: f.attackSeq & 3, Strike: PartOf(att.index)})
 }

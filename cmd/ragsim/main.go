@@ -65,10 +65,23 @@
 //	hit_agreement, hits       share of distinct hits both peers registered
 //	                          (same attacker, victim and attack), and how
 //	                          many distinct hits there were
+//	damage_agreement          of the hits seen on the attacker's screen (its
+//	                          world saw its fighter land them) or applied as
+//	                          damage (by the victim's owner: a confirmed hit
+//	                          report or a hit its world detected), the share
+//	                          that were both: |A ∩ D| / |A ∪ D|, paired as
+//	                          for hit_agreement
+//	refused                   the rival's states, hit reports, hits and
+//	                          claims the rules of its own fighter refused
+//	                          (ownership.Stats.Refused): 0 in honest play
 //	kbps_per_direction        bytes sent per peer (states and clock pings)
 //	position_disconnects      runs of critical position gaps (correction.Monitor)
 //	loss_pct, transfers, kos, rejected   measured loss, crate claims, knockouts,
-//	                          refused states
+//	                          malformed, unauthorized and invalid states
+//
+// Rounds: 2 s after a fighter is knocked out (its owner sees it at once, the
+// rival when the state arrives), each peer declares a new round through
+// Match.ResetRound, which heals both fighters.
 //
 // The wall-clock speed (times faster than real time) goes to stderr, so the
 // standard output stays reproducible.
@@ -420,12 +433,13 @@ func Mean(rs []Result) Result {
 
 func printTable(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\t")
+	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\tdmg agree\trefused\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f%%\t%.0f\t\n",
 			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayMs, r.RMSAlignedM,
 			r.PopP99M, r.PopMaxM, r.MaxJumpM, r.HardSnapsPerS, r.ClockErrorP95Ms,
-			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs)
+			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs,
+			100*r.DamageAgreement, r.Refused)
 	}
 	tw.Flush()
 }

@@ -90,6 +90,8 @@ type Result struct {
 	Transfers           float64 `json:"transfers"`
 	KOs                 float64 `json:"kos"`
 	Rejected            float64 `json:"rejected"`
+	DamageAgreement     float64 `json:"damage_agreement"`
+	Refused             float64 `json:"refused"`
 }
 
 // objPos is the position of every body of the match's objects at one moment.
@@ -134,6 +136,8 @@ type peer struct {
 	counting        bool
 	frames          []frame // recorded ticks, in order
 	hits            []hitRec
+	damage          []hitRec // hits on this peer's fighter whose damage it applied
+	round           roundRule
 	pops            []float64 // Stats.Pop of every corrected rival body, every tick
 	koTicks         int
 	kos             int
@@ -221,19 +225,17 @@ func (p *peer) tick() {
 	if err := p.match.Tick(); errors.Is(err, ragsync.ErrNotSynced) {
 		return
 	}
-	// The owner decides its fighter's fate: a knocked-out fighter comes
-	// back for the next round after 2 s.
+	g := p.match.Stats().GameTime
 	if f.Action() == physics.ActionKO {
 		if p.koTicks == 0 {
 			p.kos++
 		}
 		p.koTicks++
-		if p.koTicks > 2*physics.TickRate {
-			f.Revive(f.MaxHP())
-			p.koTicks = 0
-		}
+	} else {
+		p.koTicks = 0
 	}
-	g := p.match.Stats().GameTime
+	p.round.tick(p.match, g)
+	p.recordDamage(g)
 	fr := frame{g: g, t: p.master.Now()}
 	rep := p.match.Replicator()
 	reg := rep.Registry()
@@ -255,8 +257,37 @@ func (p *peer) tick() {
 	}
 	p.frames = append(p.frames, fr)
 	for _, h := range p.world.Hits() {
-		a := p.world.Fighter(h.Attacker)
-		p.hits = append(p.hits, hitRec{attacker: h.Attacker, victim: h.Victim, seq: a.State().AttackSeq, g: g})
+		p.hits = append(p.hits, hitRec{attacker: h.Attacker, victim: h.Victim, seq: h.AttackSeq, g: g})
+	}
+}
+
+// roundRule is the simulated game's round rule, which both peers follow on
+// their own: 2 s after a fighter is knocked out (this peer's own, or the
+// rival's as its states show it) a new round begins, declared through
+// Match.ResetRound, the only way HP may rise.
+type roundRule struct {
+	koAt    clocksync.GameTime
+	ko      bool
+	resetAt clocksync.GameTime // the last reset (a KO state may still be on its way)
+}
+
+func (r *roundRule) tick(m *ragsync.Match, g clocksync.GameTime) {
+	const after = 2 * time.Second
+	down := m.Fighter().Action() == physics.ActionKO || m.Rival().HP() == 0
+	if down && !r.ko && g.Sub(r.resetAt) > after {
+		r.ko, r.koAt = true, g
+	}
+	if r.ko && g.Sub(r.koAt) >= after {
+		m.ResetRound()
+		r.ko, r.resetAt = false, g
+	}
+}
+
+// recordDamage records the hits on this peer's fighter whose damage the
+// last tick applied.
+func (p *peer) recordDamage(g clocksync.GameTime) {
+	for _, h := range p.match.Damaged() {
+		p.damage = append(p.damage, hitRec{attacker: h.Attacker, victim: h.Victim, seq: h.AttackSeq, g: g})
 	}
 }
 
@@ -356,6 +387,7 @@ func Run(o Options) (Result, error) {
 		res.PositionDisconnects += float64(s.Replicator.PositionDisconnects)
 		res.Transfers += float64(s.Replicator.Claims)
 		res.Rejected += float64(s.Replicator.Unauthorized + s.Replicator.Invalid + s.Replicator.Malformed)
+		res.Refused += float64(s.Replicator.Refused.Total())
 		res.KOs += float64(p.kos)
 	}
 	res.HardSnapsPerS = float64(hard) / 2 / secs
@@ -418,6 +450,25 @@ func measure(res *Result, a, b *peer) {
 	}
 	hits, agree := matchHits(a.hits, b.hits)
 	res.Hits, res.HitAgreement = float64(hits), agree
+	res.DamageAgreement = damageAgreement(a, b)
+}
+
+// damageAgreement is |A ∩ D| / |A ∪ D| over both directions, where A are
+// the hits each attacker's world saw its fighter land (its screen) and D
+// the hits each victim's owner applied as damage, paired as matchHits does.
+func damageAgreement(a, b *peer) float64 {
+	var seen, applied []hitRec
+	for _, p := range [2]*peer{a, b} {
+		own := p.match.Fighter().ID()
+		for _, h := range p.hits {
+			if h.attacker == own {
+				seen = append(seen, h)
+			}
+		}
+		applied = append(applied, p.damage...)
+	}
+	_, agree := matchHits(seen, applied)
+	return agree
 }
 
 // Visual delay search: the lag d that minimises the rms distance between

@@ -64,8 +64,14 @@ func TestLANMatchIsSane(t *testing.T) {
 	if r.KbpsPerDirection < 10 || r.KbpsPerDirection > 100 {
 		t.Errorf("%v kbps per direction", r.KbpsPerDirection)
 	}
-	if r.Rejected != 0 || r.PositionDisconnects != 0 {
-		t.Errorf("rejected %v, position disconnects %v", r.Rejected, r.PositionDisconnects)
+	if r.Rejected != 0 || r.PositionDisconnects != 0 || r.Refused != 0 {
+		t.Errorf("rejected %v, position disconnects %v, refused %v", r.Rejected, r.PositionDisconnects, r.Refused)
+	}
+	// Hits the attacker saw are confirmed by the victim's owner: damage
+	// agrees with the attacker's screen at least as often as the two
+	// screens agree with each other.
+	if r.DamageAgreement < r.HitAgreement || r.DamageAgreement < 0.9 {
+		t.Errorf("damage agreement %.2f (hit agreement %.2f) on a LAN", r.DamageAgreement, r.HitAgreement)
 	}
 }
 

@@ -497,6 +497,7 @@ func (p *Player) tick(c Controls) {
 		if err := p.arena.reset(p.match.Replicator(), p.fid); err != nil {
 			p.log.Error("resetting the round", "err", err)
 		}
+		p.match.ResetRound() // heals this peer's fighter; the rival's may heal too
 		p.diag.roundReset()
 		n, start, length := p.rules.Round()
 		p.log.Info("round set", "round", n, "starts_in", start.Sub(p.now).Round(time.Millisecond), "length", length)

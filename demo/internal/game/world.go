@@ -78,7 +78,8 @@ func matchConfig(onMessage func(p []byte)) ragsync.MatchConfig {
 }
 
 // reset puts every object this peer owns back at its start for a new
-// round, and heals the local fighter. The rival does the same with what it
+// round; the caller then declares the round (Match.ResetRound), which heals
+// the local fighter and lets the rival's HP rise. The rival does the same with what it
 // owns when it adopts the round; its new states then pull the local copies
 // of its objects back smoothly (the correction's hard path, over a few
 // ticks), without teleporting them twice.
@@ -91,8 +92,6 @@ func (a *arena) reset(r *ownership.Replicator, me physics.ObjectID) error {
 			return err
 		}
 	}
-	f := a.world.Fighter(me)
-	f.SetInput(0)
-	f.Revive(f.MaxHP())
+	a.world.Fighter(me).SetInput(0)
 	return nil
 }

@@ -1,0 +1,413 @@
+package ownership
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/physics"
+)
+
+// Refusal is why a rival's state, hit report or claim was refused: it
+// broke a rule of its own fighter (see the package documentation, "A rival
+// held to the rules"). A refused input is counted in Stats.Refused by its
+// reason and changes nothing.
+type Refusal uint8
+
+const (
+	// RefusedAttackRate: an attack that starts before the rival's previous
+	// attack could have ended (its move's wind-up, active and recovery
+	// phases, less AttackTolerance).
+	RefusedAttackRate Refusal = iota
+	// RefusedDamageRate: a hit that would take more HP per second than the
+	// rival's move table allows (see Stats.Refused).
+	RefusedDamageRate
+	// RefusedHealing: a rival fighter's HP that rose, or a knocked-out
+	// fighter that got up, without a round reset declared through
+	// Replicator.ResetRound.
+	RefusedHealing
+	// RefusedPropReach: a claim on a prop the claimer's fighter was not
+	// within PropReach of, neither now nor in the recent history of this
+	// peer's world.
+	RefusedPropReach
+	// RefusedHitTolerance: a hit report whose striking limb, as the
+	// attacker's states placed it, was farther than HitTolerance from the
+	// victim's body at the hit's game time in this peer's history.
+	RefusedHitTolerance
+	// RefusedHitAttack: a hit report (or a hit in this world) that belongs
+	// to no attack the attacker's states show in its active phase at that
+	// time, whose limb is not that attack's, whose limb pose contradicts
+	// the attacker's state of the same time, or whose time this peer's
+	// history does not cover.
+	RefusedHitAttack
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"attack rate", "damage rate", "healing", "prop reach", "hit tolerance", "hit attack"}
+
+func (r Refusal) String() string {
+	if r < numRefusals {
+		return refusalNames[r]
+	}
+	return fmt.Sprintf("refusal(%d)", uint8(r))
+}
+
+// Refusals counts refusals by reason (index: Refusal).
+type Refusals [numRefusals]uint64
+
+// Total returns the number of refusals of every reason.
+func (r *Refusals) Total() uint64 {
+	var n uint64
+	for _, v := range r {
+		n += v
+	}
+	return n
+}
+
+// RefusedError is returned by HandlePacket for a rival's input a rule of
+// its own fighter refuses: it names the object, the reason, and the
+// offending value (the attack's start, the HP, the distance in m, ...).
+type RefusedError struct {
+	Object physics.ObjectID
+	Reason Refusal
+	// Value is the offending figure: for RefusedAttackRate the time in ms
+	// since the previous attack began, RefusedDamageRate the damage,
+	// RefusedHealing the HP, RefusedPropReach and RefusedHitTolerance the
+	// distance in m, RefusedHitAttack the hit's age in ms.
+	Value float64
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("ownership: %v: refused (%v): %g", e.Object, e.Reason, e.Value)
+}
+
+// moveTable is what a fighter's tuning says of its attacks, in game time.
+type moveTable struct {
+	punch, kick [3]time.Duration // wind-up, active, recovery
+	maxDamage   int              // one hit's largest damage
+}
+
+func movesOf(t physics.Tuning) moveTable {
+	tick := physics.TickDuration
+	return moveTable{
+		punch:     [3]time.Duration{time.Duration(t.PunchWindup) * tick, time.Duration(t.PunchActive) * tick, time.Duration(t.PunchRecovery) * tick},
+		kick:      [3]time.Duration{time.Duration(t.KickWindup) * tick, time.Duration(t.KickActive) * tick, time.Duration(t.KickRecovery) * tick},
+		maxDamage: t.MaxHitDamage,
+	}
+}
+
+func (m *moveTable) phases(a physics.Action) *[3]time.Duration {
+	if a == physics.ActionKick {
+		return &m.kick
+	}
+	return &m.punch
+}
+
+// full is how long an attack lasts, wind-up to the end of its recovery.
+func (m *moveTable) full(a physics.Action) time.Duration {
+	p := m.phases(a)
+	return p[0] + p[1] + p[2]
+}
+
+// shortest is the shortest attack of the table.
+func (m *moveTable) shortest() time.Duration {
+	return min(m.full(physics.ActionPunch), m.full(physics.ActionKick))
+}
+
+// startBounds returns the earliest and latest start of an attack seen in
+// phase ph at time t: it had entered ph, and not yet left it.
+func (m *moveTable) startBounds(a physics.Action, ph physics.AttackPhase, t clocksync.GameTime) (lo, hi clocksync.GameTime) {
+	p := m.phases(a)
+	var before time.Duration
+	for i := physics.PhaseWindup; i < ph; i++ {
+		before += p[i-physics.PhaseWindup]
+	}
+	through := before + p[ph-physics.PhaseWindup]
+	return t - us(through), t - us(before)
+}
+
+func us(d time.Duration) clocksync.GameTime { return clocksync.GameTime(d / time.Microsecond) }
+
+// attackRec is one attack of a rival fighter, as its states and hit
+// reports showed it.
+type attackRec struct {
+	seq     uint8 // FighterState.AttackSeq (mod 4)
+	action  physics.Action
+	strike  physics.BodyPart
+	lo, hi  clocksync.GameTime // bounds of its start
+	damaged bool               // it dealt its damage (once per attack)
+	ended   bool               // a later state showed it over
+}
+
+// attackWindow is how many of a rival fighter's attacks are remembered.
+const attackWindow = 8
+
+// attackPolicy follows a rival fighter's attacks through its states and
+// hit reports, in game time, and refuses an attack that starts before the
+// previous one could have ended. It is a plain type driven by the states'
+// times: no clock, no goroutine.
+type attackPolicy struct {
+	moves moveTable
+	tol   time.Duration
+	recs  [attackWindow]attackRec // in start order; recs[:n]
+	n     int
+}
+
+// current returns the attack in progress as of the last committed state
+// (or nil).
+func (p *attackPolicy) current() *attackRec {
+	if p.n == 0 || p.recs[p.n-1].ended {
+		return nil
+	}
+	return &p.recs[p.n-1]
+}
+
+// find returns the remembered attack seq whose active phase (with the
+// tolerance) contains t, or nil.
+func (p *attackPolicy) find(seq uint8, a physics.Action, t clocksync.GameTime) *attackRec {
+	for i := p.n - 1; i >= 0; i-- {
+		r := &p.recs[i]
+		if r.seq != seq || r.action != a {
+			continue
+		}
+		ph := p.moves.phases(a)
+		from := r.lo + us(ph[0]) - us(p.tol)
+		to := r.hi + us(ph[0]+ph[1]) + us(p.tol)
+		if t >= from && t <= to {
+			return r
+		}
+	}
+	return nil
+}
+
+// fits reports whether an attack starting within [lo, hi] fits between the
+// remembered attacks: none of them could still be running when it began,
+// and it could have ended before the next began. It returns the offending
+// gap (how long after the neighbour's earliest start it began) if not.
+func (p *attackPolicy) fits(a physics.Action, lo, hi clocksync.GameTime) (time.Duration, bool) {
+	tol := us(p.tol)
+	for i := range p.n {
+		r := &p.recs[i]
+		switch {
+		case r.lo <= lo:
+			// r began first: the new one began after r could end.
+			if hi+tol < r.lo+us(p.moves.full(r.action)) {
+				return hi.Sub(r.lo), false
+			}
+		default:
+			// r began after: the new one could end before r began.
+			if r.hi+tol < lo+us(p.moves.full(a)) {
+				return r.hi.Sub(lo), false
+			}
+		}
+	}
+	return 0, true
+}
+
+// judgeState checks the attack a state of time t shows. It changes
+// nothing; commitState records it once the whole state is accepted.
+func (p *attackPolicy) judgeState(s *physics.FighterState, t clocksync.GameTime) (time.Duration, bool) {
+	if s.Phase == physics.PhaseNone {
+		return 0, true
+	}
+	lo, hi := p.moves.startBounds(s.Action, s.Phase, t)
+	if p.same(s, lo, hi) != nil {
+		return 0, true // the attack in progress, or one a hit report showed
+	}
+	return p.fits(s.Action, lo, hi)
+}
+
+// same returns the remembered attack a state showing attack seq s.AttackSeq
+// with a start within [lo, hi] continues: the same seq and move, and a
+// start consistent with what earlier states showed of it (an attack held
+// in a phase longer than the move table says is not the same attack).
+func (p *attackPolicy) same(s *physics.FighterState, lo, hi clocksync.GameTime) *attackRec {
+	tol := us(p.tol)
+	for i := p.n - 1; i >= 0; i-- {
+		r := &p.recs[i]
+		if r.seq == s.AttackSeq && r.action == s.Action && lo <= r.hi+tol && r.lo <= hi+tol {
+			return r
+		}
+	}
+	return nil
+}
+
+// commitState records the attack state s of time t shows (judged).
+func (p *attackPolicy) commitState(s *physics.FighterState, t clocksync.GameTime) {
+	if s.Phase == physics.PhaseNone {
+		if c := p.current(); c != nil {
+			c.ended = true
+		}
+		return
+	}
+	lo, hi := p.moves.startBounds(s.Action, s.Phase, t)
+	r := p.same(s, lo, hi)
+	if r == nil {
+		r = p.insert(attackRec{seq: s.AttackSeq, action: s.Action, strike: s.Strike, lo: lo, hi: hi})
+	}
+	r.lo, r.hi = max(r.lo, lo), min(r.hi, hi)
+	if r.lo > r.hi { // a slewing clock: keep the bounds ordered
+		r.lo = r.hi
+	}
+	if r.strike == physics.PartUnknown {
+		r.strike = s.Strike
+	}
+	// Any attack before it is over.
+	for i := range p.n {
+		if &p.recs[i] != r && p.recs[i].lo < r.lo {
+			p.recs[i].ended = true
+		}
+	}
+}
+
+// attackAt returns the attack a hit at time t with attack seq and striking
+// limb strike belongs to, recording it if the states have not shown it
+// (its states were lost): an attack in its active phase at t. It refuses
+// one that does not fit between the remembered attacks, or whose limb is
+// not the remembered attack's.
+func (p *attackPolicy) attackAt(seq uint8, strike physics.BodyPart, t clocksync.GameTime) (*attackRec, Refusal, float64, bool) {
+	a := physics.ActionPunch
+	if strike == physics.PartLowerLegL || strike == physics.PartLowerLegR {
+		a = physics.ActionKick
+	}
+	if r := p.find(seq, a, t); r != nil {
+		if r.strike != physics.PartUnknown && r.strike != strike {
+			return nil, RefusedHitAttack, float64(strike), false
+		}
+		return r, 0, 0, true
+	}
+	lo, hi := p.moves.startBounds(a, physics.PhaseActive, t)
+	if gap, ok := p.fits(a, lo, hi); !ok {
+		return nil, RefusedAttackRate, float64(gap) / float64(time.Millisecond), false
+	}
+	r := p.insert(attackRec{seq: seq, action: a, strike: strike, lo: lo, hi: hi, ended: p.n > 0 && p.recs[p.n-1].lo > lo})
+	return r, 0, 0, true
+}
+
+// insert records r in start order, forgetting the oldest attack if full,
+// and returns where it is kept.
+func (p *attackPolicy) insert(r attackRec) *attackRec {
+	if p.n == len(p.recs) {
+		copy(p.recs[:], p.recs[1:])
+		p.n--
+	}
+	i := p.n
+	for i > 0 && p.recs[i-1].lo > r.lo {
+		i--
+	}
+	copy(p.recs[i+1:p.n+1], p.recs[i:p.n])
+	p.recs[i] = r
+	p.n++
+	return &p.recs[i]
+}
+
+// reset forgets every attack (a round reset).
+func (p *attackPolicy) reset() { p.n = 0 }
+
+// damageBudget refuses more damage per second than a move table allows: a
+// token bucket in game time holding two of the table's strongest hits,
+// refilled at one strongest hit per shortest attack (less the tolerance).
+type damageBudget struct {
+	rate   float64 // HP per µs of game time
+	burst  float64
+	tokens float64
+	last   clocksync.GameTime
+	primed bool
+}
+
+func newDamageBudget(m moveTable, tol time.Duration) damageBudget {
+	per := max(m.shortest()-tol, physics.TickDuration)
+	burst := 2 * float64(max(1, m.maxDamage))
+	return damageBudget{rate: float64(max(1, m.maxDamage)) / float64(per/time.Microsecond), burst: burst, tokens: burst}
+}
+
+// take spends d HP at game time now if the budget allows it.
+func (b *damageBudget) take(d int, now clocksync.GameTime) bool {
+	if b.primed && now > b.last {
+		b.tokens = min(b.burst, b.tokens+float64(now-b.last)*b.rate)
+	}
+	if !b.primed || now > b.last {
+		b.last, b.primed = now, true
+	}
+	if float64(d) > b.tokens {
+		return false
+	}
+	b.tokens -= float64(d)
+	return true
+}
+
+// healthPolicy refuses a rival fighter's HP that rises, or a knocked-out
+// fighter getting up, outside a round reset this peer declared
+// (Replicator.ResetRound). A reset's first states may arrive before the
+// game declares the reset here (its message and the states travel apart):
+// such states are held back, not applied, for up to ResetGrace, and counted
+// as refused only if no reset is declared by then.
+type healthPolicy struct {
+	hp      int
+	ko      bool
+	reset   clocksync.GameTime // the last declared reset (game time here)
+	hasSet  bool               // a reset is declared and not yet used
+	held    uint64             // states held back while no reset covers them
+	heldAt  clocksync.GameTime // when the first of them arrived
+	holding bool
+}
+
+// ResetGrace is how far apart the two peers may declare a round reset: a
+// rival's state whose HP rose is accepted if this peer declared a reset
+// within ResetGrace of its arrival (before or after), and counted as
+// refused (RefusedHealing) once ResetGrace has passed without one.
+const ResetGrace = 2 * time.Second
+
+// judge checks a state's HP and action (arrived at now). held reports a
+// state kept back (not applied, not yet counted).
+func (p *healthPolicy) judge(s *physics.FighterState, now clocksync.GameTime) (ok, held bool) {
+	if !p.rises(s) {
+		return true, false
+	}
+	if p.hasSet && now.Sub(p.reset) <= ResetGrace {
+		return true, false
+	}
+	if !p.holding || now.Sub(p.heldAt) <= ResetGrace {
+		return false, true
+	}
+	return false, false
+}
+
+// rises reports whether s shows HP above the last accepted, or a
+// knocked-out fighter up again.
+func (p *healthPolicy) rises(s *physics.FighterState) bool {
+	return s.HP > p.hp || (p.ko && s.Action != physics.ActionKO)
+}
+
+// hold records a held state; expired returns how many held states turned
+// into refusals (none covered by a reset within ResetGrace).
+func (p *healthPolicy) hold(now clocksync.GameTime) {
+	if !p.holding {
+		p.holding, p.heldAt = true, now
+	}
+	p.held++
+}
+
+func (p *healthPolicy) expired(now clocksync.GameTime) uint64 {
+	if !p.holding || now.Sub(p.heldAt) <= ResetGrace {
+		return 0
+	}
+	n := p.held
+	p.held = 0
+	return n
+}
+
+// commit records an accepted state.
+func (p *healthPolicy) commit(s *physics.FighterState) {
+	if p.rises(s) {
+		p.hasSet = false // the reset is used
+	}
+	p.hp, p.ko = s.HP, s.HP == 0 || s.Action == physics.ActionKO
+	p.holding, p.held = false, 0
+}
+
+// declare records a round reset declared at now.
+func (p *healthPolicy) declare(now clocksync.GameTime) {
+	p.reset, p.hasSet = now, true
+	p.holding, p.held = false, 0
+}

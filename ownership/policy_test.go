@@ -1,0 +1,150 @@
+package ownership
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/physics"
+)
+
+func testMoves(t *testing.T) moveTable {
+	t.Helper()
+	w, err := physics.NewWorld(physics.WorldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.AddFighter(1, physics.FighterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return movesOf(f.Tuning())
+}
+
+func ticks(n int) clocksync.GameTime { return us(time.Duration(n) * physics.TickDuration) }
+
+// The attack rule: a punch (6 + 8 + 10 ticks) seen in any of its phases,
+// with packets lost, never refuses the next punch that starts when the
+// first could have ended; it refuses one that starts earlier, and one held
+// in a phase longer than the move allows.
+func TestAttackPolicy(t *testing.T) {
+	punch := func(seq uint8, ph physics.AttackPhase) physics.FighterState {
+		return physics.FighterState{HP: 100, Action: physics.ActionPunch, Facing: physics.FacingRight, Phase: ph, Strike: physics.PartLowerArmR, AttackSeq: seq}
+	}
+	phaseAt := func(tick int) physics.AttackPhase { // of a punch started at tick 0
+		switch {
+		case tick < 6:
+			return physics.PhaseWindup
+		case tick < 14:
+			return physics.PhaseActive
+		case tick < 24:
+			return physics.PhaseRecovery
+		}
+		return physics.PhaseNone
+	}
+	for _, c := range []struct {
+		name    string
+		seen    []int // ticks of the first punch whose states arrive
+		next    int   // tick the second punch starts
+		nextAt  int   // tick of its first state that arrives
+		refused bool
+	}{
+		{"every state, next at once", []int{0, 1, 2, 6, 13, 14, 23}, 24, 24, false},
+		{"only its wind-up seen", []int{0}, 24, 24, false},
+		{"only its recovery seen", []int{23}, 24, 30, false},
+		{"next seen in its active phase", []int{0, 6}, 24, 31, false},
+		{"next 10 ticks early", []int{0, 6, 13}, 14, 14, true},
+		{"next at the next tick", []int{0}, 1, 1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := attackPolicy{moves: testMoves(t), tol: AttackTolerance}
+			for _, k := range c.seen {
+				s := punch(1, phaseAt(k))
+				if _, ok := p.judgeState(&s, ticks(k)); !ok {
+					t.Fatalf("the first punch's state at tick %d refused", k)
+				}
+				p.commitState(&s, ticks(k))
+			}
+			s := punch(2, phaseAt(c.nextAt-c.next))
+			if _, ok := p.judgeState(&s, ticks(c.nextAt)); ok == c.refused {
+				t.Errorf("second punch (start %d, seen %d in %v): accepted %v", c.next, c.nextAt, s.Phase, ok)
+			}
+		})
+	}
+	t.Run("held active", func(t *testing.T) {
+		p := attackPolicy{moves: testMoves(t), tol: AttackTolerance}
+		s := punch(1, physics.PhaseActive)
+		p.commitState(&s, ticks(6))
+		if _, ok := p.judgeState(&s, ticks(12)); !ok {
+			t.Error("the same punch 6 ticks into its active phase refused")
+		}
+		if _, ok := p.judgeState(&s, ticks(6+8+3)); ok {
+			t.Error("a punch held active 11 ticks accepted")
+		}
+	})
+}
+
+// The damage budget allows two strongest hits at once and one per shortest
+// attack after that, and refuses more.
+func TestDamageBudget(t *testing.T) {
+	m := testMoves(t)
+	b := newDamageBudget(m, AttackTolerance)
+	per := ticks(22) // the punch's 24 ticks less the tolerance
+	for i := range 2 {
+		if !b.take(m.maxDamage, 0) {
+			t.Fatalf("strongest hit %d of two at once refused", i+1)
+		}
+	}
+	if b.take(1, 0) {
+		t.Error("a third hit at once accepted")
+	}
+	if !b.take(m.maxDamage, per) {
+		t.Error("a strongest hit one shortest attack later refused")
+	}
+	if b.take(m.maxDamage, per+ticks(1)) {
+		t.Error("another a tick later accepted")
+	}
+}
+
+// HP may rise only within ResetGrace of a declared reset; a rise that
+// comes first is held, and counted as refused only once ResetGrace passed.
+func TestHealthPolicy(t *testing.T) {
+	grace := us(ResetGrace)
+	at := func(hp int, a physics.Action) *physics.FighterState {
+		return &physics.FighterState{HP: hp, Action: a, Facing: physics.FacingLeft}
+	}
+	p := healthPolicy{hp: 100}
+	p.commit(at(40, physics.ActionIdle))
+	if ok, held := p.judge(at(100, physics.ActionIdle), 0); ok || !held {
+		t.Fatalf("a rise without a reset: ok %v held %v, want held", ok, held)
+	}
+	p.hold(0)
+	if n := p.expired(grace); n != 0 {
+		t.Errorf("%d refused before the grace passed", n)
+	}
+	// The reset is declared: the next rise is accepted, nothing refused.
+	p.declare(grace / 2)
+	if ok, _ := p.judge(at(100, physics.ActionIdle), grace/2); !ok {
+		t.Error("the rise after the declared reset refused")
+	}
+	p.commit(at(100, physics.ActionIdle))
+	// Healing later, with no reset: held, then refused.
+	p.commit(at(10, physics.ActionIdle))
+	now := 10 * grace
+	if _, held := p.judge(at(50, physics.ActionIdle), now); !held {
+		t.Fatal("a heal not held")
+	}
+	p.hold(now)
+	if n := p.expired(now + grace + 1); n != 1 {
+		t.Errorf("%d held heals refused after the grace, want 1", n)
+	}
+	if ok, held := p.judge(at(50, physics.ActionIdle), now+grace+2); ok || held {
+		t.Errorf("a heal after the grace: ok %v held %v, want refused", ok, held)
+	}
+	// A knocked-out fighter getting up with HP 0 is a revive too.
+	q := healthPolicy{hp: 100}
+	q.commit(at(0, physics.ActionKO))
+	if ok, _ := q.judge(at(0, physics.ActionIdle), 0); ok {
+		t.Error("a self-revive at HP 0 accepted")
+	}
+}
