@@ -148,6 +148,9 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		room: string(pairing.Room),
 		sig:  sig,
 		dialTCP: func(ctx context.Context) (net.Conn, error) {
+			if cfg.RelayWebSocket {
+				return signaling.DialRelayWebSocket(ctx, url, pairing.Token, relayClientConfig(cfg))
+			}
 			return signaling.DialRelay(ctx, url, pairing.Token, relayClientConfig(cfg))
 		},
 		closeSig: func() { sig.close() },

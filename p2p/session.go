@@ -1680,6 +1680,7 @@ func (s *Session) Stats() Stats {
 		st.LocalCandidate, st.RemoteCandidate = rtc.candidates()
 	}
 	st.RecvOverflow = s.ring.droppedCount()
+	st.RelayWebSocket = s.cfg.RelayWebSocket
 	s.sendMu.Lock()
 	st.Sent = s.sent
 	st.SendDropped = s.sendDropped

@@ -130,6 +130,10 @@ type Stats struct {
 	TxBytesPerSec   float64
 	RxBytesPerSec   float64
 
+	// RelayWebSocket: this side's relay stream goes over a WebSocket
+	// (Config.RelayWebSocket; always in a browser), not a raw stream.
+	RelayWebSocket bool
+
 	// The WebRTC selected candidate pair's types (Relay = through TURN).
 	LocalCandidate  CandidateType
 	RemoteCandidate CandidateType

@@ -1,0 +1,73 @@
+package signaling
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+)
+
+// TestRelayWebSocket: one player on the WebSocket relay and the other on
+// the raw one get one stream, both ways; refusals arrive as errors.
+func TestRelayWebSocket(t *testing.T) {
+	leaktest.Check(t)
+	_, url := startServer(t, Config{})
+	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	pa, pb := pairByCode(t, a, b)
+
+	t.Run("bad token", func(t *testing.T) {
+		_, err := DialRelayWebSocket(ctxT(t), url, "nope", ClientConfig{})
+		var se *Error
+		if !errors.As(err, &se) || se.Code != ErrBadToken {
+			t.Fatalf("got %v, want %s", err, ErrBadToken)
+		}
+	})
+	t.Run("no hello", func(t *testing.T) {
+		c, _, err := websocket.Dial(ctxT(t), "ws"+url[len("http"):]+"/relay?v=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if err := c.Write(ctxT(t), websocket.MessageText, []byte(`{"token":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := c.Read(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := DecodeMessage(data); err != nil || m.Code != ErrBadToken {
+			t.Fatalf("got %q (%v), want a %s error", data, err, ErrBadToken)
+		}
+	})
+	t.Run("other origin", func(t *testing.T) {
+		h := http.Header{"Origin": {"http://evil.example"}}
+		_, err := DialRelayWebSocket(ctxT(t), url, pa.Token, ClientConfig{Header: h})
+		if err == nil {
+			t.Fatal("a page of another origin reached the relay")
+		}
+	})
+	t.Run("raw meets websocket", func(t *testing.T) {
+		ch := make(chan dialResult, 1)
+		go func() {
+			c, err := DialRelayWebSocket(ctxT(t), url, pa.Token, ClientConfig{})
+			ch <- dialResult{c, err}
+		}()
+		rb := <-dialAsync(t, url, pb.Token)
+		ra := <-ch
+		if ra.err != nil || rb.err != nil {
+			t.Fatalf("websocket %v, raw %v", ra.err, rb.err)
+		}
+		defer ra.c.Close()
+		roundTrip(t, ra.c, rb.c, "hello over two kinds of relay")
+		big := make([]byte, 100<<10)
+		for i := range big {
+			big[i] = byte(i * 7)
+		}
+		roundTrip(t, rb.c, ra.c, string(big))
+		ra.c.Close()
+		expectEOF(t, rb.c)
+	})
+}
