@@ -1646,6 +1646,7 @@ func (s *Session) Stats() Stats {
 	if s.phase == phaseRunning || s.phase == phaseEnded && s.readyAt != 0 {
 		st.Uptime = now - s.readyAt
 		st.SinceLastRecv = now - s.lastRecv
+		st.ConnectTime = s.readyAt - s.start
 	}
 	st.Received = s.seq.Received()
 	st.Expected = s.seq.Expected()

@@ -82,6 +82,9 @@ type Stats struct {
 	ChoiceReason string
 	Switches     int           // transport changes after the initial choice
 	Uptime       time.Duration // since Connect returned
+	// ConnectTime is how long the session took from the pairing (its
+	// creation) to running on its first transport (zero until then).
+	ConnectTime time.Duration
 	// SinceLastRecv is the time since anything arrived from the peer on
 	// any transport.
 	SinceLastRecv time.Duration

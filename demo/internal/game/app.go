@@ -128,6 +128,9 @@ func (a *App) Update(local Controls) {
 		if a.bot != nil {
 			a.bot.logWindow()
 		}
+		if a.cfg.LogSummaries {
+			a.logSummaries()
+		}
 	}
 }
 
@@ -150,7 +153,10 @@ func (a *App) startPlayers(r setupResult) {
 	if a.cfg.Headless {
 		name = "bot-1" // headless: a bot plays the local fighter
 	}
-	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, a.cfg.Headless))
+	if a.cfg.Autoplay {
+		name = "you (autoplay)"
+	}
+	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, a.cfg.Headless || a.cfg.Autoplay))
 	if a.cfg.Bot {
 		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, true))
 	}
