@@ -38,6 +38,7 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.LogSummaries = true
+	cfg.TrustSignal = true
 	if err := ui.Run(cfg, game.NewLogger(os.Stderr, cfg.Verbose)); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)

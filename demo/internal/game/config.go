@@ -20,6 +20,9 @@ type Config struct {
 	// Signal is the signaling server URL; SignalSet says the user gave it.
 	Signal    string
 	SignalSet bool
+	// TrustSignal skips checking that the -signal server answers (the web
+	// demo: that server served the page; a failure shows when pairing).
+	TrustSignal bool
 	// Listen is where an embedded signaling server listens; ListenSet says
 	// the user gave it (then a server is always embedded, unless -signal
 	// is given too).

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ragsync/ragsync/demo/webdist"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -59,7 +58,7 @@ type embeddedServer struct {
 
 // startServer starts a signaling server listening on addr.
 func startServer(addr string, log *slog.Logger) (*embeddedServer, error) {
-	r, err := signaling.Start(addr, signaling.Config{Logger: log.With("component", "signaling"), Site: webdist.Handler()})
+	r, err := signaling.Start(addr, signaling.Config{Logger: log.With("component", "signaling"), Site: siteHandler()})
 	if err != nil {
 		return nil, fmt.Errorf("embedded signaling server: %w", err)
 	}
