@@ -92,10 +92,12 @@ type rawChannel struct {
 // offerer then calls start to send its offer; the answerer waits for
 // handleOffer.
 func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity) (*rtcTransport, error) {
+	cfg.Logger.Debug("p2p: webrtc: new peer connection")
 	pc, err := newPeerConnection(cfg, id)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logger.Debug("p2p: webrtc: peer connection made")
 	dc, err := pc.CreateDataChannel(dataChannelLabel, dataChannelInit())
 	if err != nil {
 		_ = pc.Close()
@@ -232,6 +234,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 
 // handleOffer applies the peer's offer and sends the answer (answerer only).
 func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
+	t.log.Debug("p2p: webrtc: offer received")
 	if t.role != signaling.RoleAnswerer {
 		return fmt.Errorf("p2p: webrtc: unexpected offer for the %s", t.role)
 	}
@@ -248,6 +251,7 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.pc.SetLocalDescription(answer); err != nil {
 		return fmt.Errorf("p2p: webrtc: set local answer: %w", err)
 	}
+	t.log.Debug("p2p: webrtc: sending the answer")
 	if err := t.sig.sendAnswer(ctx, localSDP(answer.SDP, t.id)); err != nil {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}

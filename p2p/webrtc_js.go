@@ -160,3 +160,16 @@ func (c *jsChannel) Close() error {
 	c.onClose.Release()
 	return err
 }
+
+// prewarmWebRTC makes and closes an RTCPeerConnection in the background
+// while the player waits for a peer: a browser's first one takes a second
+// or more to create (its WebRTC stack starts then), which would otherwise
+// delay the answer to the peer's offer.
+func prewarmWebRTC() {
+	go func() {
+		pc, err := webrtc.NewPeerConnection(webrtc.Configuration{})
+		if err == nil {
+			_ = pc.Close()
+		}
+	}()
+}
