@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragsync/ragsync/internal/clockwire"
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/p2p/internal/wire"
 )
 
 // TestSessionWebSocketRelay: a peer on the WebSocket relay (as a browser
@@ -75,5 +77,18 @@ func TestTLSFingerprintAttr(t *testing.T) {
 	two := addTLSFingerprint(withTLS, dtls.fp)
 	if _, err := sdpFingerprint(two); err == nil {
 		t.Fatal("two different TLS fingerprints accepted")
+	}
+}
+
+// TestLeaderPongWithoutGameTime: a leader whose pongs carry no game time
+// (a third-party client's mistake) is reported in Stats, not ignored.
+func TestLeaderPongWithoutGameTime(t *testing.T) {
+	leaktest.Check(t)
+	_, b := newPipeSessions(t, testConfig())
+	pong := clockwire.AppendPong(wire.AppendHeader(nil, wire.Header{Type: wire.MsgPong}), clockwire.Pong{Seq: 1, T1: 1, T2: 2, T3: 3, Leader: true})
+	b.onMessage(TransportTCP, pong)
+	st := b.Stats()
+	if st.PeerProtocolErrors != 1 || !strings.Contains(st.LastPeerProtocolError, "no game time") {
+		t.Fatalf("PeerProtocolErrors %d, last %q; want the missing game time reported", st.PeerProtocolErrors, st.LastPeerProtocolError)
 	}
 }

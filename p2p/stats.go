@@ -133,6 +133,14 @@ type Stats struct {
 	TxBytesPerSec   float64
 	RxBytesPerSec   float64
 
+	// PeerProtocolErrors counts the peer's clock messages that break the
+	// protocol in a way only a faulty client can: a pong from the leader
+	// without game time (the follower's clock could never sync), or a
+	// leader flag that says the peer has this side's role. They are
+	// refused; LastPeerProtocolError says what the last one was.
+	PeerProtocolErrors    uint64
+	LastPeerProtocolError string
+
 	// RelayWebSocket: this side's relay stream goes over a WebSocket
 	// (Config.RelayWebSocket; always in a browser), not a raw stream.
 	RelayWebSocket bool
