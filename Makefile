@@ -4,11 +4,14 @@
 
 GO      ?= go
 # Debian packages: X11/GL headers for Ebiten's cgo build, Xvfb and ImageMagick
-# for the window test that screenshots the demo, Chromium for the test that
-# plays the web demo in a headless browser (never downloaded otherwise).
+# for the window test that screenshots the demo; iptables, iproute2 and
+# util-linux (unshare, nsenter) for the demo's fault suite and the browser
+# test, which block UDP in network namespaces of their own; Chromium for the
+# test that plays the web demo in a headless browser (never downloaded
+# otherwise), Node.js for the wasm tests.
 DEB_PKGS := gcc libc6-dev pkg-config libxrandr-dev libxcursor-dev libxi-dev \
 	libxinerama-dev libxxf86vm-dev libgl1-mesa-dev \
-	xvfb xauth imagemagick chromium nodejs
+	xvfb xauth imagemagick iptables iproute2 util-linux chromium nodejs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests and benchmarks run with the race detector and cgo (Ebiten needs it).
 export CGO_ENABLED := 1

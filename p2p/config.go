@@ -60,9 +60,12 @@ type Config struct {
 
 	// DisableWebRTC makes the session use only the TCP relay.
 	DisableWebRTC bool
-	// ICEServers are STUN/TURN servers for NAT traversal. None by default:
-	// without them only host (and peer-reflexive) candidates are used,
-	// which works on one machine and within a LAN.
+	// ICEServers are STUN/TURN servers for NAT traversal. Nil means those
+	// the signaling server hands out with the pairing (its embedded TURN
+	// server, with per-pairing credentials; none if it runs no TURN):
+	// without any, only host (and peer-reflexive) candidates are used,
+	// which works on one machine and within a LAN. An empty, non-nil
+	// slice means none at all.
 	ICEServers []webrtc.ICEServer
 	// Net is the network pion uses (SettingEngine.SetNet; pion/transport/v5), e.g. a pion vnet
 	// for tests. Nil means the real network.
@@ -77,9 +80,11 @@ type Config struct {
 	// UDP4Only restricts ICE to UDP over IPv4.
 	UDP4Only bool
 	// WebRTCTimeout is how long to wait for the data channel to open before
-	// settling on TCP. Zero means 5s. WebRTC keeps trying in the
-	// background; if it opens later and pings better, the session moves
-	// to it.
+	// settling on TCP. Zero means 5s. Once the relay is open, the offerer
+	// waits at most a fifth of it (1 s) more. WebRTC keeps trying in the
+	// background (the offerer negotiates a new PeerConnection when one
+	// fails, or has not connected within 10 s); when it opens and pings as
+	// well, the session moves to it.
 	WebRTCTimeout time.Duration
 	// SendBuffer is the most bytes the WebRTC data channel may have queued
 	// (SCTP buffered amount) before Send drops messages instead of queueing
@@ -93,6 +98,8 @@ type Config struct {
 	// TCPTimeout bounds one attempt at dialling the relay, the peer
 	// attaching to it and the TLS handshake. Zero means 10s. A relay that
 	// fails or drops is dialled again, after 100 ms doubling up to 1 s.
+	// Once WebRTC is open, the offerer waits at most a fifth of it (2 s)
+	// more for the relay before choosing.
 	TCPTimeout time.Duration
 	// RelayDialer, if set, opens the TCP connections to the relay (the
 	// signaling server's address), e.g. through a proxy, or in tests an

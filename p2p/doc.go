@@ -39,8 +39,12 @@
 // MaxRetransmits=0. A channel the peer opens in-band is refused. It is read
 // through Detach (SettingEngine.DetachDataChannels) into a reused buffer.
 // The SDP offer/answer and trickled ICE candidates go through the
-// signaling server. No STUN/TURN servers are used unless Config.ICEServers
-// lists some; mDNS candidates are off. Config.Net injects a transport.Net
+// signaling server. The STUN/TURN servers are Config.ICEServers or, when
+// it is nil, those the signaling server hands out with the pairing (its
+// embedded TURN server, see signaling.TURNConfig; none if it runs none):
+// two peers whose direct UDP is blocked connect through TURN on relay
+// candidates, and Stats.WebRTCViaTURN says so. No other server is
+// contacted; mDNS candidates are off. Config.Net injects a transport.Net
 // (e.g. a pion vnet); Config.UDP4Only restricts ICE to UDP over IPv4.
 //
 // Interface policy (Config.Interfaces, InterfacesAuto by default): if the
@@ -138,9 +142,11 @@
 //
 // After pairing, both transports are opened at once. The offerer waits
 // until each is open, has failed, or has timed out (Config.WebRTCTimeout,
-// 5 s, and Config.TCPTimeout, 10 s; with Config.Prefer set, it stops
-// waiting as soon as the preferred one is open; a transport the peer's
-// hello says it disabled is not waited for). Then it pings each open
+// 5 s, and Config.TCPTimeout, 10 s; once one is open, the other gets a
+// fifth of its timeout more, so on a long, lossy link the session starts
+// on the relay and moves to WebRTC when it opens; with Config.Prefer set,
+// it stops waiting as soon as the preferred one is open; a transport the
+// peer's hello says it disabled is not waited for). Then it pings each open
 // transport three times in a row (one round trip after another; a probe
 // unanswered within Config.ProbeTimeout, 1 s, is lost and counts as
 // ProbeTimeout) and takes the maximum: the 3-probe ping, which weighs a
@@ -172,8 +178,11 @@
 // for Config.FailoverAfter plus the path's smoothed RTT (its grace) counts
 // against the path, unless its grace overlaps a stall of the local
 // session loop (the loop measures its own scheduling gaps: a GC pause, a
-// stopped process, a busy machine), since what this process did not hear
-// while it was not running says nothing about the path. The active path
+// stopped process, a busy machine) or was sent within 1 s after one (the
+// peer's congestion control, which heard nothing from us meanwhile,
+// recovers), since what this process did not hear while it was not
+// running says nothing about the path; the round trips of such pings are
+// not ping samples of the path either. The active path
 // has failed when it is closed or has such an unanswered ping. The offerer
 // then switches to the other path only if that one answered a ping sent
 // after the active path's trouble began: fresh evidence that it works
@@ -192,9 +201,12 @@
 // preferred transport (Config.Prefer), or, without a preference, if its
 // 3-probe maximum is lower than the active one's by more than
 // Config.SwitchMargin (5 ms) and 10 % — except that WebRTC, which takes
-// ties, needs only to be no worse than TCP by half that margin. So WebRTC
-// is taken back when it recovers and pings as well, and pings near the
-// line do not make the session flap.
+// ties, needs only to be no worse than TCP by half that margin. Leaving
+// WebRTC for a better-pinging TCP also needs TCP to stay better for 2 s
+// (one slow round trip stays among the last three for a few pings, and a
+// busy machine makes one every few seconds). So WebRTC is taken back when
+// it recovers and pings as well, and pings near the line do not make the
+// session flap.
 //
 // # Liveness
 //

@@ -21,10 +21,14 @@ import (
 // overlaps a stall of the local session loop (the process was not
 // scheduled: a GC pause, a stopped process, a busy machine): what the
 // local process did not hear while it was not running is no evidence
-// against the path. So is a probe sent before the end of a silence of
-// every open path (the peer was paused), or within wakeGrace after it
-// (while the transports' congestion control recovers): it says nothing
-// about one path.
+// against the path, nor is a probe sent within wakeGrace after such a
+// stall (the peer's congestion control, which heard nothing from us
+// meanwhile, recovers). So is a probe sent before the end of a silence of
+// every open path (the peer was paused), or within wakeGrace after it: it
+// says nothing about one path. Round trips of the probes excused this way
+// are not samples of the path's ping either: right after a stall or a
+// pause they measure the catching up, not the path (a few ms on loopback,
+// enough to flip the ping comparison).
 //
 // The offerer switches away from a failed active path only to a path that
 // has answered a probe sent after the active path's failure began (its
@@ -47,6 +51,12 @@ const (
 	// switchBackAfter is the least time between switches made because
 	// another path pings better (not because the active one failed).
 	switchBackAfter = 3 * time.Second
+	// betterFor is how long TCP must keep pinging better than WebRTC (by
+	// the margin, on every decision) before the session leaves WebRTC for
+	// it: one slow round trip stays among the last three for a few pings,
+	// and on a busy machine one comes every few seconds; a path that
+	// really got worse stays worse.
+	betterFor = 2 * time.Second
 	// standbyFastFor is how long the standby path is probed at the active
 	// rate after a switch, or after a path came up.
 	standbyFastFor = 3 * time.Second
@@ -55,8 +65,8 @@ const (
 	maxPending = 32
 	// maxStalls bounds the local stalls remembered.
 	maxStalls = 8
-	// wakeGrace: probes sent within this long of the end of a silence of
-	// every path are not judged either. A transport's congestion control
+	// wakeGrace: probes sent within this long of the end of a local stall
+	// or of a silence of every path are not judged either. A transport's congestion control
 	// takes up to a retransmission timeout to send again after the peer
 	// went quiet: SCTP's is at least 1 s (and at most sctpRTOMax, 1 s,
 	// here); TCP's is 200 ms or more.
@@ -224,7 +234,7 @@ func (p *pathPolicy) answered(k TransportKind, now, sentAt, rtt time.Duration) b
 		p.silent = false
 		p.wokeAt, p.woke = now, true
 	}
-	measured := rtt <= p.grace(e) && !p.stall.overlaps(sentAt, now) && (!p.woke || sentAt >= p.wokeAt)
+	measured := rtt <= p.grace(e) && !p.stall.overlaps(sentAt-wakeGrace, now) && (!p.woke || sentAt >= p.wokeAt+wakeGrace)
 	e.answer(now, sentAt, rtt, e.srtt)
 	if measured {
 		e.sample(rtt)
@@ -252,7 +262,7 @@ func (p *pathPolicy) onset(now time.Duration, e *pathEvidence) (time.Duration, b
 		// Excused: a probe whose grace overlaps a local stall, and one sent
 		// before the end of a silence of every path (a paused peer; see
 		// observe): neither is evidence about this path.
-		if !p.stall.overlaps(s, s+g) && (!p.woke || s >= p.wokeAt+wakeGrace) {
+		if !p.stall.overlaps(s-wakeGrace, s+g) && (!p.woke || s >= p.wokeAt+wakeGrace) {
 			return s, true
 		}
 	}
@@ -345,7 +355,9 @@ func (p *pathPolicy) observe(now time.Duration) {
 // follows its select messages).
 type offererPolicy struct {
 	pathPolicy
-	switches int // after the initial choice (the caller counts them)
+	switches    int           // after the initial choice (the caller counts them)
+	tcpBetter   bool          // TCP pinged better than WebRTC at every decision since tcpBetterAt
+	tcpBetterAt time.Duration // (see betterFor)
 }
 
 // decide returns the path to switch to at now, or TransportUnknown to stay.
@@ -356,6 +368,8 @@ func (p *offererPolicy) decide(now time.Duration) (TransportKind, string) {
 	}
 	o := a.other()
 	ae, oe := p.path(a), p.path(o)
+	wasBetter := p.tcpBetter
+	p.tcpBetter = false // unless this decision finds it better again
 	if fail, since, why := p.failed(now, a); fail {
 		// A closed path is left at once; a silent one not within minDwell
 		// of the last switch.
@@ -394,6 +408,17 @@ func (p *offererPolicy) decide(now time.Duration) (TransportKind, string) {
 		// band between keeps pings that hover near the line from flapping.
 		return o, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am)
 	case om+margin < am:
+		if o == TransportTCP {
+			if !wasBetter {
+				p.tcpBetterAt = now
+			}
+			p.tcpBetter = true
+			if now-p.tcpBetterAt < betterFor {
+				return TransportUnknown, ""
+			}
+			p.tcpBetter = false
+			return o, fmt.Sprintf("tcp pings better: %v vs %v, for %v", om, am, (now - p.tcpBetterAt).Round(time.Millisecond))
+		}
 		return o, fmt.Sprintf("%v pings better: %v vs %v", o, om, am)
 	}
 	return TransportUnknown, ""

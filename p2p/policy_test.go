@@ -21,9 +21,10 @@ type policySim struct {
 	p        offererPolicy
 	now      time.Duration
 	rtt      [2]time.Duration
-	dead     [2]func(t time.Duration) bool // the path drops everything at t
-	paused   func(t time.Duration) bool    // the peer does not run at t
-	stalled  func(t time.Duration) bool    // this process does not run at t
+	slower   [2]func(t time.Duration) time.Duration // added to the path's round trip at t (nil: none)
+	dead     [2]func(t time.Duration) bool          // the path drops everything at t
+	paused   func(t time.Duration) bool             // the peer does not run at t
+	stalled  func(t time.Duration) bool             // this process does not run at t
 	inflight []simProbe
 	switches []string
 	ran      time.Duration // when the loop last ran
@@ -86,6 +87,9 @@ func (s *policySim) run(end time.Duration) {
 			// The peer answers when it runs: at once, or when it wakes up
 			// (a stopped process answers everything on waking).
 			half := s.rtt[k.idx()] / 2
+			if f := s.slower[k.idx()]; f != nil {
+				half += f(s.now) / 2
+			}
 			at := s.now + half
 			for s.paused(at) {
 				at += 10 * ms
@@ -146,6 +150,22 @@ func TestOffererPolicyTimelines(t *testing.T) {
 			s.dead[0] = between(t0+time.Second, t0+time.Hour)
 			s.dead[1] = between(t0+time.Second, t0+time.Hour)
 		}, 0, TransportWebRTC},
+		{"webrtc pings 30 ms slower for 1 s", TransportWebRTC, func(s *policySim) {
+			s.slower[0] = func(t time.Duration) time.Duration {
+				if t >= t0+5*time.Second && t < t0+6*time.Second {
+					return 30 * ms
+				}
+				return 0
+			}
+		}, 0, TransportWebRTC},
+		{"webrtc pings 30 ms slower for good", TransportWebRTC, func(s *policySim) {
+			s.slower[0] = func(t time.Duration) time.Duration {
+				if t >= t0+5*time.Second {
+					return 30 * ms
+				}
+				return 0
+			}
+		}, 1, TransportTCP},
 		{"webrtc dies while the peer is paused", TransportWebRTC, func(s *policySim) {
 			s.paused = between(t0+time.Second, t0+3*time.Second)
 			s.dead[0] = between(t0+2*time.Second, t0+time.Hour)
@@ -204,12 +224,21 @@ func TestPathEvidence(t *testing.T) {
 	if f, _, why := p.failed(t0+950*ms, TransportWebRTC); f {
 		t.Errorf("failed by a probe the stall excuses: %s", why)
 	}
+	// So does one sent within wakeGrace after it, and its answer is no
+	// sample of the path.
 	e.probeSent(t0 + 950*ms)
-	if f, since, _ := p.failed(t0+1300*ms, TransportWebRTC); !f || since != t0+950*ms {
-		t.Errorf("a probe after the stall is not judged: %v %v", f, since)
+	if f, _, why := p.failed(t0+1300*ms, TransportWebRTC); f {
+		t.Errorf("failed by a probe sent right after the stall: %s", why)
 	}
-	e.setUp(t0+2*time.Second, false)
-	if f, _, why := p.failed(t0+2*time.Second, TransportWebRTC); !f || why != "webrtc closed" {
+	if p.answered(TransportWebRTC, t0+1350*ms, t0+950*ms, 40*ms) {
+		t.Error("a round trip started right after the stall is a measurement")
+	}
+	e.probeSent(t0 + 1950*ms)
+	if f, since, _ := p.failed(t0+2300*ms, TransportWebRTC); !f || since != t0+1950*ms {
+		t.Errorf("a probe after the stall's wake grace is not judged: %v %v", f, since)
+	}
+	e.setUp(t0+3*time.Second, false)
+	if f, _, why := p.failed(t0+3*time.Second, TransportWebRTC); !f || why != "webrtc closed" {
 		t.Errorf("closed path: %v %q", f, why)
 	}
 }

@@ -408,6 +408,9 @@ func (s *Session) handleOffer(ctx context.Context, sdp string) error {
 		if rtc, err = s.replaceRTC(errPeerRenegotiates); err != nil {
 			return err
 		}
+		s.mu.Lock()
+		s.rtcRenewals++
+		s.mu.Unlock()
 	}
 	if err := rtc.handleOffer(ctx, sdp); err != nil {
 		s.rtcDown(rtc, err)
@@ -1229,7 +1232,10 @@ func (s *Session) tick(now time.Duration) {
 	}
 	for i := range s.links {
 		ls := &s.links[i]
-		if ls.state == LinkConnecting && now >= s.linksDeadline[i] {
+		// Once the session runs, a WebRTC that is still connecting keeps
+		// trying; the offerer renews it if it takes too long (see
+		// maybeRenewRTC).
+		if ls.state == LinkConnecting && now >= s.linksDeadline[i] && !(i == 0 && s.phase == phaseRunning) {
 			ls.state = LinkDown
 			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
 			if i == 0 {
@@ -1269,6 +1275,20 @@ func (s *Session) tickLinks(now time.Duration) {
 	// wait for the other one.
 	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
 		resolved = true
+	}
+	// Once one transport is open, the other gets a fifth of its own
+	// timeout more (1 s for WebRTC by default): on a long, lossy link the
+	// session starts on the open one rather than wait for the other's
+	// retransmissions, and moves to the other when it opens and pings as
+	// well (see decide). On a LAN both open within milliseconds.
+	for i := range s.links {
+		o := &s.links[1-i]
+		if s.links[i].up() && o.state == LinkConnecting {
+			timeout := s.linksDeadline[1-i] - s.start
+			if now-s.links[i].upAt >= timeout/5 {
+				resolved = true
+			}
+		}
 	}
 	if !resolved {
 		if s.role == signaling.RoleAnswerer && now > s.awaitDeadline {

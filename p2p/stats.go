@@ -145,7 +145,8 @@ type Stats struct {
 	// (Config.RelayWebSocket; always in a browser), not a raw stream.
 	RelayWebSocket bool
 
-	// The WebRTC selected candidate pair's types (Relay = through TURN).
+	// The WebRTC selected candidate pair's types (Relay = through TURN;
+	// see WebRTCViaTURN). Unknown until a pair is selected.
 	LocalCandidate  CandidateType
 	RemoteCandidate CandidateType
 
@@ -164,6 +165,14 @@ type Stats struct {
 	// that could not be (none in practice).
 	EventsMerged  uint64
 	EventsDropped uint64
+}
+
+// WebRTCViaTURN says whether the WebRTC path runs through a TURN server:
+// either end of its selected candidate pair is a relay candidate. (Such a
+// path is encrypted end to end like any other; the TURN server only sees
+// DTLS records.)
+func (s *Stats) WebRTCViaTURN() bool {
+	return s.LocalCandidate == CandidateRelay || s.RemoteCandidate == CandidateRelay
 }
 
 // Link returns the statistics of transport k.

@@ -47,6 +47,10 @@ const (
 	iceMaxChecks    = 50
 )
 
+// dtlsRetransmit is DTLS's first retransmission timeout (see
+// newRTCTransport).
+const dtlsRetransmit = 400 * time.Millisecond
+
 // rtcTransport is the WebRTC transport: one PeerConnection with one
 // unordered, unreliable (MaxRetransmits 0) data channel, detached so reads
 // go into a reused buffer.

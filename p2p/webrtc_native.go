@@ -35,6 +35,17 @@ func newPeerConnection(cfg *Config, id *identity) (*webrtc.PeerConnection, error
 	// fails (see Session.maybeRenewRTC).
 	se.SetICETimeouts(iceDisconnected, iceFailed, iceKeepalive)
 	se.SetICEMaxBindingRequests(iceMaxChecks)
+	// The session owns the PeerConnection's life: when the peer's DTLS
+	// closes, the data channel's reads end and the transport goes down;
+	// the session closes the PeerConnection itself. (pion closing it from
+	// its own goroutine at that moment races its SCTP accept loop for a
+	// lock and stalls the close for 200 ms.)
+	se.DisableCloseByDTLS(true)
+	// DTLS retransmits a lost handshake flight after 1 s by default,
+	// doubling each time: on a lossy link the handshake alone took
+	// seconds. dtlsRetransmit is above the round trip of any link a game
+	// is played on.
+	se.SetDTLSRetransmissionInterval(dtlsRetransmit)
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}

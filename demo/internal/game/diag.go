@@ -313,6 +313,29 @@ type Summary struct {
 	Round   uint32     `json:"round"`
 	Impair  string     `json:"impairment,omitempty"`
 	LastErr string     `json:"last_error,omitempty"`
+
+	// How the session went through faults (see p2p.Stats).
+	ViaTURN             bool   `json:"webrtc_via_turn"`
+	WebRTCRenewals      uint64 `json:"webrtc_renewals"`
+	SignalingReconnects uint64 `json:"signaling_reconnects"`
+	RelayRejected       uint64 `json:"relay_rejected"`
+	EventsMerged        uint64 `json:"events_merged"`
+	// DisconnectedAtUnixMs is when the game saw the session end with the
+	// rival disconnected (Unix milliseconds; 0 if it did not).
+	DisconnectedAtUnixMs int64 `json:"disconnected_at_unix_ms,omitempty"`
+	// Timeline is the session's events in order (the first 256).
+	Timeline []TimelineEvent `json:"timeline,omitempty"`
+}
+
+// TimelineEvent is one session event (p2p.Event) as the game saw it.
+type TimelineEvent struct {
+	UnixMs    int64  `json:"unix_ms"` // wall clock when the game loop read it
+	AtMs      int64  `json:"at_ms"`   // the session's time of the event (since Connect)
+	Kind      string `json:"kind"`    // p2p.EventKind
+	Transport string `json:"transport,omitempty"`
+	From      string `json:"from,omitempty"` // transport-changed: the previous transport
+	Reason    string `json:"reason,omitempty"`
+	Merged    int    `json:"merged,omitempty"`
 }
 
 // fill sets the link figures of sum from the session's statistics.
@@ -323,6 +346,9 @@ func fillLink(sum *Summary, ls *p2p.Stats) {
 	sum.LocalCand, sum.RemoteCand = ls.LocalCandidate.String(), ls.RemoteCandidate.String()
 	sum.Switches = ls.Switches
 	sum.ConnectMs = ms(ls.ConnectTime)
+	sum.ViaTURN = ls.Transport == p2p.TransportWebRTC && ls.WebRTCViaTURN()
+	sum.WebRTCRenewals, sum.SignalingReconnects = ls.WebRTCRenewals, ls.SignalingReconnects
+	sum.RelayRejected, sum.EventsMerged = ls.RelayRejected, ls.EventsMerged
 	sum.RTTMs, sum.RTTMinMs, sum.RTTP95Ms = ms(ls.RTT.Smoothed), ms(ls.RTT.Min), ms(ls.RTT.P95)
 	sum.JitterMs = ms(ls.Jitter)
 	sum.LinkLossPct = 100 * ls.Loss

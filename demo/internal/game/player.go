@@ -126,7 +126,8 @@ type Player struct {
 	msgBuf      []byte
 	lastEvent   string
 	events      uint64
-	closers     sync.WaitGroup // sessions closing in the background
+	timeline    []TimelineEvent // the session's events, for the summary
+	closers     sync.WaitGroup  // sessions closing in the background
 }
 
 // NewPlayer returns a player; call Start to begin pairing.
@@ -329,6 +330,7 @@ func (p *Player) pollEvents() {
 			}
 			p.events++
 			p.lastEvent = ev.String()
+			p.record(ev)
 			switch ev.Kind {
 			case p2p.EventInterrupted:
 				p.status = StatusInterrupted
@@ -348,6 +350,28 @@ func (p *Player) pollEvents() {
 			return
 		}
 	}
+}
+
+// maxTimeline bounds the events a summary keeps (the first ones).
+const maxTimeline = 256
+
+// record adds a session event to the timeline, with the wall-clock time
+// the game loop saw it (at most a tick after the session raised it).
+func (p *Player) record(ev p2p.Event) {
+	if len(p.timeline) >= maxTimeline {
+		return
+	}
+	te := TimelineEvent{UnixMs: time.Now().UnixMilli(), AtMs: ev.At.Milliseconds(), Kind: ev.Kind.String(), Reason: ev.Reason, Merged: ev.Merged}
+	if ev.Kind == p2p.EventTransportChanged || ev.Kind == p2p.EventTransportUp || ev.Kind == p2p.EventTransportDown {
+		te.Transport = ev.Transport.String()
+	}
+	if ev.Kind == p2p.EventTransportChanged {
+		te.From = ev.From.String()
+	}
+	if ev.Err != nil && te.Reason == "" {
+		te.Reason = ev.Err.Error()
+	}
+	p.timeline = append(p.timeline, te)
 }
 
 func (p *Player) lose(why error) {
@@ -500,6 +524,12 @@ func (p *Player) Summary() Summary {
 	ls := p.sess.Stats()
 	s.Role, s.Room = p.sess.Role().String(), p.sess.Room()
 	fillLink(&s, &ls)
+	s.Timeline = p.timeline
+	for _, te := range p.timeline {
+		if te.Kind == p2p.EventDisconnected.String() {
+			s.DisconnectedAtUnixMs = te.UnixMs
+		}
+	}
 	secs := time.Since(p.connectedAt).Seconds()
 	s.Seconds = secs
 	if secs > 0 {
