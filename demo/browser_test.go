@@ -54,8 +54,7 @@ func TestBrowserPlaysNative(t *testing.T) {
 		runBrowserCase(t, c == "noudp", bins[0], bins[1])
 		return
 	}
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
+	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skipf("chromium is not installed (make deps installs Debian's chromium): %v", err)
 	}
 	if !webdist.Available() {
@@ -69,7 +68,6 @@ func TestBrowserPlaysNative(t *testing.T) {
 	if out, err := exec.Command("unshare", "-n", "true").CombinedOutput(); err != nil {
 		t.Skipf("cannot create a network namespace here (needs root or user namespaces): %v %s", err, out)
 	}
-	_ = chrome
 	t.Logf("wasm download: %d bytes (gzip), served with Content-Encoding: gzip", webdist.WasmSize())
 	dir := t.TempDir()
 	sig := filepath.Join(dir, "signal")
