@@ -444,7 +444,7 @@ func (c *Client) request(ctx context.Context, m Message, want MsgType) (Message,
 // connection.
 func fatalCode(code ErrorCode) bool {
 	switch code {
-	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer, ErrTooManyConns:
+	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer, ErrTooManyConns, ErrOriginNotAllowed:
 		return true
 	}
 	return false

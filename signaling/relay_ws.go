@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -42,14 +43,20 @@ type relayHello struct {
 }
 
 func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
+	originErr := s.checkOrigin(r)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		OriginPatterns:  s.cfg.OriginPatterns,
-		CompressionMode: websocket.CompressionDisabled,
+		OriginPatterns:     s.cfg.OriginPatterns,
+		CompressionMode:    websocket.CompressionDisabled,
+		InsecureSkipVerify: originErr != nil, // refused below, with a message
 	})
 	if err != nil {
 		s.relaysRefused.Add(1)
 		s.refusal(ErrBadMessage, reasonClient)
 		s.log.Debug("signaling: websocket relay accept failed", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	if originErr != nil {
+		s.refuseRelayWS(conn, originErr, reasonClient)
 		return
 	}
 	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
@@ -91,6 +98,33 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 		conn.CloseNow()
 	}
 	s.runStream(j.st, j.side, nc, nil)
+}
+
+// checkOrigin applies the WebSocket Origin check (as coder/websocket's
+// Accept does: the request's own host, or Config.OriginPatterns) and
+// returns the refusal for a page of another origin, nil otherwise
+// (non-browser clients send no Origin).
+func (s *Server) checkOrigin(r *http.Request) *Error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err == nil && u.Host != "" {
+		if strings.EqualFold(r.Host, u.Host) {
+			return nil
+		}
+		for _, p := range s.cfg.OriginPatterns {
+			target := u.Host
+			if strings.Contains(p, "://") {
+				target = u.Scheme + "://" + u.Host
+			}
+			if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+				return nil
+			}
+		}
+	}
+	return &Error{Code: ErrOriginNotAllowed, Message: fmt.Sprintf("pages from origin %q may not connect: this server accepts its own origin (%s) and the origins it was started with (-origins, Config.OriginPatterns: %q)", truncate(origin, 100), truncate(r.Host, 100), s.cfg.OriginPatterns)}
 }
 
 // refuseRelayWS sends the refusal as an error message and closes.

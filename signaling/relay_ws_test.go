@@ -3,6 +3,7 @@ package signaling
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -45,8 +46,9 @@ func TestRelayWebSocket(t *testing.T) {
 	t.Run("other origin", func(t *testing.T) {
 		h := http.Header{"Origin": {"http://evil.example"}}
 		_, err := DialRelayWebSocket(ctxT(t), url, pa.Token, ClientConfig{Header: h})
-		if err == nil {
-			t.Fatal("a page of another origin reached the relay")
+		var se *Error
+		if !errors.As(err, &se) || se.Code != ErrOriginNotAllowed {
+			t.Fatalf("a page of another origin: %v, want %s", err, ErrOriginNotAllowed)
 		}
 	})
 	t.Run("raw meets websocket", func(t *testing.T) {
@@ -70,4 +72,37 @@ func TestRelayWebSocket(t *testing.T) {
 		ra.c.Close()
 		expectEOF(t, rb.c)
 	})
+}
+
+// TestOriginRefusedWithMessage: a page of another origin gets an error
+// message it can read (origin_not_allowed), not a bare refusal; its own
+// origin and the configured ones are let in.
+func TestOriginRefusedWithMessage(t *testing.T) {
+	leaktest.Check(t)
+	_, url := startServer(t, Config{OriginPatterns: []string{"*.example.org"}})
+	host := url[len("http://"):]
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"http://evil.example", false},
+		{"http://" + host, true},
+		{"https://game.example.org", true},
+		{"null", false},
+	} {
+		t.Run(tc.origin, func(t *testing.T) {
+			c, err := Dial(ctxT(t), url, ClientConfig{Header: http.Header{"Origin": {tc.origin}}})
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				c.Close()
+				return
+			}
+			var se *Error
+			if !errors.As(err, &se) || se.Code != ErrOriginNotAllowed || !strings.Contains(se.Message, "-origins") {
+				t.Fatalf("got %v, want %s with advice", err, ErrOriginNotAllowed)
+			}
+		})
+	}
 }

@@ -541,6 +541,8 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
 		refuse = &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}
 		status = websocket.StatusProtocolError
+	} else if oe := s.checkOrigin(r); oe != nil {
+		refuse, status = oe, websocket.StatusPolicyViolation
 	} else if st, ok := s.lim.reserveConn(addr); !ok {
 		refuse = &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
 		status = websocket.StatusPolicyViolation
@@ -558,6 +560,10 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
+		// A page of another origin is refused by an error message
+		// after the upgrade (checkOrigin), which a browser can read,
+		// rather than by a 403 it shows only as close code 1006.
+		InsecureSkipVerify: refuse != nil && refuse.Code == ErrOriginNotAllowed,
 	})
 	if err != nil {
 		s.log.Debug("signaling: websocket accept failed", "remote", r.RemoteAddr, "err", err)
