@@ -5,11 +5,13 @@
 GO      ?= go
 # Debian packages: X11/GL headers for Ebiten's cgo build, Xvfb and ImageMagick
 # for the window test that screenshots the demo; iptables, iproute2 and
-# util-linux (unshare, nsenter) for the demo's fault suite, which blocks UDP
-# in network namespaces of its own.
+# util-linux (unshare, nsenter) for the demo's fault suite and the browser
+# test, which block UDP in network namespaces of their own; Chromium for the
+# test that plays the web demo in a headless browser (never downloaded
+# otherwise), Node.js for the wasm tests.
 DEB_PKGS := gcc libc6-dev pkg-config libxrandr-dev libxcursor-dev libxi-dev \
 	libxinerama-dev libxxf86vm-dev libgl1-mesa-dev \
-	xvfb xauth imagemagick iptables iproute2 util-linux
+	xvfb xauth imagemagick iptables iproute2 util-linux chromium nodejs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests and benchmarks run with the race detector and cgo (Ebiten needs it).
 export CGO_ENABLED := 1
@@ -24,7 +26,7 @@ ARGS ?=
 # Test timeout for the whole run; CI allows 90 minutes, we aim well under 15.
 TEST_TIMEOUT ?= 15m
 
-.PHONY: all deps test vet lint bench demo fuzz clean check-go
+.PHONY: all deps test test-wasm vet lint bench demo web fuzz clean check-go
 
 all: test
 
@@ -57,8 +59,27 @@ vet: deps
 lint: deps
 	$(STATICCHECK) ./...
 
-test: vet lint
+test: vet lint web test-wasm
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# The web build of the demo, embedded by demo/webdist into cmd/signal and
+# the demo: the wasm (gzip -9; served with Content-Encoding: gzip) and the
+# loader of the Go that built it.
+WEB := demo/webdist/static
+WASM_EXEC := $(shell $(GO) env GOROOT)/lib/wasm
+web: check-go
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o $(WEB)/demo.wasm ./demo/web
+	gzip -9 -n -f $(WEB)/demo.wasm
+	cp $(WASM_EXEC)/wasm_exec.js $(WEB)/wasm_exec.js
+	@ls -l $(WEB)/demo.wasm.gz
+
+# Pure-logic packages' tests, compiled to js/wasm and run by Node
+# (go_js_wasm_exec). The others need sockets or a browser.
+WASM_TEST_PKGS := ./clocksync ./correction ./ownership ./physics ./internal/clockwire \
+	./p2p/internal/stats ./p2p/internal/wire ./p2p/internal/relay
+test-wasm: check-go
+	@command -v node >/dev/null || { echo "test-wasm needs Node.js (Debian: apt-get install nodejs)" >&2; exit 1; }
+	PATH="$(WASM_EXEC):$$PATH" GOOS=js GOARCH=wasm $(GO) test -timeout $(TEST_TIMEOUT) $(WASM_TEST_PKGS)
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
@@ -72,7 +93,7 @@ fuzz: deps
 		done; \
 	done
 
-demo: deps
+demo: deps web
 	$(GO) run ./demo $(ARGS)
 
 clean:

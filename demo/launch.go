@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"syscall"
 )
 
 // windowEnv names an explicit path to the window program.
@@ -58,7 +57,7 @@ func launchWindow(args []string) int {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sig, forwardedSignals...)
 	defer signal.Stop(sig)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo: starting the window:", err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"time"
 
 	"github.com/pion/transport/v5"
@@ -106,6 +107,12 @@ type Config struct {
 	// Signaling.HTTPClient's transport when it is an *http.Transport with
 	// DialContext set, else a net.Dialer.
 	RelayDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RelayWebSocket reaches the relay over a WebSocket
+	// (signaling.DialRelayWebSocket) instead of a raw stream after an HTTP
+	// Upgrade. Always on in a browser (js/wasm), which can open no raw
+	// stream; the server joins the two kinds, so either side may use
+	// either. False: the raw stream.
+	RelayWebSocket bool
 
 	// ---- Transport choice and failover ----
 
@@ -286,6 +293,9 @@ func (c Config) withDefaults(signalingURL string) (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if runtime.GOOS == "js" {
+		c.RelayWebSocket = true
 	}
 	return c, nil
 }

@@ -37,6 +37,7 @@ func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Sessi
 	if err != nil {
 		return nil, err
 	}
+	id := prepareIdentity()
 	cl, err := signaling.Dial(ctx, signalingURL, c.Signaling)
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Sessi
 		cl.Close()
 		return nil, err
 	}
-	return connectPaired(ctx, cl, signalingURL, c)
+	return connectPaired(ctx, cl, signalingURL, c, id)
 }
 
 // Room is a private room created with CreateRoom, waiting for the second
@@ -60,6 +61,7 @@ type Room struct {
 	url  string
 	cfg  Config
 	cl   *signaling.Client
+	id   func() (*identity, error)
 
 	mu   sync.Mutex
 	used bool
@@ -82,7 +84,7 @@ func CreateRoom(ctx context.Context, signalingURL string, cfg Config) (*Room, er
 		cl.Close()
 		return nil, err
 	}
-	return &Room{code: code, url: signalingURL, cfg: c, cl: cl}, nil
+	return &Room{code: code, url: signalingURL, cfg: c, cl: cl, id: prepareIdentity()}, nil
 }
 
 // Code returns the room code.
@@ -99,7 +101,7 @@ func (r *Room) Connect(ctx context.Context) (*Session, error) {
 	}
 	r.used = true
 	r.mu.Unlock()
-	return connectPaired(ctx, r.cl, r.url, r.cfg)
+	return connectPaired(ctx, r.cl, r.url, r.cfg, r.id)
 }
 
 // Close gives up the room if Connect was not called.
@@ -115,7 +117,7 @@ func (r *Room) Close() error {
 
 // connectPaired waits for the pairing on cl, then builds the session. It
 // owns cl: on error it closes it, on success the session does.
-func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config) (*Session, error) {
+func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error)) (*Session, error) {
 	var pairing signaling.Pairing
 	var early []signaling.Event // negotiation that raced ahead of us (none expected)
 	for pairing.Role == signaling.RoleUnknown {
@@ -140,6 +142,12 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			cfg.ICEServers = append(cfg.ICEServers, webrtc.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
 		}
 	}
+	cfg.Logger.Debug("p2p: paired", "room", pairing.Room, "role", pairing.Role.String())
+	ident, err := id()
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
 	sig := &sigLink{url: url, cfg: cfg.Signaling, token: pairing.Token, room: pairing.Room, role: pairing.Role}
 	sig.cl.Store(cl)
 	p := sessionParams{
@@ -148,9 +156,13 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		room: string(pairing.Room),
 		sig:  sig,
 		dialTCP: func(ctx context.Context) (net.Conn, error) {
+			if cfg.RelayWebSocket {
+				return signaling.DialRelayWebSocket(ctx, url, pairing.Token, relayClientConfig(cfg))
+			}
 			return signaling.DialRelay(ctx, url, pairing.Token, relayClientConfig(cfg))
 		},
 		closeSig: func() { sig.close() },
+		id:       ident,
 	}
 	s, err := newSession(p)
 	if err != nil {
@@ -164,6 +176,28 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		return nil, err
 	}
 	return s, nil
+}
+
+// prepareIdentity makes the session's key and certificate in the
+// background while the player waits for a peer, and returns the function
+// that waits for them. In a browser the first key costs a few hundred
+// milliseconds (the P-256 tables are built then), which would otherwise
+// delay the answer to the peer's offer.
+func prepareIdentity() func() (*identity, error) {
+	type result struct {
+		id  *identity
+		err error
+	}
+	ch := make(chan result, 1)
+	prewarmWebRTC()
+	go func() {
+		id, err := newIdentity()
+		ch <- result{id, err}
+	}()
+	return sync.OnceValues(func() (*identity, error) {
+		r := <-ch
+		return r.id, r.err
+	})
 }
 
 // relayClientConfig is the signaling client configuration DialRelay gets:

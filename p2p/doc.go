@@ -102,6 +102,26 @@
 // Use an https:// or wss:// signaling URL so that only the server, not
 // everyone on the path to it, is in that position.
 //
+// # In a browser
+//
+// The package builds for GOOS=js GOARCH=wasm. WebRTC is then the
+// browser's RTCPeerConnection through pion's js build (the same
+// pre-negotiated "ragsync" channel; Config.Net, Interfaces,
+// InterfaceFilter, IncludeLoopback and UDP4Only do not apply; candidate
+// types show as CandidateUnknown), signaling is the browser's WebSocket,
+// and the relay is reached over a WebSocket (Config.RelayWebSocket, always
+// on there; signaling.DialRelayWebSocket), which the server joins to a
+// native peer's raw stream. The browser makes its own DTLS certificate, so
+// a browser's SDP carries the session certificate's fingerprint in an
+// extra session-level line, a=ragsync-tls-fingerprint:sha-256 …, which
+// pins the relay's TLS instead of the DTLS fingerprint (see Security).
+// Natively, peer-reflexive and host candidate pairs are accepted at once
+// (pion waits 1 s for a peer-reflexive one by default; a browser's
+// candidates arrive as peer-reflexive behind mDNS names), and the
+// session's key is made, and in a browser a first RTCPeerConnection
+// warmed up, while waiting for a peer. Writers of other clients:
+// PROTOCOL.md at the repository's root is the checklist.
+//
 // # Wire format
 //
 // Every session message, on either transport, is a 5-byte header (wire

@@ -82,15 +82,43 @@ func fingerprintLine(fp []byte) string {
 // errNoFingerprint: an SDP without a sha-256 fingerprint.
 var errNoFingerprint = errors.New("p2p: the peer's SDP has no sha-256 fingerprint")
 
-// sdpFingerprint returns the sha-256 fingerprint of an SDP (the session
-// level one, or the first media level one). Every one it carries must be
-// the same.
+// tlsFingerprintAttr is the SDP attribute of a peer whose DTLS
+// certificate is not its session certificate (a browser's, which the
+// browser generates): it carries the fingerprint that pins the relay's
+// TLS, and takes precedence over the DTLS fingerprint for that.
+const tlsFingerprintAttr = "a=ragsync-tls-fingerprint:"
+
+// addTLSFingerprint adds tlsFingerprintAttr with fp to the session part
+// of sdp (after its t= line).
+func addTLSFingerprint(sdp string, fp []byte) string {
+	line := tlsFingerprintAttr + fingerprintLine(fp) + "\r\n"
+	i := strings.Index(sdp, "\nt=")
+	if i < 0 {
+		return sdp + line
+	}
+	j := strings.IndexByte(sdp[i+1:], '\n')
+	if j < 0 {
+		return sdp + "\r\n" + line
+	}
+	at := i + 1 + j + 1
+	return sdp[:at] + line + sdp[at:]
+}
+
+// sdpFingerprint returns the fingerprint that pins the relay's TLS: the
+// one of tlsFingerprintAttr if the SDP has it, else the sha-256 DTLS
+// fingerprint (the session level one, or the first media level one).
+// Every one of a kind it carries must be the same.
 func sdpFingerprint(sdp string) ([]byte, error) {
-	var fp []byte
+	var fp, tfp []byte
 	for line := range strings.Lines(sdp) {
-		v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "a=fingerprint:")
+		line = strings.TrimRight(line, "\r\n")
+		v, ok := strings.CutPrefix(line, "a=fingerprint:")
+		dst := &fp
 		if !ok {
-			continue
+			if v, ok = strings.CutPrefix(line, tlsFingerprintAttr); !ok {
+				continue
+			}
+			dst = &tfp
 		}
 		alg, val, ok := strings.Cut(v, " ")
 		if !ok || !strings.EqualFold(alg, "sha-256") {
@@ -100,10 +128,13 @@ func sdpFingerprint(sdp string) ([]byte, error) {
 		if err != nil || len(b) != sha256.Size {
 			return nil, fmt.Errorf("p2p: bad fingerprint in the peer's SDP: %q", truncateStr(v, 120))
 		}
-		if fp != nil && !bytes.Equal(fp, b) {
+		if *dst != nil && !bytes.Equal(*dst, b) {
 			return nil, errors.New("p2p: the peer's SDP carries two different fingerprints")
 		}
-		fp = b
+		*dst = b
+	}
+	if tfp != nil {
+		return tfp, nil
 	}
 	if fp == nil {
 		return nil, errNoFingerprint

@@ -176,6 +176,8 @@ type Session struct {
 	enabled       uint8              // our transports, as in the hello message
 	cancelTCP     context.CancelFunc // stops dialling the relay
 	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
+	peerErrors    uint64             // the peer's clock messages that break the protocol
+	lastPeerErr   string             // the last of them
 	goodbye       string             // the signaling server said the peer left ("" if not, or it is back)
 	rtcRenewing   bool               // offerer: a new PeerConnection is being made
 	rtcAttemptAt  time.Duration      // offerer: when the last one was
@@ -1098,6 +1100,16 @@ func (s *Session) badClockMsg(err error) {
 	if errors.Is(err, clocksync.ErrMalformed) || errors.Is(err, clocksync.ErrBadTimestamps) || errors.Is(err, clocksync.ErrRoleConflict) {
 		s.malformed++
 	}
+	// A peer that gets the protocol wrong (a third-party client, see
+	// PROTOCOL.md) is told in Stats and the log, once per kind of error,
+	// not left to wonder why the clock never syncs.
+	if errors.Is(err, clocksync.ErrNoGameTime) || errors.Is(err, clocksync.ErrRoleConflict) {
+		s.peerErrors++
+		if msg := err.Error(); msg != s.lastPeerErr {
+			s.lastPeerErr = msg
+			s.log.Warn("p2p: the peer breaks the clock protocol; its pongs are refused", "err", err, "role", s.role.String())
+		}
+	}
 }
 
 // sendControlLocked sends c on every open link (through the loop buffer).
@@ -1666,6 +1678,7 @@ func (s *Session) Stats() Stats {
 	if s.phase == phaseRunning || s.phase == phaseEnded && s.readyAt != 0 {
 		st.Uptime = now - s.readyAt
 		st.SinceLastRecv = now - s.lastRecv
+		st.ConnectTime = s.readyAt - s.start
 	}
 	st.Received = s.seq.Received()
 	st.Expected = s.seq.Expected()
@@ -1690,6 +1703,7 @@ func (s *Session) Stats() Stats {
 	for i := range s.links {
 		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
 	}
+	st.PeerProtocolErrors, st.LastPeerProtocolError = s.peerErrors, s.lastPeerErr
 	s.mu.Unlock()
 
 	if a := st.Transport; a != TransportUnknown {
@@ -1700,6 +1714,7 @@ func (s *Session) Stats() Stats {
 		st.LocalCandidate, st.RemoteCandidate = rtc.candidates()
 	}
 	st.RecvOverflow = s.ring.droppedCount()
+	st.RelayWebSocket = s.cfg.RelayWebSocket
 	s.sendMu.Lock()
 	st.Sent = s.sent
 	st.SendDropped = s.sendDropped

@@ -82,6 +82,9 @@ type Stats struct {
 	ChoiceReason string
 	Switches     int           // transport changes after the initial choice
 	Uptime       time.Duration // since Connect returned
+	// ConnectTime is how long the session took from the pairing (its
+	// creation) to running on its first transport (zero until then).
+	ConnectTime time.Duration
 	// SinceLastRecv is the time since anything arrived from the peer on
 	// any transport.
 	SinceLastRecv time.Duration
@@ -129,6 +132,18 @@ type Stats struct {
 	RxPacketsPerSec float64
 	TxBytesPerSec   float64
 	RxBytesPerSec   float64
+
+	// PeerProtocolErrors counts the peer's clock messages that break the
+	// protocol in a way only a faulty client can: a pong from the leader
+	// without game time (the follower's clock could never sync), or a
+	// leader flag that says the peer has this side's role. They are
+	// refused; LastPeerProtocolError says what the last one was.
+	PeerProtocolErrors    uint64
+	LastPeerProtocolError string
+
+	// RelayWebSocket: this side's relay stream goes over a WebSocket
+	// (Config.RelayWebSocket; always in a browser), not a raw stream.
+	RelayWebSocket bool
 
 	// The WebRTC selected candidate pair's types (Relay = through TURN;
 	// see WebRTCViaTURN). Unknown until a pair is selected.

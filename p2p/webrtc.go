@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pion/datachannel"
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/p2p/internal/wire"
@@ -65,6 +63,7 @@ type rtcTransport struct {
 
 	pc *webrtc.PeerConnection
 	dc *webrtc.DataChannel
+	id *identity
 
 	ctx    context.Context // canceled on close; bounds signaling sends
 	cancel context.CancelFunc
@@ -97,65 +96,18 @@ type rawChannel struct {
 // offerer then calls start to send its offer; the answerer waits for
 // handleOffer.
 func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity) (*rtcTransport, error) {
-	se := webrtc.SettingEngine{}
-	se.DetachDataChannels()
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.LoggerFactory = slogFactory{l: cfg.Logger}
-	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
-	// SCTP doubles its retransmission timeout on every expiry, up to 60 s
-	// by default: after an outage of a few seconds the association would
-	// stay quiet for as long again. The session detects dead paths itself,
-	// so SCTP may keep trying every second (its minimum).
-	se.SetSCTPRTOMax(sctpRTOMax)
-	// ICE: a connected pair silent for iceDisconnected is disconnected,
-	// and failed iceFailed later (pion's defaults, 5 s and 25 s, would
-	// keep a dead PeerConnection for half a minute); an agent still
-	// checking fails after both. Until then it keeps checking its pairs
-	// (pion gives a pair up after 7 unanswered checks by default, 1.4 s,
-	// and then waits idle), so a path that comes back is found within a
-	// check interval. The session makes a new PeerConnection when one
-	// fails (see Session.maybeRenewRTC).
-	se.SetICETimeouts(iceDisconnected, iceFailed, iceKeepalive)
-	se.SetICEMaxBindingRequests(iceMaxChecks)
-	// The session owns the PeerConnection's life: when the peer's DTLS
-	// closes, the data channel's reads end and the transport goes down;
-	// the session closes the PeerConnection itself. (pion closing it from
-	// its own goroutine at that moment races its SCTP accept loop for a
-	// lock and stalls the close for 200 ms.)
-	se.DisableCloseByDTLS(true)
-	// DTLS retransmits a lost handshake flight after 1 s by default,
-	// doubling each time: on a lossy link the handshake alone took
-	// seconds. dtlsRetransmit is above the round trip of any link a game
-	// is played on.
-	se.SetDTLSRetransmissionInterval(dtlsRetransmit)
-	if cfg.Net != nil {
-		se.SetNet(cfg.Net)
-	}
-	switch {
-	case cfg.Interfaces == InterfacesLoopback:
-		se.SetIncludeLoopbackCandidate(true)
-		se.SetInterfaceFilter(isLoopbackInterface)
-		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-	case cfg.IncludeLoopback:
-		se.SetIncludeLoopbackCandidate(true)
-	}
-	if cfg.InterfaceFilter != nil {
-		se.SetInterfaceFilter(cfg.InterfaceFilter)
-	}
-	if cfg.UDP4Only {
-		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	}
-	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers, Certificates: []webrtc.Certificate{id.rtc}})
+	cfg.Logger.Debug("p2p: webrtc: new peer connection")
+	pc, err := newPeerConnection(cfg, id)
 	if err != nil {
-		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
+		return nil, err
 	}
+	cfg.Logger.Debug("p2p: webrtc: peer connection made")
 	dc, err := pc.CreateDataChannel(dataChannelLabel, dataChannelInit())
 	if err != nil {
 		_ = pc.Close()
 		return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
 	}
-	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, id: id}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 
 	pc.OnICECandidate(func(c *webrtc.ICECandidate) {
@@ -174,13 +126,7 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 		t.mu.Unlock()
 		t.sendCandidate(init)
 	})
-	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
-		if p == nil {
-			return
-		}
-		t.localCand.Store(uint32(candidateType(p.Local)))
-		t.remoteCand.Store(uint32(candidateType(p.Remote)))
-	})
+	t.watchSelectedPair()
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
 		t.log.Debug("p2p: webrtc: connection state", "state", s.String(), "role", role.String())
 		if s == webrtc.PeerConnectionStateFailed || s == webrtc.PeerConnectionStateClosed {
@@ -199,7 +145,7 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 // channel is used.
 func (t *rtcTransport) watch(dc *webrtc.DataChannel) {
 	dc.OnOpen(func() {
-		rw, err := dc.Detach()
+		rw, err := detach(dc)
 		if err != nil {
 			t.down(fmt.Errorf("p2p: webrtc: detach: %w", err))
 			return
@@ -217,23 +163,6 @@ func (t *rtcTransport) watch(dc *webrtc.DataChannel) {
 		go t.readLoop(rw)
 		t.h.onUp(TransportWebRTC)
 	})
-}
-
-func candidateType(c *webrtc.ICECandidate) CandidateType {
-	if c == nil {
-		return CandidateUnknown
-	}
-	switch c.Typ {
-	case webrtc.ICECandidateTypeHost:
-		return CandidateHost
-	case webrtc.ICECandidateTypeSrflx:
-		return CandidateSrflx
-	case webrtc.ICECandidateTypePrflx:
-		return CandidatePrflx
-	case webrtc.ICECandidateTypeRelay:
-		return CandidateRelay
-	}
-	return CandidateUnknown
 }
 
 func (t *rtcTransport) kind() TransportKind { return TransportWebRTC }
@@ -300,7 +229,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 	if err := t.pc.SetLocalDescription(offer); err != nil {
 		return fmt.Errorf("p2p: webrtc: set local offer: %w", err)
 	}
-	if err := t.sig.sendOffer(ctx, offer.SDP); err != nil {
+	if err := t.sig.sendOffer(ctx, localSDP(offer.SDP, t.id)); err != nil {
 		return fmt.Errorf("p2p: webrtc: send offer: %w", err)
 	}
 	t.sentDesc()
@@ -309,6 +238,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 
 // handleOffer applies the peer's offer and sends the answer (answerer only).
 func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
+	t.log.Debug("p2p: webrtc: offer received")
 	if t.role != signaling.RoleAnswerer {
 		return fmt.Errorf("p2p: webrtc: unexpected offer for the %s", t.role)
 	}
@@ -325,7 +255,8 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.pc.SetLocalDescription(answer); err != nil {
 		return fmt.Errorf("p2p: webrtc: set local answer: %w", err)
 	}
-	if err := t.sig.sendAnswer(ctx, answer.SDP); err != nil {
+	t.log.Debug("p2p: webrtc: sending the answer")
+	if err := t.sig.sendAnswer(ctx, localSDP(answer.SDP, t.id)); err != nil {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}
 	t.sentDesc()

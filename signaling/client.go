@@ -164,13 +164,10 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-		HTTPClient:      cfg.HTTPClient,
-		HTTPHeader:      cfg.Header,
-		CompressionMode: websocket.CompressionDisabled,
-	})
+	conn, resp, err := websocket.Dial(ctx, u, dialOptions(&cfg))
 	if err != nil {
-		// A refusal before the upgrade (e.g. shutting_down) has a JSON body.
+		// A refusal before the upgrade (e.g. shutting_down) has a JSON body
+		// (not visible to a browser, whose WebSocket hides the response).
 		if resp != nil && resp.Body != nil {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
@@ -447,7 +444,7 @@ func (c *Client) request(ctx context.Context, m Message, want MsgType) (Message,
 // connection.
 func fatalCode(code ErrorCode) bool {
 	switch code {
-	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer, ErrTooManyConns:
+	case ErrMessageTooBig, ErrIdleTimeout, ErrUnsupportedVersion, ErrServerFull, ErrShuttingDown, ErrSlowConsumer, ErrTooManyConns, ErrOriginNotAllowed:
 		return true
 	}
 	return false

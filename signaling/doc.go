@@ -12,7 +12,8 @@
 // One HTTP address serves everything (Server is an http.Handler):
 //
 //	GET /ws?v=1     WebSocket, the JSON signaling protocol below
-//	GET /relay?v=1  HTTP Upgrade to a raw TCP byte stream between two paired players
+//	GET /relay?v=1  HTTP Upgrade to a raw TCP byte stream between two paired players,
+//	                or a WebSocket carrying the same stream (see relay_ws.go)
 //	GET /healthz    JSON counters: rooms, clients, queued, pairings, relays, bytes
 //	GET /metrics    Prometheus metrics (see metrics.go for the list; Config.HideMetrics
 //	                moves them to Server.MetricsHandler only)
@@ -89,7 +90,11 @@
 // too_many_failed_joins leave the connection usable. A connection refused
 // before the WebSocket upgrade gets an HTTP error whose body is an error
 // message: 400 bad_message (a trusted proxy sent no client address), 429
-// too_many_handshakes, 503 shutting_down.
+// too_many_handshakes, 503 shutting_down. A browser page from an origin
+// that is neither the server's own nor in Config.OriginPatterns gets
+// origin_not_allowed right after the upgrade and a 1008 close, on /ws and
+// on the WebSocket relay, so it can tell why (a refusal before the upgrade
+// would reach it only as close code 1006).
 //
 // Example (A creates, B joins; → is client to server):
 //

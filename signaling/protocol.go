@@ -408,6 +408,7 @@ const (
 	ErrTooManyConns       ErrorCode = "too_many_conns"        // fatal: your address has Config.MaxConnsPerAddr connections
 	ErrTooManyHandshakes  ErrorCode = "too_many_handshakes"   // HTTP 429: your address has Config.MaxHandshakesPerAddr unfinished handshakes
 	ErrTooManyFailedJoins ErrorCode = "too_many_failed_joins" // join refused: your address missed too many joins (Config.FailedJoinRate)
+	ErrOriginNotAllowed   ErrorCode = "origin_not_allowed"    // fatal: a browser page from an origin not in Config.OriginPatterns
 )
 
 // Error is a protocol error: one the server sent in an error message, or a

@@ -1,6 +1,7 @@
 package signaling
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -86,9 +87,13 @@ func (s *Server) refuseRelay(w http.ResponseWriter, status int, e *Error, reason
 }
 
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && headerHasToken(r.Header, "Upgrade", "websocket") {
+		s.handleRelayWS(w, r)
+		return
+	}
 	if r.Method != http.MethodGet || !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", relayUpgrade) {
 		w.Header().Set("Upgrade", relayUpgrade)
-		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: ErrBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade}, reasonClient)
+		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: ErrBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade + " (or a WebSocket)"}, reasonClient)
 		return
 	}
 	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
@@ -100,23 +105,52 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: "missing relay token (Authorization: Bearer <token from paired>)"}, reasonClient)
 		return
 	}
+	j := s.joinRelay(r, r.Context(), tok)
+	if j.st == nil {
+		if j.err != nil {
+			s.refuseRelay(w, j.status, j.err, j.reason)
+		}
+		return
+	}
+	defer j.release()
+	s.runRelay(w, j.st, j.side)
+}
+
+// relayJoin is the outcome of a relay request: the stream to run as
+// side, or a refusal, or neither (the client went away while waiting).
+type relayJoin struct {
+	st      *relayStream
+	side    int
+	release func() // when the stream has ended (or was not run)
+
+	err    *Error
+	status int // HTTP status of the refusal
+	reason string
+}
+
+func refused(status int, e *Error, reason string) relayJoin {
+	return relayJoin{err: e, status: status, reason: reason}
+}
+
+// joinRelay checks a relay request's token and limits and waits, within
+// ctx, for the other player's request: the common part of the raw and
+// the WebSocket relay, which then run the stream (their bytes are
+// copied to each other, so a raw stream and a WebSocket meet).
+func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) relayJoin {
 	claims, terr := verifyRelayToken(s.tokenKey, RelayToken(tok), s.cfg.Now())
 	if terr != nil {
-		s.refuseRelay(w, http.StatusForbidden, terr, reasonClient)
-		return
+		return refused(http.StatusForbidden, terr, reasonClient)
 	}
 	addr, aerr := s.clientAddr(r)
 	if aerr != nil {
-		s.refuseRelay(w, http.StatusBadRequest, aerr, reasonClient)
-		return
+		return refused(http.StatusBadRequest, aerr, reasonClient)
 	}
 	side, key := claims.side, claims.key()
 
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, reasonShutdown)
-		return
+		return refused(http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, reasonShutdown)
 	}
 	// A pairing this process made is checked against its room; one it
 	// did not (before a restart, or on another instance with the same
@@ -124,17 +158,14 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	if claims.instance == s.instance {
 		if rm := s.rooms[claims.room]; rm == nil || rm.pairing != claims.pairing {
 			s.mu.Unlock()
-			s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: fmt.Sprintf("relay token %s: the pairing in room %s has ended", RelayToken(tok), claims.room)}, reasonClient)
-			return
+			return refused(http.StatusForbidden, &Error{Code: ErrBadToken, Message: fmt.Sprintf("relay token %s: the pairing in room %s has ended", RelayToken(tok), claims.room)}, reasonClient)
 		}
 	}
 	as, ok := s.lim.reserveConn(addr)
 	if !ok {
 		s.mu.Unlock()
-		s.refuseRelay(w, http.StatusTooManyRequests, &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
-		return
+		return refused(http.StatusTooManyRequests, &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
 	}
-	defer s.lim.releaseConn(as)
 	rv := s.rendezvous[key]
 	if rv == nil {
 		rv = &relayRendezvous{key: key, room: claims.room}
@@ -160,8 +191,8 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		if len(s.relays) >= s.cfg.MaxRelays {
 			s.dropRendezvous(rv)
 			s.mu.Unlock()
-			s.refuseRelay(w, http.StatusServiceUnavailable, &Error{Code: ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)}, reasonGlobal)
-			return
+			s.lim.releaseConn(as)
+			return refused(http.StatusServiceUnavailable, &Error{Code: ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)}, reasonGlobal)
 		}
 		rv.waiting[1-side] = nil
 		st = &relayStream{s: s, rv: rv, room: rv.room, ready: make(chan struct{})}
@@ -175,7 +206,10 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	}
 	s.relayWG.Add(1)
 	s.mu.Unlock()
-	defer s.relayWG.Done()
+	release := func() {
+		s.relayWG.Done()
+		s.lim.releaseConn(as)
+	}
 	establishedConn(r)
 
 	if wt != nil {
@@ -190,7 +224,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 			o = relayOutcome{err: &Error{Code: ErrPeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", rv.room, s.cfg.RelayWaitTimeout)}, status: http.StatusGatewayTimeout}
 		case <-s.shutdownCh:
 			o = relayOutcome{err: &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, status: http.StatusServiceUnavailable}
-		case <-r.Context().Done():
+		case <-ctx.Done():
 		}
 		if !got {
 			s.mu.Lock()
@@ -199,25 +233,25 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 				rv.waiting[side] = nil
 				s.dropRendezvous(rv)
 				s.mu.Unlock()
+				release()
 				if o.err != nil {
-					s.refuseRelay(w, o.status, o.err, defaultReason(o.err.Code))
+					return refused(o.status, o.err, defaultReason(o.err.Code))
 				}
-				return
+				return relayJoin{} // the client went away
 			}
 			s.mu.Unlock()
 			o = <-wt.ch // decided in the meantime
 		}
 		if o.err != nil {
-			s.refuseRelay(w, o.status, o.err, defaultReason(o.err.Code))
-			return
+			release()
+			return refused(o.status, o.err, defaultReason(o.err.Code))
 		}
 		st = o.stream
 	}
-	s.runRelay(w, st, side)
+	return relayJoin{st: st, side: side, release: release}
 }
 
-// runRelay hijacks the matched request, answers 101 and copies this side's
-// bytes to the peer until either side ends.
+// runRelay hijacks the matched request, answers 101 and runs the stream.
 func (s *Server) runRelay(w http.ResponseWriter, p *relayStream, side int) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -238,6 +272,18 @@ func (s *Server) runRelay(w http.ResponseWriter, p *relayStream, side int) {
 	if err != nil {
 		conn.Close()
 		conn = nil
+	}
+	s.runStream(p, side, conn, early)
+}
+
+// runStream copies this side's bytes (early, read ahead, first) to the
+// other side's connection until either ends; conn is nil if this side
+// failed before it was set up.
+func (s *Server) runStream(p *relayStream, side int, conn net.Conn, early []byte) {
+	if conn == nil {
+		p.setConn(side, nil)
+		p.finish(s)
+		return
 	}
 	if !p.setConn(side, conn) {
 		p.finish(s)

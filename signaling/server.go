@@ -136,6 +136,11 @@ type Config struct {
 	// address: serve MetricsHandler on a private one instead. False: the
 	// handler serves /metrics.
 	HideMetrics bool
+	// Site, if set, serves every request for a path the server does not
+	// own (not /ws, /relay, /healthz, /metrics): a web client at /, say,
+	// so that pages of the server's own origin pass the Origin check. Nil:
+	// such requests get 404 with an error message.
+	Site http.Handler
 	// OriginPatterns lists browser origins allowed to open WebSockets (see
 	// websocket.AcceptOptions). Nil allows same-origin browsers only;
 	// non-browser clients send no Origin and are always allowed.
@@ -351,6 +356,10 @@ func NewServer(cfg Config) (*Server, error) {
 		s.mux.Handle("/metrics", s.MetricsHandler())
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Site != nil {
+			s.cfg.Site.ServeHTTP(w, r)
+			return
+		}
 		writeHTTPError(w, http.StatusNotFound, &Error{Code: ErrBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay, /healthz or /metrics)"})
 	})
 	return s, nil
@@ -359,7 +368,8 @@ func NewServer(cfg Config) (*Server, error) {
 // Config returns the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// ServeHTTP routes /ws, /relay, /healthz and /metrics.
+// ServeHTTP routes /ws, /relay, /healthz and /metrics, and the rest to
+// Config.Site.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Serve accepts connections on l until Shutdown; it then returns
@@ -531,6 +541,8 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
 		refuse = &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}
 		status = websocket.StatusProtocolError
+	} else if oe := s.checkOrigin(r); oe != nil {
+		refuse, status = oe, websocket.StatusPolicyViolation
 	} else if st, ok := s.lim.reserveConn(addr); !ok {
 		refuse = &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
 		status = websocket.StatusPolicyViolation
@@ -548,6 +560,10 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
+		// A page of another origin is refused by an error message
+		// after the upgrade (checkOrigin), which a browser can read,
+		// rather than by a 403 it shows only as close code 1006.
+		InsecureSkipVerify: refuse != nil && refuse.Code == ErrOriginNotAllowed,
 	})
 	if err != nil {
 		s.log.Debug("signaling: websocket accept failed", "remote", r.RemoteAddr, "err", err)

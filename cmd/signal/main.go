@@ -41,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragsync/ragsync/demo/webdist"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -240,6 +241,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var turnAllow []netip.Prefix
 	fs.Var(prefixList{&turnAllow}, "turn-allow-peers", "comma-separated private/loopback prefixes TURN may relay to (default: none but -turn-ip)")
 	origins := fs.String("origins", "", "comma-separated browser origin patterns allowed to connect (default: same origin only)")
+	web := fs.Bool("web", true, "serve the web demo at / (built into this binary by make web)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -307,6 +309,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 	cfg.HideMetrics = *metricsAddr != ""
+	if *web {
+		cfg.Site = webdist.Handler()
+		if !webdist.Available() {
+			log.Warn("the web demo is not in this binary (make web, then build again): / says so")
+		}
+	}
 
 	srv, err := signaling.NewServer(cfg)
 	if err != nil {
@@ -348,7 +356,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		go func() { errc <- ms.Serve(ml) }()
 		log.Info("metrics listening", "addr", ml.Addr().String())
 	}
-	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String())
+	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String(), "web_demo", cfg.Site != nil && webdist.Available())
 	if ready != nil {
 		ready(l.Addr().String())
 	}

@@ -68,6 +68,9 @@ type App struct {
 	healthCh   chan bool
 	checking   bool
 	serverGone bool
+	// summaryAt is when the players' summaries were last logged
+	// (Config.LogSummaries).
+	summaryAt time.Time
 }
 
 // LogEvery is the interval of the summary lines in the log.
@@ -109,6 +112,9 @@ func (a *App) ServerGone() bool { return a.serverGone }
 // needed.
 func (a *App) findServer(ctx context.Context) setupResult {
 	c := &a.cfg
+	if c.SignalSet && c.TrustSignal {
+		return setupResult{url: c.Signal}
+	}
 	if c.SignalSet {
 		if err := healthy(ctx, c.Signal, 3*time.Second); err != nil {
 			return setupResult{err: fmt.Errorf("no signaling server answers at %s: %w", c.Signal, err)}
@@ -169,6 +175,11 @@ func (a *App) Update(local Controls) {
 			a.bot.StartRoom(room)
 		}
 		a.bot.Update(Controls{}) // the App restarts it along with the local player
+	}
+	if a.cfg.LogSummaries && wall.Sub(a.summaryAt) >= LogEvery {
+		// By the wall clock: a browser that ticks slowly still reports.
+		a.summaryAt = wall
+		a.logSummaries()
 	}
 	if wall.Sub(a.logAt) >= LogEvery {
 		tps := float64(a.ticks-a.logTicks) / wall.Sub(a.logAt).Seconds()
@@ -291,7 +302,10 @@ func (a *App) startPlayers(r setupResult) {
 	if a.cfg.Headless {
 		name = "bot-1" // headless: a bot plays the local fighter
 	}
-	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, a.cfg.Headless))
+	if a.cfg.Autoplay {
+		name = "you (autoplay)"
+	}
+	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, a.cfg.Headless || a.cfg.Autoplay))
 	if a.cfg.Bot {
 		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, true))
 	}

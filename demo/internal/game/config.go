@@ -21,6 +21,9 @@ type Config struct {
 	// Signal is the signaling server URL; SignalSet says the user gave it.
 	Signal    string
 	SignalSet bool
+	// TrustSignal skips checking that the -signal server answers (the web
+	// demo: that server served the page; a failure shows when pairing).
+	TrustSignal bool
 	// Listen is where an embedded signaling server listens; ListenSet says
 	// the user gave it (then a server is always embedded, unless -signal
 	// is given too).
@@ -32,8 +35,15 @@ type Config struct {
 	Bot bool
 	// Headless runs without a window; the local fighter is bot-driven.
 	Headless bool
-	Duration time.Duration // headless: how long to play once connected
-	JSON     bool          // headless: print the summary as JSON too
+	// Autoplay drives the local fighter by the bot in the window too (the
+	// web demo's ?autoplay=1), e.g. to watch two bots fight.
+	Autoplay bool
+	// LogSummaries logs each player's summary (JSON, as -json prints
+	// it) every LogEvery; the web demo does, so the browser's console
+	// shows how the match goes.
+	LogSummaries bool
+	Duration     time.Duration // headless: how long to play once connected
+	JSON         bool          // headless: print the summary as JSON too
 	// Lag, Jitter, Loss impair what each player sends (netsim, per
 	// direction: half the lag, half the jitter).
 	Lag, Jitter time.Duration
@@ -91,6 +101,8 @@ Flags:
 	fs.StringVar(&c.Room, "room", "", `private room: "new" creates one with a server-chosen code to share; CODE joins the room with that code (or creates it, for the rival to join); empty: quick match`)
 	fs.BoolVar(&c.Bot, "bot", false, "fight a local bot peer (real signaling, real WebRTC on loopback, its own world)")
 	fs.BoolVar(&c.Headless, "headless", false, "no window: the local fighter is bot-driven; prints a summary at the end")
+	fs.BoolVar(&c.Autoplay, "autoplay", false, "the local fighter is bot-driven in the window too")
+	fs.BoolVar(&c.LogSummaries, "log-summaries", false, "log each player's summary as JSON every 5 s")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "headless: how long to play once connected")
 	fs.BoolVar(&c.JSON, "json", false, "headless: also print the summary as JSON")
 	fs.DurationVar(&c.Lag, "lag", 0, "added round trip of the game's packets (each player delays what it sends by half; -bot: both)")

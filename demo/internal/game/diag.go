@@ -303,7 +303,8 @@ type Summary struct {
 	LocalCand   string  `json:"local_candidate"`
 	RemoteCand  string  `json:"remote_candidate"`
 	Switches    int     `json:"transport_switches"`
-	RTTMs       float64 `json:"rtt_ms"` // smoothed
+	ConnectMs   float64 `json:"connect_ms"` // from pairing to running (p2p Stats.ConnectTime)
+	RTTMs       float64 `json:"rtt_ms"`     // smoothed
 	RTTMinMs    float64 `json:"rtt_min_ms"`
 	RTTP95Ms    float64 `json:"rtt_p95_ms"`
 	JitterMs    float64 `json:"jitter_ms"`
@@ -327,6 +328,9 @@ type Summary struct {
 	Transfers   uint64  `json:"prop_transfers"`
 	Ticks       uint64  `json:"ticks"`
 	Rejected    uint64  `json:"rejected_packets"`
+	// StatesApplied counts the rival's object states that became
+	// correction targets.
+	StatesApplied uint64 `json:"states_applied"`
 	// Moved is how far each fighter (1, 2) got from its start, in metres,
 	// in this peer's world.
 	Moved   [2]float64 `json:"fighter_moved_m"`
@@ -366,6 +370,7 @@ func fillLink(sum *Summary, ls *p2p.Stats) {
 	sum.Path = PathOf(ls)
 	sum.LocalCand, sum.RemoteCand = ls.LocalCandidate.String(), ls.RemoteCandidate.String()
 	sum.Switches = ls.Switches
+	sum.ConnectMs = ms(ls.ConnectTime)
 	sum.ViaTURN = ls.Transport == p2p.TransportWebRTC && ls.WebRTCViaTURN()
 	sum.WebRTCRenewals, sum.SignalingReconnects = ls.WebRTCRenewals, ls.SignalingReconnects
 	sum.RelayRejected, sum.EventsMerged = ls.RelayRejected, ls.EventsMerged
@@ -379,6 +384,9 @@ func fillLink(sum *Summary, ls *p2p.Stats) {
 func PathOf(ls *p2p.Stats) string {
 	switch ls.Transport {
 	case p2p.TransportTCP:
+		if ls.RelayWebSocket {
+			return "relay (WebSocket) through the signaling server"
+		}
 		return "TCP relay through the signaling server"
 	case p2p.TransportWebRTC:
 		if ls.LocalCandidate == p2p.CandidateRelay || ls.RemoteCandidate == p2p.CandidateRelay {

@@ -606,7 +606,9 @@ func (p *Player) Summary() Summary {
 	for _, r := range p.results {
 		s.Rounds = append(s.Rounds, r.String())
 	}
-	if st := p.match.Stats(); st.LastError != nil {
+	st := p.match.Stats()
+	s.StatesApplied = st.Replicator.Applied
+	if st.LastError != nil {
 		s.LastErr = st.LastError.Error()
 	}
 	return s

@@ -58,7 +58,7 @@ type embeddedServer struct {
 
 // startServer starts a signaling server listening on addr.
 func startServer(addr string, log *slog.Logger) (*embeddedServer, error) {
-	r, err := signaling.Start(addr, signaling.Config{Logger: log.With("component", "signaling")})
+	r, err := signaling.Start(addr, signaling.Config{Logger: log.With("component", "signaling"), Site: siteHandler()})
 	if err != nil {
 		return nil, fmt.Errorf("embedded signaling server: %w", err)
 	}

@@ -1,0 +1,175 @@
+//go:build js
+
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall/js"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/webrtc/v4"
+)
+
+// In a browser, pion's js build wraps the browser's RTCPeerConnection.
+// The browser does its own ICE, DTLS and SCTP: Config.Net, Interfaces,
+// InterfaceFilter, IncludeLoopback and UDP4Only do not apply, and the
+// browser generates the DTLS certificate itself (it cannot import the
+// session's key). The session's certificate then pins only the relay's
+// TLS, announced in the SDP with tlsFingerprintAttr (see localSDP).
+
+// newPeerConnection makes a browser RTCPeerConnection.
+func newPeerConnection(cfg *Config, _ *identity) (*webrtc.PeerConnection, error) {
+	pc, err := webrtc.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
+	if err != nil {
+		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
+	}
+	return pc, nil
+}
+
+// watchSelectedPair: the browser does not report the selected pair
+// through pion's js build; Stats shows CandidateUnknown.
+func (t *rtcTransport) watchSelectedPair() {}
+
+// localSDP adds the fingerprint of the session's certificate to a
+// description the browser made: its DTLS certificate is the browser's,
+// so the relay's TLS is pinned to this one instead.
+func localSDP(sdp string, id *identity) string { return addTLSFingerprint(sdp, id.fp) }
+
+// detach reads the channel through its own message handler: each message
+// is copied out of the browser in the event handler and queued (pion's
+// js detach runs a goroutine per message and fails on a short buffer).
+func detach(dc *webrtc.DataChannel) (datachannel.ReadWriteCloser, error) {
+	c := &jsChannel{dc: dc, in: make(chan []byte, jsChannelQueue), done: make(chan struct{})}
+	v := dc.JSValue()
+	v.Set("binaryType", "arraybuffer")
+	c.onMessage = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		data := args[0].Get("data")
+		if data.Type() == js.TypeString {
+			c.push(nil, true)
+			return nil
+		}
+		u8 := js.Global().Get("Uint8Array").New(data)
+		b := make([]byte, u8.Get("length").Int())
+		js.CopyBytesToGo(b, u8)
+		c.push(b, false)
+		return nil
+	})
+	c.onClose = js.FuncOf(func(js.Value, []js.Value) any {
+		c.closeOnce.Do(func() { close(c.done) })
+		return nil
+	})
+	v.Set("onmessage", c.onMessage)
+	v.Set("onclose", c.onClose)
+	return c, nil
+}
+
+// jsChannelQueue is how many received messages wait for the read loop;
+// more are dropped (an unreliable channel may drop anyway).
+const jsChannelQueue = 256
+
+// jsChannel is an open browser data channel as a
+// datachannel.ReadWriteCloser.
+type jsChannel struct {
+	dc                 *webrtc.DataChannel
+	in                 chan []byte
+	done               chan struct{}
+	closeOnce          sync.Once
+	onMessage, onClose js.Func
+
+	mu      sync.Mutex
+	pending []byte // a message too long for the last read buffer
+	strings int    // text messages received (nil entries in in)
+}
+
+func (c *jsChannel) push(b []byte, isString bool) {
+	if isString {
+		c.mu.Lock()
+		c.strings++
+		c.mu.Unlock()
+	}
+	select {
+	case c.in <- b:
+	default: // the read loop is behind: drop, as the network might
+	}
+}
+
+func (c *jsChannel) Read(p []byte) (int, error) {
+	n, _, err := c.ReadDataChannel(p)
+	return n, err
+}
+
+// ReadDataChannel returns the next message. A message longer than p is
+// kept and io.ErrShortBuffer returned, as pion's native channel does, so
+// the caller can read it with a larger buffer. A text message is
+// reported with isString and no data.
+func (c *jsChannel) ReadDataChannel(p []byte) (int, bool, error) {
+	c.mu.Lock()
+	msg := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	if msg == nil {
+		select {
+		case msg = <-c.in:
+		case <-c.done:
+			select {
+			case msg = <-c.in:
+			default:
+				return 0, false, io.EOF
+			}
+		}
+	}
+	if msg == nil {
+		return 0, true, nil
+	}
+	if len(msg) > len(p) {
+		c.mu.Lock()
+		c.pending = msg
+		c.mu.Unlock()
+		return 0, false, io.ErrShortBuffer
+	}
+	return copy(p, msg), false, nil
+}
+
+func (c *jsChannel) Write(p []byte) (int, error) { return c.WriteDataChannel(p, false) }
+
+func (c *jsChannel) WriteDataChannel(p []byte, isString bool) (int, error) {
+	if isString {
+		return 0, errors.New("p2p: webrtc: text messages are not sent")
+	}
+	select {
+	case <-c.done:
+		return 0, io.ErrClosedPipe
+	default:
+	}
+	if err := c.dc.Send(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (c *jsChannel) Close() error {
+	c.closeOnce.Do(func() { close(c.done) })
+	v := c.dc.JSValue()
+	v.Set("onmessage", js.Null())
+	v.Set("onclose", js.Null())
+	err := c.dc.Close()
+	c.onMessage.Release()
+	c.onClose.Release()
+	return err
+}
+
+// prewarmWebRTC makes and closes an RTCPeerConnection in the background
+// while the player waits for a peer: a browser's first one takes a second
+// or more to create (its WebRTC stack starts then), which would otherwise
+// delay the answer to the peer's offer.
+func prewarmWebRTC() {
+	go func() {
+		pc, err := webrtc.NewPeerConnection(webrtc.Configuration{})
+		if err == nil {
+			_ = pc.Close()
+		}
+	}()
+}

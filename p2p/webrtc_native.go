@@ -1,0 +1,117 @@
+//go:build !js
+
+package p2p
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+)
+
+// newPeerConnection makes the session's PeerConnection with pion's own
+// stack, tuned through its SettingEngine (a browser's, in webrtc_js.go,
+// has none of these knobs).
+func newPeerConnection(cfg *Config, id *identity) (*webrtc.PeerConnection, error) {
+	se := webrtc.SettingEngine{}
+	se.DetachDataChannels()
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.LoggerFactory = slogFactory{l: cfg.Logger}
+	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
+	// SCTP doubles its retransmission timeout on every expiry, up to 60 s
+	// by default: after an outage of a few seconds the association would
+	// stay quiet for as long again. The session detects dead paths itself,
+	// so SCTP may keep trying every second (its minimum).
+	se.SetSCTPRTOMax(sctpRTOMax)
+	// ICE: a connected pair silent for iceDisconnected is disconnected,
+	// and failed iceFailed later (pion's defaults, 5 s and 25 s, would
+	// keep a dead PeerConnection for half a minute); an agent still
+	// checking fails after both. Until then it keeps checking its pairs
+	// (pion gives a pair up after 7 unanswered checks by default, 1.4 s,
+	// and then waits idle), so a path that comes back is found within a
+	// check interval. The session makes a new PeerConnection when one
+	// fails (see Session.maybeRenewRTC).
+	se.SetICETimeouts(iceDisconnected, iceFailed, iceKeepalive)
+	se.SetICEMaxBindingRequests(iceMaxChecks)
+	// The session owns the PeerConnection's life: when the peer's DTLS
+	// closes, the data channel's reads end and the transport goes down;
+	// the session closes the PeerConnection itself. (pion closing it from
+	// its own goroutine at that moment races its SCTP accept loop for a
+	// lock and stalls the close for 200 ms.)
+	se.DisableCloseByDTLS(true)
+	// DTLS retransmits a lost handshake flight after 1 s by default,
+	// doubling each time: on a lossy link the handshake alone took
+	// seconds. dtlsRetransmit is above the round trip of any link a game
+	// is played on.
+	se.SetDTLSRetransmissionInterval(dtlsRetransmit)
+	if cfg.Net != nil {
+		se.SetNet(cfg.Net)
+	}
+	switch {
+	case cfg.Interfaces == InterfacesLoopback:
+		se.SetIncludeLoopbackCandidate(true)
+		se.SetInterfaceFilter(isLoopbackInterface)
+		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	case cfg.IncludeLoopback:
+		se.SetIncludeLoopbackCandidate(true)
+	}
+	if cfg.InterfaceFilter != nil {
+		se.SetInterfaceFilter(cfg.InterfaceFilter)
+	}
+	if cfg.UDP4Only {
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	}
+	// Accept a peer-reflexive pair at once (pion waits 1 s by default):
+	// a browser hides its host addresses behind mDNS names, which this
+	// side does not resolve, so its candidates show up as peer-reflexive
+	// and the connection would wait that long for nothing better.
+	se.SetPrflxAcceptanceMinWait(0)
+	se.SetHostAcceptanceMinWait(0)
+	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers, Certificates: []webrtc.Certificate{id.rtc}})
+	if err != nil {
+		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
+	}
+	return pc, nil
+}
+
+// watchSelectedPair records the types of the selected candidate pair.
+func (t *rtcTransport) watchSelectedPair() {
+	t.pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(p *webrtc.ICECandidatePair) {
+		if p == nil {
+			return
+		}
+		t.localCand.Store(uint32(candidateType(p.Local)))
+		t.remoteCand.Store(uint32(candidateType(p.Remote)))
+	})
+}
+
+// detach detaches an open data channel (SettingEngine.DetachDataChannels).
+func detach(dc *webrtc.DataChannel) (datachannel.ReadWriteCloser, error) { return dc.Detach() }
+
+// localSDP is the SDP sent to the peer for a local description: pion
+// uses the session's certificate for DTLS, so its fingerprint already
+// pins the relay's TLS.
+func localSDP(sdp string, _ *identity) string { return sdp }
+
+func candidateType(c *webrtc.ICECandidate) CandidateType {
+	if c == nil {
+		return CandidateUnknown
+	}
+	switch c.Typ {
+	case webrtc.ICECandidateTypeHost:
+		return CandidateHost
+	case webrtc.ICECandidateTypeSrflx:
+		return CandidateSrflx
+	case webrtc.ICECandidateTypePrflx:
+		return CandidatePrflx
+	case webrtc.ICECandidateTypeRelay:
+		return CandidateRelay
+	}
+	return CandidateUnknown
+}
+
+// prewarmWebRTC: pion's PeerConnections are quick to make.
+func prewarmWebRTC() {}

@@ -1,0 +1,201 @@
+package signaling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The WebSocket relay: the relay for clients that cannot open a raw
+// stream (browsers). GET /relay?v=1 with a WebSocket upgrade (the Origin
+// check of /ws applies); then:
+//
+//  1. the client sends one text message, {"type":"relay","token":TOKEN},
+//     within Config.HandshakeTimeout;
+//  2. when the other player has attached too (raw or WebSocket), the
+//     server sends the text message {"type":"relay_attached"}; a refusal
+//     is an error message ({"type":"error","code":...}) followed by a
+//     close;
+//  3. from then on, binary messages carry the stream: their payloads,
+//     concatenated, are the bytes of the raw relay. Message boundaries
+//     mean nothing (the server splits and joins them as it copies). A
+//     text message ends the stream.
+//
+// The two players' relay streams are copied to each other whatever their
+// kind, so a browser on the WebSocket relay and a native peer on the raw
+// one meet.
+
+// relayAttached is the server's text message once the stream runs.
+const relayAttached = `{"type":"relay_attached"}`
+
+// relayHello is the client's first WebSocket relay message.
+type relayHello struct {
+	Type  string     `json:"type"`
+	Token RelayToken `json:"token"`
+}
+
+func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
+	originErr := s.checkOrigin(r)
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OriginPatterns:     s.cfg.OriginPatterns,
+		CompressionMode:    websocket.CompressionDisabled,
+		InsecureSkipVerify: originErr != nil, // refused below, with a message
+	})
+	if err != nil {
+		s.relaysRefused.Add(1)
+		s.refusal(ErrBadMessage, reasonClient)
+		s.log.Debug("signaling: websocket relay accept failed", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	if originErr != nil {
+		s.refuseRelayWS(conn, originErr, reasonClient)
+		return
+	}
+	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
+		s.refuseRelayWS(conn, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}, reasonClient)
+		return
+	}
+	conn.SetReadLimit(1024)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
+	typ, data, err := conn.Read(ctx)
+	cancel()
+	if err != nil {
+		s.relaysRefused.Add(1)
+		s.refusal(ErrBadMessage, reasonClient)
+		conn.CloseNow()
+		return
+	}
+	var h relayHello
+	if typ != websocket.MessageText || json.Unmarshal(data, &h) != nil || h.Type != "relay" || h.Token == "" {
+		s.refuseRelayWS(conn, &Error{Code: ErrBadToken, Message: `the first message must be {"type":"relay","token":"<token from paired>"}`}, reasonClient)
+		return
+	}
+	j := s.joinRelay(r, r.Context(), string(h.Token))
+	if j.st == nil {
+		if j.err != nil {
+			s.refuseRelayWS(conn, j.err, j.reason)
+		} else {
+			conn.CloseNow()
+		}
+		return
+	}
+	defer j.release()
+	wctx, wcancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	err = conn.Write(wctx, websocket.MessageText, []byte(relayAttached))
+	wcancel()
+	var nc net.Conn
+	if err == nil {
+		nc = websocket.NetConn(context.Background(), conn, websocket.MessageBinary)
+	} else {
+		conn.CloseNow()
+	}
+	s.runStream(j.st, j.side, nc, nil)
+}
+
+// checkOrigin applies the WebSocket Origin check (as coder/websocket's
+// Accept does: the request's own host, or Config.OriginPatterns) and
+// returns the refusal for a page of another origin, nil otherwise
+// (non-browser clients send no Origin).
+func (s *Server) checkOrigin(r *http.Request) *Error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err == nil && u.Host != "" {
+		if strings.EqualFold(r.Host, u.Host) {
+			return nil
+		}
+		for _, p := range s.cfg.OriginPatterns {
+			target := u.Host
+			if strings.Contains(p, "://") {
+				target = u.Scheme + "://" + u.Host
+			}
+			if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+				return nil
+			}
+		}
+	}
+	return &Error{Code: ErrOriginNotAllowed, Message: fmt.Sprintf("pages from origin %q may not connect: this server accepts its own origin (%s) and the origins it was started with (-origins, Config.OriginPatterns: %q)", truncate(origin, 100), truncate(r.Host, 100), s.cfg.OriginPatterns)}
+}
+
+// refuseRelayWS sends the refusal as an error message and closes.
+func (s *Server) refuseRelayWS(conn *websocket.Conn, e *Error, reason string) {
+	s.relaysRefused.Add(1)
+	s.refusal(e.Code, reason)
+	s.log.Debug("signaling: websocket relay refused", "code", e.Code, "msg", e.Message)
+	b, _ := AppendMessage(nil, e.message())
+	ctx, cancel := context.WithTimeout(context.Background(), min(s.cfg.WriteTimeout, 5*time.Second))
+	err := conn.Write(ctx, websocket.MessageText, b)
+	cancel()
+	if err != nil {
+		conn.CloseNow()
+		return
+	}
+	conn.Close(websocket.StatusPolicyViolation, string(e.Code))
+}
+
+// DialRelayWebSocket attaches to the server's relay over a WebSocket, as
+// DialRelay does over a raw stream, for clients that cannot open one (a
+// browser; in a js/wasm build it uses the browser's WebSocket). It
+// returns once the other player has attached too (on either kind of
+// relay), with the byte stream to that player; or ctx.Err(); or the
+// server's refusal as *Error. baseURL is the URL given to Dial.
+func DialRelayWebSocket(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
+	u, err := endpointURL(baseURL, "/relay", true)
+	if err != nil {
+		return nil, err
+	}
+	if u, err = relayPath(u); err != nil {
+		return nil, err
+	}
+	conn, _, err := websocket.Dial(ctx, u, dialOptions(&cfg))
+	if err != nil {
+		return nil, fmt.Errorf("signaling: websocket relay dial %s: %w", u, err)
+	}
+	hello, _ := json.Marshal(relayHello{Type: "relay", Token: token})
+	if err := conn.Write(ctx, websocket.MessageText, hello); err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("signaling: websocket relay %s: %w", u, err)
+	}
+	conn.SetReadLimit(4096)
+	typ, data, err := conn.Read(ctx)
+	if err != nil {
+		conn.CloseNow()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("signaling: websocket relay %s: waiting for the peer: %w", u, err)
+	}
+	if typ == websocket.MessageText && string(data) == relayAttached {
+		return websocket.NetConn(context.Background(), conn, websocket.MessageBinary), nil
+	}
+	conn.CloseNow()
+	if m, derr := DecodeMessage(data); derr == nil && m.Type == TypeError {
+		return nil, &Error{Code: m.Code, Message: m.Text}
+	}
+	return nil, fmt.Errorf("signaling: websocket relay %s: unexpected reply %q", u, truncate(string(data), 100))
+}
+
+// relayPath swaps the last path element of a ws(s) URL made by
+// endpointURL for "relay" (a URL whose path was empty already has it).
+func relayPath(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Path != "/relay" {
+		if i := strings.LastIndexByte(u.Path, '/'); i >= 0 {
+			u.Path = u.Path[:i] + "/relay"
+		}
+	}
+	return u.String(), nil
+}
