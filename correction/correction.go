@@ -82,8 +82,9 @@
 //     4. The physics body is corrected hard, so it collides and strikes where
 //     the owner says; what a game draws is a smoothed pose (Offset): each
 //     correction's displacement is taken out of the drawn pose and given
-//     back at SmoothingMaxStep per tick, so the drawn pose pops at most
-//     that much, within SmoothingMaxOffset of its body.
+//     back at SmoothingMaxStep per tick (more on a slow link, whose
+//     corrections are larger), so the drawn pose pops at most that much,
+//     within SmoothingMaxOffset of its body.
 //     5. When no state has arrived for InputHold (an outage), the copy stops
 //     predicting and is held, at rest, where it was predicted to be then.
 //
