@@ -756,6 +756,45 @@ func TestFollowDrawnPoseSmoothsAJump(t *testing.T) {
 	}
 }
 
+// On a slow link the drawn pose takes a correction in faster: its step
+// grows with the usual age of the states beyond 90 ms (up to 2.5 times),
+// while one late state (a loss burst) leaves it as it is.
+func TestFollowDrawnPoseStepGrowsWithLatency(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		age, last time.Duration // of the states, and of the one before the jump
+		scale     float64
+	}{
+		{"broadband", 30 * time.Millisecond, 30 * time.Millisecond, 1},
+		{"mobile", 90 * time.Millisecond, 90 * time.Millisecond, 1},
+		{"awful", 180 * time.Millisecond, 180 * time.Millisecond, 2},
+		{"slower still", 400 * time.Millisecond, 400 * time.Millisecond, smoothStepMaxScale},
+		{"one late state", 30 * time.Millisecond, 300 * time.Millisecond, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: MethodFollow, SmoothingMaxOffset: 1}, 1)
+			for range 60 {
+				if err := c.SetTarget(at(0, 0), r.now-clocksync.GameTimeOf(tc.age)); err != nil {
+					t.Fatal(err)
+				}
+				c.Apply(r.bs, r.now)
+				r.step()
+			}
+			// Far enough for the hard path: the body jumps at once, the
+			// drawn pose one step.
+			c.SetTarget(at(0.9, 0), r.now-clocksync.GameTimeOf(tc.last))
+			c.Apply(r.bs, r.now)
+			if x := r.state().Pos.X; math.Abs(x-0.9) > 1e-6 {
+				t.Fatalf("physics body at %v, want 0.9", x)
+			}
+			if p, want := c.Stats().Pop[0], defaultSmoothingMaxStep*tc.scale; math.Abs(p-want) > 1e-9 {
+				t.Errorf("the drawn pose moved %v, want %v (%v × the step)", p, want, tc.scale)
+			}
+		})
+	}
+}
+
 // When no state comes for InputHold, the copy stops predicting and is held
 // where it was predicted to be then, whatever pushes it; until then, what
 // pushes it is part of the prediction.
