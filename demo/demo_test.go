@@ -580,17 +580,23 @@ func bestMidShot(t *testing.T, dir string) (string, image.Image) {
 	if len(shots) == 0 {
 		t.Fatal("no mid-fight screenshot")
 	}
-	world := image.Rect(0, topBar, 1280, hudTop)
 	var best string
 	var bestImg image.Image
 	bestN := -1
 	for _, p := range shots {
 		img := loadPNG(t, p)
-		if n := min(count(img, colF1, world).n, count(img, colF2, world).n); n > bestN {
+		if n := fightersShown(img); n > bestN {
 			best, bestImg, bestN = p, img, n
 		}
 	}
 	return best, bestImg
+}
+
+// fightersShown is how many pixels of its colour the less visible fighter
+// shows in the world region of a screenshot.
+func fightersShown(img image.Image) int {
+	world := image.Rect(0, topBar, 1280, hudTop)
+	return min(count(img, colF1, world).n, count(img, colF2, world).n)
 }
 
 // region counts the pixels of one colour and their bounding box.
