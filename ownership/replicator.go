@@ -118,8 +118,10 @@ type Stats struct {
 	// claims a rule of its own fighter refused (see RefusedError). None of
 	// them changed anything.
 	Refused Refusals
-	// Correction sums the correctors of remote objects (MaxError: the
-	// largest body error of the last tick).
+	// Correction sums the correctors of remote objects with
+	// correction.Stats.Add: the counters added, MaxError and MaxPop the
+	// largest of the last tick; the per-body Error, AngleError and Pop
+	// are left zero (they are per object: Corrector(id).Stats()).
 	Correction correction.Stats
 	// PositionDisconnects counts runs of critical position gaps longer than
 	// the monitor allows (see correction.Monitor).
