@@ -6,8 +6,9 @@ import (
 )
 
 // Tuning holds the numbers that shape a fighter's body, muscles and moves.
-// The defaults are the values the tests are written against; a field left
-// zero in a Tuning passed to AddFighter takes its default. Angles are radians,
+// The defaults (DefaultTuning) are the values the tests are written
+// against; a field left zero in a Tuning passed to AddFighter takes its
+// default. Angles are radians,
 // durations are ticks (1/60 s), forces N, torques N·m, impulses N·s.
 type Tuning struct {
 	// Body.
@@ -92,6 +93,11 @@ type Tuning struct {
 	GetUpRampTicks int
 	GetUpMaxTicks  int
 }
+
+// DefaultTuning returns the tuning a fighter gets by default: the value
+// each zero field of a Tuning passed to AddFighter takes. Start from it to
+// change a few numbers.
+func DefaultTuning() Tuning { return defaultTuning() }
 
 // defaultTuning returns the default fighter tuning.
 func defaultTuning() Tuning {
