@@ -73,7 +73,7 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 		if o.health.rises(&os.Fighter) {
 			return nil // the rival's round reset: its attacks start afresh
 		}
-		if gap, ok := o.attacks.judgeState(&os.Fighter, r.in.Time); !ok {
+		if gap, ok := o.attacks.judgeState(&os.Fighter, r.inTick); !ok {
 			return r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
 		}
 		return nil
@@ -273,7 +273,8 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 	if !(dist <= HitTolerance+h.copyErr) {
 		return r.refuse(h.attacker, RefusedHitTolerance, dist)
 	}
-	rec, why, v, ok := att.attacks.attackAt(h.seq, h.strike, h.g)
+	lo, hi := r.rival.at(h.g, r.in.Time, r.inTick)
+	rec, why, v, ok := att.attacks.attackAt(h.seq, h.strike, lo, hi)
 	if !ok {
 		return r.refuse(h.attacker, why, v)
 	}

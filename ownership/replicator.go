@@ -207,6 +207,8 @@ type Replicator struct {
 	seen              [seenWindow]seenReport
 	nseen             int
 	lastHeard, gapEnd clocksync.GameTime // the last accepted packet's arrival; the first's after a gap
+	rival             rivalClock         // the rival's ticks, from its packets' sequence numbers
+	inTick            int64              // the rival's tick of the packet being handled (rival)
 	heardAny          bool
 	damaged           []physics.HitEvent // hits applied as damage this tick
 	sent              bool               // AppendPacket ran: damaged is last tick's
@@ -275,7 +277,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	}
 	if o.fighter != nil {
 		m := movesOf(o.fighter.Tuning())
-		o.attacks = attackPolicy{moves: m, tol: AttackTolerance}
+		o.attacks = newAttackPolicy(m, AttackTolerance)
 		o.budget = newDamageBudget(m, AttackTolerance)
 		o.health = healthPolicy{hp: o.fighter.HP(), ko: o.fighter.HP() == 0}
 	}
@@ -442,6 +444,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		r.gapEnd = now // the first packet after a gap in the rival's stream
 	}
 	r.lastHeard, r.heardAny = now, true
+	r.inTick = r.rival.advance(r.in.Seq, r.in.Time)
 
 	var first error
 	fail := func(err error) {
@@ -553,7 +556,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		if o.health.rises(&os.Fighter) {
 			o.attacks.reset() // a round reset ended its attack
 		}
-		o.attacks.commitState(&os.Fighter, r.in.Time)
+		o.attacks.commitState(&os.Fighter, r.inTick)
 		o.health.commit(&os.Fighter)
 		var err error
 		if o.follow {
