@@ -344,9 +344,13 @@ type rivalClock struct {
 	tick int64   // ticks counted
 	bank float64 // ticks the count may still run ahead of the game time
 	has  bool
-	ring [clockRing]tickAt // the last accepted packets, oldest first from next
-	next int
-	fill int
+	// the packet before the last: its sequence number and game time
+	prevSeq  uint32
+	prevTime clocksync.GameTime
+	hasPrev  bool
+	ring     [clockRing]tickAt // the last accepted packets, oldest first from next
+	next     int
+	fill     int
 }
 
 type tickAt struct {
@@ -364,7 +368,7 @@ var tickLeadTicks = float64(TickLead / physics.TickDuration)
 // later than the last) and returns its tick.
 func (c *rivalClock) advance(seq uint32, t clocksync.GameTime) int64 {
 	if !c.has {
-		c.has, c.bank = true, tickLeadTicks
+		c.bank = tickLeadTicks
 	} else {
 		c.bank = min(tickLeadTicks, c.bank+float64(t-c.time)/float64(physics.TickDuration/time.Microsecond))
 		if d := int64(int32(seq - c.seq)); d > 0 {
@@ -373,11 +377,21 @@ func (c *rivalClock) advance(seq uint32, t clocksync.GameTime) int64 {
 			c.bank -= float64(d)
 		}
 	}
-	c.seq, c.time = seq, t
+	c.prevSeq, c.prevTime, c.hasPrev = c.seq, c.time, c.has
+	c.seq, c.time, c.has = seq, t, true
 	c.ring[c.next] = tickAt{time: t, tick: c.tick}
 	c.next = (c.next + 1) % clockRing
 	c.fill = min(c.fill+1, clockRing)
 	return c.tick
+}
+
+// only reports whether the last packet's state is the rival's only tick
+// stamped g: the packet just before it in the rival's numbering arrived,
+// stamped earlier. A peer whose clock is coarser than its ticks (a burst of
+// ticks run within one step of its clock) stamps several ticks alike; a
+// hit report of game time g may then belong to another of them.
+func (c *rivalClock) only(g clocksync.GameTime) bool {
+	return c.hasPrev && c.seq-c.prevSeq == 1 && c.prevTime < g && c.time == g
 }
 
 // at returns the ticks the rival's tick of game time g may be within: at or
