@@ -187,7 +187,8 @@
 //	           (within ±1000 m)
 //	  uvarint  limb angle, 2π/65536 (< 65536)
 //	...      a physics snapshot (see package physics): the sender's game
-//	         time, a sequence number and the states of every object it owns
+//	         time, a sequence number (one per tick: it counts the sender's
+//	         ticks) and the states of every object it owns
 //
 // Version 1 had no inputs, version 2 no version byte and no hit reports. A
 // packet from one fighter costs 3 bytes of inputs, and 1 byte of hit list

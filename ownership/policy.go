@@ -129,9 +129,6 @@ func (m *moveTable) startBounds(a physics.Action, ph physics.AttackPhase, t int6
 
 func us(d time.Duration) clocksync.GameTime { return clocksync.GameTime(d / time.Microsecond) }
 
-// tickMs is one tick in ms (RefusedError.Value of RefusedAttackRate).
-const tickMs = float64(physics.TickDuration) / float64(time.Millisecond)
-
 // attackRec is one attack of a rival fighter, as its states and hit
 // reports showed it.
 type attackRec struct {

@@ -340,7 +340,9 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
 // every object this peer owns, stamped with game time now, with the claims of
 // the shared ones and the input of each fighter. It allocates only if dst
 // lacks capacity (a packet is at most physics.MaxPacketSize plus the claims
-// and inputs).
+// and inputs). Call it once per tick, every tick: the packets' sequence
+// numbers count the sender's ticks, and the rival judges its attacks' pace
+// by them (RefusedAttackRate).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
 	start := len(dst)
 	r.out.Reset(now, r.seq)
