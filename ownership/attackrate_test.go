@@ -37,26 +37,26 @@ type flight struct {
 // several ticks between the states that arrive), runs of lost packets
 // (about 13 %) and jitter that reorders within MaxDelay: the victim never
 // refuses any of its states or hit reports. (The attack-rate rule judged in
-// game time refused ~1 attack in 10 on bursty ticking: an attack's phases
-// spanned microseconds or hundreds of ms of game time.)
+// game time refused 1 to 29 states per seed in every bursty case: an
+// attack's phases spanned microseconds or hundreds of ms of game time.)
 func TestHonestAttackerIrregularLink(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		link irregularLink
 	}{
-		{"steady ticks, lossy jittery link", irregularLink{lossy: true, seconds: 40, minBurst: 1}},
-		{"bursty ticks", irregularLink{bursty: true, seconds: 40, minBurst: 5}},
-		{"bursty ticks, lossy jittery link", irregularLink{bursty: true, lossy: true, seconds: 40, minBurst: 5}},
-		{"bursty ticks, coarse stamps, lossy", irregularLink{bursty: true, coarse: true, lossy: true, seconds: 40, minBurst: 5}},
-		{"bursty ticks, clock 60 ms ahead", irregularLink{bursty: true, lossy: true, offset: 60_000, seconds: 40, minBurst: 5}},
-		{"bursty ticks, clock 60 ms behind", irregularLink{bursty: true, lossy: true, offset: -60_000, seconds: 40, minBurst: 5}},
+		{"steady ticks, lossy jittery link", irregularLink{lossy: true, seconds: 24, minBurst: 1}},
+		{"bursty ticks", irregularLink{bursty: true, seconds: 24, minBurst: 5}},
+		{"bursty ticks, lossy jittery link", irregularLink{bursty: true, lossy: true, seconds: 24, minBurst: 5}},
+		{"bursty ticks, coarse stamps, lossy", irregularLink{bursty: true, coarse: true, lossy: true, seconds: 24, minBurst: 5}},
+		{"bursty ticks, clock 60 ms ahead", irregularLink{bursty: true, lossy: true, offset: 60_000, seconds: 24, minBurst: 5}},
+		{"bursty ticks, clock 60 ms behind", irregularLink{bursty: true, lossy: true, offset: -60_000, seconds: 24, minBurst: 5}},
 		{"a 2.5 s freeze, then catching up", irregularLink{bursty: true, lossy: true, freeze: 2500 * time.Millisecond, seconds: 25, minBurst: 60}},
-		{"spammer, steady ticks, lossy", irregularLink{spammer: true, lossy: true, seconds: 30, minBurst: 1}},
-		{"spammer, bursty ticks, coarse stamps, lossy", irregularLink{spammer: true, bursty: true, coarse: true, lossy: true, seconds: 40, minBurst: 5}},
+		{"spammer, steady ticks, lossy", irregularLink{spammer: true, lossy: true, seconds: 20, minBurst: 1}},
+		{"spammer, bursty ticks, coarse stamps, lossy", irregularLink{spammer: true, bursty: true, coarse: true, lossy: true, seconds: 24, minBurst: 5}},
 		{"spammer, a 2.9 s freeze", irregularLink{spammer: true, bursty: true, freeze: 2900 * time.Millisecond, seconds: 25, minBurst: 60}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 3; seed++ {
+			for seed := uint64(1); seed <= 2; seed++ {
 				st, attacks, burst := playIrregular(t, c.link, seed)
 				if st.Refused.Total() != 0 {
 					t.Errorf("seed %d: refused %v (%d attacks, stats %+v)", seed, st.Refused, attacks, st.Hits)
