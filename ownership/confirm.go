@@ -73,7 +73,7 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 		if o.health.rises(&os.Fighter) {
 			return nil // the rival's round reset: its attacks start afresh
 		}
-		if gap, ok := o.attacks.judgeState(&os.Fighter, r.in.Time); !ok {
+		if gap, ok := o.attacks.judgeState(&os.Fighter, r.inTick); !ok {
 			return r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
 		}
 		return nil
@@ -224,8 +224,9 @@ func (r *Replicator) seenBefore(h *hitReport) bool {
 // judgeReport confirms or refuses a hit report of the rival (see the
 // package documentation): the attacker must be a fighter the rival owns,
 // the victim one this peer owns; then the striking limb, as the report
-// (and, if this peer has it, the attacker's state of the same game time)
-// places it, must have been within HitTolerance of the victim's body as
+// (and, if this peer has it, the attacker's state of the same tick: the
+// packet's own, when its game time is the hit's and no other tick of the
+// rival's can have had it, see rivalClock.only) places it, must have been within HitTolerance of the victim's body as
 // this peer's history has it at that game time, and the hit must belong to
 // an attack of the attacker's that fits its move table. Each attack deals
 // damage once.
@@ -260,7 +261,7 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 	if !ok {
 		return r.refuse(h.attacker, RefusedHitAttack, ageMs)
 	}
-	if h.g == r.in.Time {
+	if r.rival.only(h.g) {
 		for i := range r.in.Objects {
 			if os := &r.in.Objects[i]; os.ID == h.attacker && h.strike.Index() < len(os.Bodies) {
 				if os.Bodies[h.strike.Index()].Pos.Sub(h.limb.Pos).Len() > limbMatch {
@@ -273,7 +274,8 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 	if !(dist <= HitTolerance+h.copyErr) {
 		return r.refuse(h.attacker, RefusedHitTolerance, dist)
 	}
-	rec, why, v, ok := att.attacks.attackAt(h.seq, h.strike, h.g)
+	lo, hi := r.rival.at(h.g, r.in.Time, r.inTick)
+	rec, why, v, ok := att.attacks.attackAt(h.seq, h.strike, lo, hi)
 	if !ok {
 		return r.refuse(h.attacker, why, v)
 	}

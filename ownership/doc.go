@@ -92,17 +92,27 @@
 // The rival owns its fighter, so nothing stops a modified client from
 // sending well-formed states that break the rules of the game. Each state,
 // report, claim and hit of the rival is checked by small policies driven by
-// the states' game times (no clock, no goroutine); one that breaks a rule
+// the states' game times and sequence numbers (no clock, no goroutine); one that breaks a rule
 // is refused, counted in Stats.Refused by its Refusal, returned as a
 // *RefusedError, and changes nothing:
 //
 //   - RefusedAttackRate: an attack that starts before the rival's previous
-//     attack could have ended. Each state bounds the start of the attack it
-//     shows by its phase (it has entered that phase and not left it), so a
-//     lost packet only widens the bounds; the rule holds to the move
-//     table's wind-up, active and recovery durations (physics.Tuning), less
-//     AttackTolerance (two ticks, for states stamped by a slewing clock). A
-//     state that shows an attack held in a phase longer than the move table
+//     attack could have ended. The rule counts in the rival's own ticks,
+//     not in game time: a state's game time is when its tick ran, and a
+//     peer that falls behind runs ticks in bursts to catch up, so an
+//     attack's phases can span any game time. Each packet's sequence
+//     number counts its sender's ticks (one packet per tick); the count
+//     may run ahead of the packets' game times by at most TickLead (a
+//     token bucket), so a peer that numbers its packets faster than its
+//     clock runs gains at most TickLead of ticks, once. Each state bounds
+//     the start of the attack it shows by its phase (it has entered that
+//     phase and not left it), a hit report by the ticks of the packets
+//     stamped around its game time, so a lost packet only widens the
+//     bounds. An attack is refused only if the bounds prove it: whichever
+//     of it and a remembered attack came first, its latest start is before
+//     the other's earliest end (the move table's wind-up, active and
+//     recovery, physics.Tuning, less AttackTolerance, two ticks). A state
+//     that shows an attack held in a phase longer than the move table
 //     allows is judged as a new attack. Attacks cut short (a knock-down)
 //     need no exception: a fighter is down for longer than any attack.
 //   - RefusedDamageRate: more damage than the move table allows per second:
@@ -177,7 +187,8 @@
 //	           (within ±1000 m)
 //	  uvarint  limb angle, 2π/65536 (< 65536)
 //	...      a physics snapshot (see package physics): the sender's game
-//	         time, a sequence number and the states of every object it owns
+//	         time, a sequence number (one per tick: it counts the sender's
+//	         ticks) and the states of every object it owns
 //
 // Version 1 had no inputs, version 2 no version byte and no hit reports. A
 // packet from one fighter costs 3 bytes of inputs, and 1 byte of hit list

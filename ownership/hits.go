@@ -64,11 +64,11 @@ const HitTolerance = 0.25
 // refused. With HitTolerance it bounds a report's slack at 0.75 m.
 const MaxCopyError = 0.5
 
-// AttackTolerance is the slack, in game time, of the rule that an attack
-// may not start before the previous one could have ended: two ticks, for
-// states stamped by a slewing game clock and the tick they are rounded to.
-// Lost packets need none: each state bounds its attack's start by the phase
-// it shows, and a lost one only widens the bounds.
+// AttackTolerance is the slack of the rule that an attack may not start
+// before the previous one could have ended: two ticks (the rule counts the
+// rival's ticks, see TickLead). Lost packets and ticks run in bursts need
+// none: each state bounds its attack's start by the phase it shows, in
+// ticks, and a lost one only widens the bounds.
 const AttackTolerance = 2 * physics.TickDuration
 
 // PropReach is how close (m) the claimer's fighter must have come to a prop,

@@ -17,7 +17,7 @@ type Refusal uint8
 const (
 	// RefusedAttackRate: an attack that starts before the rival's previous
 	// attack could have ended (its move's wind-up, active and recovery
-	// phases, less AttackTolerance).
+	// phases, less AttackTolerance), in the rival's own ticks.
 	RefusedAttackRate Refusal = iota
 	// RefusedDamageRate: a hit that would take more HP per second than the
 	// rival's move table allows (see Stats.Refused).
@@ -81,49 +81,50 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("ownership: %v: refused (%v): %g", e.Object, e.Reason, e.Value)
 }
 
-// moveTable is what a fighter's tuning says of its attacks, in game time.
+// moveTable is what a fighter's tuning says of its attacks, in ticks.
 type moveTable struct {
-	punch, kick [3]time.Duration // wind-up, active, recovery
-	maxDamage   int              // one hit's largest damage
+	punch, kick [3]int64 // wind-up, active, recovery
+	maxDamage   int      // one hit's largest damage
 }
 
 func movesOf(t physics.Tuning) moveTable {
-	tick := physics.TickDuration
 	return moveTable{
-		punch:     [3]time.Duration{time.Duration(t.PunchWindup) * tick, time.Duration(t.PunchActive) * tick, time.Duration(t.PunchRecovery) * tick},
-		kick:      [3]time.Duration{time.Duration(t.KickWindup) * tick, time.Duration(t.KickActive) * tick, time.Duration(t.KickRecovery) * tick},
+		punch:     [3]int64{int64(t.PunchWindup), int64(t.PunchActive), int64(t.PunchRecovery)},
+		kick:      [3]int64{int64(t.KickWindup), int64(t.KickActive), int64(t.KickRecovery)},
 		maxDamage: t.MaxHitDamage,
 	}
 }
 
-func (m *moveTable) phases(a physics.Action) *[3]time.Duration {
+func (m *moveTable) phases(a physics.Action) *[3]int64 {
 	if a == physics.ActionKick {
 		return &m.kick
 	}
 	return &m.punch
 }
 
-// full is how long an attack lasts, wind-up to the end of its recovery.
-func (m *moveTable) full(a physics.Action) time.Duration {
+// full is how many ticks an attack lasts, wind-up to the end of its
+// recovery.
+func (m *moveTable) full(a physics.Action) int64 {
 	p := m.phases(a)
 	return p[0] + p[1] + p[2]
 }
 
-// shortest is the shortest attack of the table.
+// shortest is the shortest attack of the table, in game time.
 func (m *moveTable) shortest() time.Duration {
-	return min(m.full(physics.ActionPunch), m.full(physics.ActionKick))
+	return time.Duration(min(m.full(physics.ActionPunch), m.full(physics.ActionKick))) * physics.TickDuration
 }
 
-// startBounds returns the earliest and latest start of an attack seen in
-// phase ph at time t: it had entered ph, and not yet left it.
-func (m *moveTable) startBounds(a physics.Action, ph physics.AttackPhase, t clocksync.GameTime) (lo, hi clocksync.GameTime) {
+// startBounds returns the earliest and latest tick an attack seen in phase
+// ph at the rival's tick t started on: it had entered ph, and not yet left
+// it.
+func (m *moveTable) startBounds(a physics.Action, ph physics.AttackPhase, t int64) (lo, hi int64) {
 	p := m.phases(a)
-	var before time.Duration
+	var before int64
 	for i := physics.PhaseWindup; i < ph; i++ {
 		before += p[i-physics.PhaseWindup]
 	}
 	through := before + p[ph-physics.PhaseWindup]
-	return t - us(through), t - us(before)
+	return t - through, t - before
 }
 
 func us(d time.Duration) clocksync.GameTime { return clocksync.GameTime(d / time.Microsecond) }
@@ -134,23 +135,34 @@ type attackRec struct {
 	seq     uint8 // FighterState.AttackSeq (mod 4)
 	action  physics.Action
 	strike  physics.BodyPart
-	lo, hi  clocksync.GameTime // bounds of its start
-	damaged bool               // it dealt its damage (once per attack)
-	ended   bool               // a later state showed it over
+	lo, hi  int64 // bounds of its start, in the rival's ticks (rivalClock)
+	damaged bool  // it dealt its damage (once per attack)
+	ended   bool  // a later state showed it over
 }
 
 // attackWindow is how many of a rival fighter's attacks are remembered.
 const attackWindow = 8
 
 // attackPolicy follows a rival fighter's attacks through its states and
-// hit reports, in game time, and refuses an attack that starts before the
-// previous one could have ended. It is a plain type driven by the states'
-// times: no clock, no goroutine.
+// hit reports, in the rival's own ticks (rivalClock), and refuses an attack
+// that the observations prove started before the previous one could have
+// ended. It is a plain type driven by the states' ticks: no clock, no
+// goroutine.
+//
+// It counts in ticks, not in the states' game times, because a state's
+// stamp is the game time its tick ran at, and a peer that falls behind
+// runs ticks in bursts to catch up (a slow browser frame runs several at
+// once): an attack's 24 ticks may then span anything from a few µs to
+// seconds of game time, so no bound in game time holds for honest play.
 type attackPolicy struct {
 	moves moveTable
-	tol   time.Duration
+	tol   int64                   // slack, in ticks
 	recs  [attackWindow]attackRec // in start order; recs[:n]
 	n     int
+}
+
+func newAttackPolicy(m moveTable, tol time.Duration) attackPolicy {
+	return attackPolicy{moves: m, tol: int64(tol / physics.TickDuration)}
 }
 
 // current returns the attack in progress as of the last committed state
@@ -163,50 +175,48 @@ func (p *attackPolicy) current() *attackRec {
 }
 
 // find returns the remembered attack seq whose active phase (with the
-// tolerance) contains t, or nil.
-func (p *attackPolicy) find(seq uint8, a physics.Action, t clocksync.GameTime) *attackRec {
+// tolerance) may contain a tick within [lo, hi], or nil.
+func (p *attackPolicy) find(seq uint8, a physics.Action, lo, hi int64) *attackRec {
 	for i := p.n - 1; i >= 0; i-- {
 		r := &p.recs[i]
 		if r.seq != seq || r.action != a {
 			continue
 		}
 		ph := p.moves.phases(a)
-		from := r.lo + us(ph[0]) - us(p.tol)
-		to := r.hi + us(ph[0]+ph[1]) + us(p.tol)
-		if t >= from && t <= to {
+		from := r.lo + ph[0] - p.tol
+		to := r.hi + ph[0] + ph[1] + p.tol
+		if hi >= from && lo <= to {
 			return r
 		}
 	}
 	return nil
 }
 
-// fits reports whether an attack starting within [lo, hi] fits between the
-// remembered attacks: none of them could still be running when it began,
-// and it could have ended before the next began. It returns the offending
-// gap (how long after the neighbour's earliest start it began) if not.
-func (p *attackPolicy) fits(a physics.Action, lo, hi clocksync.GameTime) (time.Duration, bool) {
-	tol := us(p.tol)
+// fits reports whether an attack that started on a tick within [lo, hi]
+// may be honest next to the remembered attacks: for each of them, some
+// starts within both bounds put one attack's end (less the tolerance)
+// before the other's start. It refuses only what the observations prove:
+// the latest start the new attack may have had is earlier than the
+// earliest end of a remembered one that began first, and the reverse
+// order is just as impossible. It returns the offending gap (how long
+// after the neighbour's earliest start the new one began, at the latest)
+// if not.
+func (p *attackPolicy) fits(a physics.Action, lo, hi int64) (time.Duration, bool) {
 	for i := range p.n {
 		r := &p.recs[i]
-		switch {
-		case r.lo <= lo:
-			// r began first: the new one began after r could end.
-			if hi+tol < r.lo+us(p.moves.full(r.action)) {
-				return hi.Sub(r.lo), false
-			}
-		default:
-			// r began after: the new one could end before r began.
-			if r.hi+tol < lo+us(p.moves.full(a)) {
-				return r.hi.Sub(lo), false
-			}
+		after := hi+p.tol >= r.lo+p.moves.full(r.action) // r first, then the new one
+		before := r.hi+p.tol >= lo+p.moves.full(a)       // the new one first, then r
+		if !after && !before {
+			return time.Duration(hi-r.lo) * physics.TickDuration, false
 		}
 	}
 	return 0, true
 }
 
-// judgeState checks the attack a state of time t shows. It changes
-// nothing; commitState records it once the whole state is accepted.
-func (p *attackPolicy) judgeState(s *physics.FighterState, t clocksync.GameTime) (time.Duration, bool) {
+// judgeState checks the attack a state of the rival's tick t shows. It
+// changes nothing; commitState records it once the whole state is
+// accepted.
+func (p *attackPolicy) judgeState(s *physics.FighterState, t int64) (time.Duration, bool) {
 	if s.Phase == physics.PhaseNone {
 		return 0, true
 	}
@@ -221,19 +231,19 @@ func (p *attackPolicy) judgeState(s *physics.FighterState, t clocksync.GameTime)
 // with a start within [lo, hi] continues: the same seq and move, and a
 // start consistent with what earlier states showed of it (an attack held
 // in a phase longer than the move table says is not the same attack).
-func (p *attackPolicy) same(s *physics.FighterState, lo, hi clocksync.GameTime) *attackRec {
-	tol := us(p.tol)
+func (p *attackPolicy) same(s *physics.FighterState, lo, hi int64) *attackRec {
 	for i := p.n - 1; i >= 0; i-- {
 		r := &p.recs[i]
-		if r.seq == s.AttackSeq && r.action == s.Action && lo <= r.hi+tol && r.lo <= hi+tol {
+		if r.seq == s.AttackSeq && r.action == s.Action && lo <= r.hi+p.tol && r.lo <= hi+p.tol {
 			return r
 		}
 	}
 	return nil
 }
 
-// commitState records the attack state s of time t shows (judged).
-func (p *attackPolicy) commitState(s *physics.FighterState, t clocksync.GameTime) {
+// commitState records the attack the state s of the rival's tick t shows
+// (judged).
+func (p *attackPolicy) commitState(s *physics.FighterState, t int64) {
 	if s.Phase == physics.PhaseNone {
 		if c := p.current(); c != nil {
 			c.ended = true
@@ -246,7 +256,7 @@ func (p *attackPolicy) commitState(s *physics.FighterState, t clocksync.GameTime
 		r = p.insert(attackRec{seq: s.AttackSeq, action: s.Action, strike: s.Strike, lo: lo, hi: hi})
 	}
 	r.lo, r.hi = max(r.lo, lo), min(r.hi, hi)
-	if r.lo > r.hi { // a slewing clock: keep the bounds ordered
+	if r.lo > r.hi { // matched within the tolerance: keep the bounds ordered
 		r.lo = r.hi
 	}
 	if r.strike == physics.PartUnknown {
@@ -260,27 +270,28 @@ func (p *attackPolicy) commitState(s *physics.FighterState, t clocksync.GameTime
 	}
 }
 
-// attackAt returns the attack a hit at time t with attack seq and striking
-// limb strike belongs to, recording it if the states have not shown it
-// (its states were lost): an attack in its active phase at t. It refuses
-// one that does not fit between the remembered attacks, or whose limb is
-// not the remembered attack's.
-func (p *attackPolicy) attackAt(seq uint8, strike physics.BodyPart, t clocksync.GameTime) (*attackRec, Refusal, float64, bool) {
+// attackAt returns the attack a hit on a rival tick within [lo, hi], with
+// attack seq and striking limb strike, belongs to, recording it if the
+// states have not shown it (its states were lost): an attack in its active
+// phase then. It refuses one that does not fit between the remembered
+// attacks, or whose limb is not the remembered attack's.
+func (p *attackPolicy) attackAt(seq uint8, strike physics.BodyPart, lo, hi int64) (*attackRec, Refusal, float64, bool) {
 	a := physics.ActionPunch
 	if strike == physics.PartLowerLegL || strike == physics.PartLowerLegR {
 		a = physics.ActionKick
 	}
-	if r := p.find(seq, a, t); r != nil {
+	if r := p.find(seq, a, lo, hi); r != nil {
 		if r.strike != physics.PartUnknown && r.strike != strike {
 			return nil, RefusedHitAttack, float64(strike), false
 		}
 		return r, 0, 0, true
 	}
-	lo, hi := p.moves.startBounds(a, physics.PhaseActive, t)
-	if gap, ok := p.fits(a, lo, hi); !ok {
+	slo, _ := p.moves.startBounds(a, physics.PhaseActive, lo)
+	_, shi := p.moves.startBounds(a, physics.PhaseActive, hi)
+	if gap, ok := p.fits(a, slo, shi); !ok {
 		return nil, RefusedAttackRate, float64(gap) / float64(time.Millisecond), false
 	}
-	r := p.insert(attackRec{seq: seq, action: a, strike: strike, lo: lo, hi: hi, ended: p.n > 0 && p.recs[p.n-1].lo > lo})
+	r := p.insert(attackRec{seq: seq, action: a, strike: strike, lo: slo, hi: shi, ended: p.n > 0 && p.recs[p.n-1].lo > slo})
 	return r, 0, 0, true
 }
 
@@ -303,6 +314,103 @@ func (p *attackPolicy) insert(r attackRec) *attackRec {
 
 // reset forgets every attack (a round reset).
 func (p *attackPolicy) reset() { p.n = 0 }
+
+// TickLead is how far ahead of its game clock a rival's ticks may run, at
+// most, relative to the slowest they ran before: how far behind its clock
+// an honest peer may fall and then catch up, running its missed ticks in a
+// burst. The demo runs up to 60 missed ticks per frame and drops a backlog
+// of more than 3 s (180 ticks); TickLead covers that and the two ticks a
+// peer may run ahead. A peer that fell further behind and caught up is
+// judged as if it had run its ticks later than it did; a cheater that
+// numbers its packets faster than its clock runs gains at most TickLead of
+// extra ticks, once, and must then fall behind as far to gain them again.
+const TickLead = 3500 * time.Millisecond
+
+// rivalClock counts the rival's ticks: each state packet carries the
+// sender's sequence number, one per tick (Replicator.AppendPacket is called
+// once per tick), so the increase of the sequence number between two
+// accepted packets is how many ticks the rival ran between them. A tick
+// runs at the game time its packet is stamped with, late or early; the
+// count may run ahead of the packets' game times by at most TickLead: a
+// token bucket, refilled at one tick per tick of game time, pays for
+// every tick counted. It also remembers the last packets' ticks and game
+// times, to place a hit report's game time among the rival's ticks.
+type rivalClock struct {
+	seq  uint32
+	time clocksync.GameTime
+	tick int64   // ticks counted
+	bank float64 // ticks the count may still run ahead of the game time
+	has  bool
+	// the packet before the last: its sequence number and game time
+	prevSeq  uint32
+	prevTime clocksync.GameTime
+	hasPrev  bool
+	ring     [clockRing]tickAt // the last accepted packets, oldest first from next
+	next     int
+	fill     int
+}
+
+type tickAt struct {
+	time clocksync.GameTime
+	tick int64
+}
+
+// clockRing is how many of the rival's last packets rivalClock remembers:
+// more than a hit report's repeat window holds at 60 per second.
+const clockRing = 64
+
+var tickLeadTicks = float64(TickLead / physics.TickDuration)
+
+// advance counts an accepted packet (sequence number seq, game time t,
+// later than the last) and returns its tick.
+func (c *rivalClock) advance(seq uint32, t clocksync.GameTime) int64 {
+	if !c.has {
+		c.bank = tickLeadTicks
+	} else {
+		c.bank = min(tickLeadTicks, c.bank+float64(t-c.time)/float64(physics.TickDuration/time.Microsecond))
+		if d := int64(int32(seq - c.seq)); d > 0 {
+			d = min(d, int64(c.bank))
+			c.tick += d
+			c.bank -= float64(d)
+		}
+	}
+	c.prevSeq, c.prevTime, c.hasPrev = c.seq, c.time, c.has
+	c.seq, c.time, c.has = seq, t, true
+	c.ring[c.next] = tickAt{time: t, tick: c.tick}
+	c.next = (c.next + 1) % clockRing
+	c.fill = min(c.fill+1, clockRing)
+	return c.tick
+}
+
+// only reports whether the last packet's state is the rival's only tick
+// stamped g: the packet just before it in the rival's numbering arrived,
+// stamped earlier. A peer whose clock is coarser than its ticks (a burst of
+// ticks run within one step of its clock) stamps several ticks alike; a
+// hit report of game time g may then belong to another of them.
+func (c *rivalClock) only(g clocksync.GameTime) bool {
+	return c.hasPrev && c.seq-c.prevSeq == 1 && c.prevTime < g && c.time == g
+}
+
+// at returns the ticks the rival's tick of game time g may be within: at or
+// after the last packet stamped at or before g, at or before the first
+// stamped at or after g, and at most now (the tick of the packet being
+// handled). A g older than every remembered packet is bounded below only by
+// TickLead and the age.
+func (c *rivalClock) at(g, now clocksync.GameTime, tick int64) (lo, hi int64) {
+	hi = tick
+	lo = tick - int64(float64(now-g)/float64(physics.TickDuration/time.Microsecond)+tickLeadTicks) - 1
+	for k := range c.fill {
+		e := c.ring[(c.next-1-k+2*clockRing)%clockRing] // newest first
+		if e.time >= g {
+			hi = min(hi, e.tick)
+		}
+		if e.time <= g {
+			lo = max(lo, e.tick)
+			break
+		}
+	}
+	return lo, hi
+}
 
 // damageBudget refuses more damage per second than a move table allows: a
 // token bucket in game time holding two of the table's strongest hits,

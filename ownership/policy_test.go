@@ -23,6 +23,8 @@ func testMoves(t *testing.T) moveTable {
 
 func ticks(n int) clocksync.GameTime { return us(time.Duration(n) * physics.TickDuration) }
 
+func tk(n int) int64 { return int64(n) }
+
 // The attack rule: a punch (6 + 8 + 10 ticks) seen in any of its phases,
 // with packets lost, never refuses the next punch that starts when the
 // first could have ended; it refuses one that starts earlier, and one held
@@ -57,28 +59,28 @@ func TestAttackPolicy(t *testing.T) {
 		{"next at the next tick", []int{0}, 1, 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := attackPolicy{moves: testMoves(t), tol: AttackTolerance}
+			p := newAttackPolicy(testMoves(t), AttackTolerance)
 			for _, k := range c.seen {
 				s := punch(1, phaseAt(k))
-				if _, ok := p.judgeState(&s, ticks(k)); !ok {
+				if _, ok := p.judgeState(&s, tk(k)); !ok {
 					t.Fatalf("the first punch's state at tick %d refused", k)
 				}
-				p.commitState(&s, ticks(k))
+				p.commitState(&s, tk(k))
 			}
 			s := punch(2, phaseAt(c.nextAt-c.next))
-			if _, ok := p.judgeState(&s, ticks(c.nextAt)); ok == c.refused {
+			if _, ok := p.judgeState(&s, tk(c.nextAt)); ok == c.refused {
 				t.Errorf("second punch (start %d, seen %d in %v): accepted %v", c.next, c.nextAt, s.Phase, ok)
 			}
 		})
 	}
 	t.Run("held active", func(t *testing.T) {
-		p := attackPolicy{moves: testMoves(t), tol: AttackTolerance}
+		p := newAttackPolicy(testMoves(t), AttackTolerance)
 		s := punch(1, physics.PhaseActive)
-		p.commitState(&s, ticks(6))
-		if _, ok := p.judgeState(&s, ticks(12)); !ok {
+		p.commitState(&s, tk(6))
+		if _, ok := p.judgeState(&s, tk(12)); !ok {
 			t.Error("the same punch 6 ticks into its active phase refused")
 		}
-		if _, ok := p.judgeState(&s, ticks(6+8+3)); ok {
+		if _, ok := p.judgeState(&s, tk(6+8+3)); ok {
 			t.Error("a punch held active 11 ticks accepted")
 		}
 	})

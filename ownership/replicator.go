@@ -209,6 +209,8 @@ type Replicator struct {
 	seen              [seenWindow]seenReport
 	nseen             int
 	lastHeard, gapEnd clocksync.GameTime // the last accepted packet's arrival; the first's after a gap
+	rival             rivalClock         // the rival's ticks, from its packets' sequence numbers
+	inTick            int64              // the rival's tick of the packet being handled (rival)
 	heardAny          bool
 	damaged           []physics.HitEvent // hits applied as damage this tick
 	sent              bool               // AppendPacket ran: damaged is last tick's
@@ -277,7 +279,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	}
 	if o.fighter != nil {
 		m := movesOf(o.fighter.Tuning())
-		o.attacks = attackPolicy{moves: m, tol: AttackTolerance}
+		o.attacks = newAttackPolicy(m, AttackTolerance)
 		o.budget = newDamageBudget(m, AttackTolerance)
 		o.health = healthPolicy{hp: o.fighter.HP(), ko: o.fighter.HP() == 0}
 	}
@@ -340,7 +342,9 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
 // every object this peer owns, stamped with game time now, with the claims of
 // the shared ones and the input of each fighter. It allocates only if dst
 // lacks capacity (a packet is at most physics.MaxPacketSize plus the claims
-// and inputs).
+// and inputs). Call it once per tick, every tick: the packets' sequence
+// numbers count the sender's ticks, and the rival judges its attacks' pace
+// by them (RefusedAttackRate).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
 	start := len(dst)
 	r.out.Reset(now, r.seq)
@@ -444,6 +448,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		r.gapEnd = now // the first packet after a gap in the rival's stream
 	}
 	r.lastHeard, r.heardAny = now, true
+	r.inTick = r.rival.advance(r.in.Seq, r.in.Time)
 
 	var first error
 	fail := func(err error) {
@@ -555,7 +560,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		if o.health.rises(&os.Fighter) {
 			o.attacks.reset() // a round reset ended its attack
 		}
-		o.attacks.commitState(&os.Fighter, r.in.Time)
+		o.attacks.commitState(&os.Fighter, r.inTick)
 		o.health.commit(&os.Fighter)
 		var err error
 		if o.follow {
