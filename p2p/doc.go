@@ -166,7 +166,12 @@
 // fifth of its timeout more, so on a long, lossy link the session starts
 // on the relay and moves to WebRTC when it opens; with Config.Prefer set,
 // it stops waiting as soon as the preferred one is open; a transport the
-// peer's hello says it disabled is not waited for). Then it pings each open
+// peer's hello says it disabled is not waited for). It does not wait for
+// the relay once WebRTC is open (unless TCP is preferred): if WebRTC
+// answers a probe before the relay opens, the session starts on WebRTC at
+// once, and the relay, probed as the standby when it opens, takes over
+// only as in "Failover and switching back" (a browser's relay, TLS over a
+// WebSocket, opens hundreds of ms after its data channel). Then it pings each open
 // transport three times in a row (one round trip after another; a probe
 // unanswered within Config.ProbeTimeout, 1 s, is lost and counts as
 // ProbeTimeout) and takes the maximum: the 3-probe ping, which weighs a
