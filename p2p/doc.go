@@ -166,12 +166,8 @@
 // fifth of its timeout more, so on a long, lossy link the session starts
 // on the relay and moves to WebRTC when it opens; with Config.Prefer set,
 // it stops waiting as soon as the preferred one is open; a transport the
-// peer's hello says it disabled is not waited for). It does not wait for
-// the relay once WebRTC is open (unless TCP is preferred): if WebRTC
-// answers a probe before the relay opens, the session starts on WebRTC at
-// once, and the relay, probed as the standby when it opens, takes over
-// only as in "Failover and switching back" (a browser's relay, TLS over a
-// WebSocket, opens hundreds of ms after its data channel). Then it pings each open
+// peer's hello says it disabled is not waited for; nor is the relay once
+// WebRTC is open, see below). Then it pings each open
 // transport three times in a row (one round trip after another; a probe
 // unanswered within Config.ProbeTimeout, 1 s, is lost and counts as
 // ProbeTimeout) and takes the maximum: the 3-probe ping, which weighs a
@@ -181,8 +177,15 @@
 // within Config.SwitchMargin (5 ms) or 10 % of each other are a tie, and
 // ties go to WebRTC: at equal ping its unordered, unreliable channel is the
 // better one for game states (no head-of-line blocking), and a few
-// hundred µs of probe noise on a LAN must not decide. The answerer probes
-// too (for its statistics) but does not decide.
+// hundred µs of probe noise on a LAN must not decide. But WebRTC need not
+// wait for that: unless TCP is preferred, the offerer starts on WebRTC as
+// soon as it answers one probe, if the relay is not open yet or has not
+// answered a probe faster by the margin; the relay, probed as the standby,
+// then takes over only as in "Failover and switching back". One answered
+// probe shows the path works, and waiting costs the relay's connect time
+// (a browser's, TLS over a WebSocket, opens hundreds of ms after its data
+// channel) and two more round trips. The answerer probes too (for its
+// statistics) but does not decide.
 //
 // Agreement: the offerer numbers each decision with an epoch (1 for the
 // initial choice, +1 for each switch) and sends select(epoch, transport) on

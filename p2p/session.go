@@ -1413,16 +1413,33 @@ func (s *Session) tickProbe(now time.Duration) {
 // and the session moves to it if it pings better (see decide), as after
 // any initial choice. With both links probing, or TCP preferred, the
 // 3-probe rule decides (initialChoice).
+//
+// With both links probing, the offerer also starts on WebRTC once it
+// answered a probe, unless the relay already answered one faster by the
+// switch margin: one answered probe shows the path works, and a relay
+// that pings better over the next seconds takes over as after any choice.
 func (s *Session) earlyChoice() (TransportKind, string) {
 	w, t := &s.links[0], &s.links[1]
-	if s.cfg.Prefer == TransportTCP || !w.up() || t.probe.running || w.probe.n-w.probe.lost < 1 {
+	if s.cfg.Prefer == TransportTCP || !w.up() || w.probe.n-w.probe.lost < 1 {
 		return TransportUnknown, ""
 	}
-	var rtt time.Duration
-	for _, r := range w.probe.res[:w.probe.n] {
-		rtt = max(rtt, r)
+	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
+		for _, r := range ls.probe.res[:ls.probe.n] {
+			if r > 0 {
+				m, ok = max(m, r), true
+			}
+		}
+		return m, ok
 	}
-	return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) while tcp is %v: starting on webrtc, judging tcp once it opens", rtt, s.whyNot(t))
+	rtt, _ := answeredMax(w)
+	if !t.probe.running && t.probe.n == 0 {
+		return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) while tcp is %v: starting on webrtc, judging tcp once it opens", rtt, s.whyNot(t))
+	}
+	trtt, ok := answeredMax(t)
+	if ok && trtt+max(s.cfg.SwitchMargin, rtt/10) < rtt {
+		return TransportUnknown, "" // the 3-probe rule decides
+	}
+	return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) and tcp pinged no better so far: starting on webrtc, judging tcp in the background", rtt)
 }
 
 // initialChoice applies the 3-probe rule to the probe results: a transport
