@@ -119,7 +119,10 @@
 // (pion waits 1 s for a peer-reflexive one by default; a browser's
 // candidates arrive as peer-reflexive behind mDNS names), and the
 // session's key is made, and in a browser a first RTCPeerConnection
-// warmed up, while waiting for a peer. Writers of other clients:
+// warmed up, while waiting for a peer. In a browser the relay's TLS
+// handshake (pure Go, on the page's one thread) waits until the session
+// runs, or 1 s at most, so that it does not hold up the answers to
+// WebRTC's first probes. Writers of other clients:
 // PROTOCOL.md at the repository's root is the checklist.
 //
 // # Wire format

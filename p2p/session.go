@@ -676,6 +676,15 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 		raw.Close()
 		return nil, fmt.Errorf("p2p: tcp relay: the peer's fingerprint did not arrive: %w", ctx.Err())
 	}
+	if relayTLSDefer > 0 {
+		t := time.NewTimer(relayTLSDefer)
+		select {
+		case <-s.ready:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	s.mu.Lock()
 	peerFP := s.peerFP
 	s.mu.Unlock()
