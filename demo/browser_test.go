@@ -206,6 +206,11 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 	}
 	rep := parseReport(t, nOut.String())
 	t.Logf("native:\n%s", nOut.String()[:strings.Index(nOut.String(), "\n{")])
+	for line := range strings.Lines(nErr.String()) {
+		if strings.Contains(line, "msg=connected") {
+			t.Logf("native: %s", strings.TrimSpace(line))
+		}
+	}
 
 	nat := rep.Players[0]
 	for _, s := range []game.Summary{last, nat} {

@@ -119,7 +119,10 @@
 // (pion waits 1 s for a peer-reflexive one by default; a browser's
 // candidates arrive as peer-reflexive behind mDNS names), and the
 // session's key is made, and in a browser a first RTCPeerConnection
-// warmed up, while waiting for a peer. Writers of other clients:
+// warmed up, while waiting for a peer. In a browser the relay's TLS
+// handshake (pure Go, on the page's one thread) waits until the session
+// runs, or 1 s at most, so that it does not hold up the answers to
+// WebRTC's first probes. Writers of other clients:
 // PROTOCOL.md at the repository's root is the checklist.
 //
 // # Wire format
@@ -166,7 +169,8 @@
 // fifth of its timeout more, so on a long, lossy link the session starts
 // on the relay and moves to WebRTC when it opens; with Config.Prefer set,
 // it stops waiting as soon as the preferred one is open; a transport the
-// peer's hello says it disabled is not waited for). Then it pings each open
+// peer's hello says it disabled is not waited for; nor is the relay once
+// WebRTC is open, see below). Then it pings each open
 // transport three times in a row (one round trip after another; a probe
 // unanswered within Config.ProbeTimeout, 1 s, is lost and counts as
 // ProbeTimeout) and takes the maximum: the 3-probe ping, which weighs a
@@ -176,8 +180,15 @@
 // within Config.SwitchMargin (5 ms) or 10 % of each other are a tie, and
 // ties go to WebRTC: at equal ping its unordered, unreliable channel is the
 // better one for game states (no head-of-line blocking), and a few
-// hundred µs of probe noise on a LAN must not decide. The answerer probes
-// too (for its statistics) but does not decide.
+// hundred µs of probe noise on a LAN must not decide. But WebRTC need not
+// wait for that: unless TCP is preferred, the offerer starts on WebRTC as
+// soon as it answers one probe, if the relay is not open yet or has not
+// answered a probe faster by the margin; the relay, probed as the standby,
+// then takes over only as in "Failover and switching back". One answered
+// probe shows the path works, and waiting costs the relay's connect time
+// (a browser's, TLS over a WebSocket, opens hundreds of ms after its data
+// channel) and two more round trips. The answerer probes too (for its
+// statistics) but does not decide.
 //
 // Agreement: the offerer numbers each decision with an epoch (1 for the
 // initial choice, +1 for each switch) and sends select(epoch, transport) on

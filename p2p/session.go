@@ -676,6 +676,15 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 		raw.Close()
 		return nil, fmt.Errorf("p2p: tcp relay: the peer's fingerprint did not arrive: %w", ctx.Err())
 	}
+	if relayTLSDefer > 0 {
+		t := time.NewTimer(relayTLSDefer)
+		select {
+		case <-s.ready:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	s.mu.Lock()
 	peerFP := s.peerFP
 	s.mu.Unlock()
@@ -1272,8 +1281,14 @@ func (s *Session) tickLinks(now time.Duration) {
 		}
 	}
 	// With a preferred transport that is already up there is no need to
-	// wait for the other one.
+	// wait for the other one. The offerer does not wait for the relay once
+	// WebRTC is open either (unless TCP is preferred): it starts on
+	// WebRTC after one answered probe (see earlyChoice) and judges the
+	// relay in the background once it opens.
 	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
+		resolved = true
+	}
+	if s.role == signaling.RoleOfferer && s.cfg.Prefer != TransportTCP && s.links[0].up() {
 		resolved = true
 	}
 	// Once one transport is open, the other gets a fifth of its own
@@ -1331,6 +1346,11 @@ func (s *Session) tickProbe(now time.Duration) {
 	for i := range s.links {
 		ls := &s.links[i]
 		pr := &ls.probe
+		// The offerer started probing WebRTC before the relay opened (see
+		// tickLinks): a relay that opens before the choice is probed too.
+		if i == 1 && s.role == signaling.RoleOfferer && !pr.running && pr.n == 0 && ls.up() {
+			pr.running = true
+		}
 		if !pr.running {
 			continue
 		}
@@ -1372,9 +1392,19 @@ func (s *Session) tickProbe(now time.Duration) {
 		return
 	}
 	if !done {
+		if k, reason := s.earlyChoice(); k != TransportUnknown {
+			s.choiceReason = reason
+			s.decide(now, k)
+			s.becomeRunning(now)
+		}
 		return
 	}
 	k, reason := s.initialChoice()
+	if k == TransportUnknown && s.links[1].state == LinkConnecting {
+		// WebRTC lost its probes while the relay is still connecting: wait
+		// for the relay (or its deadline, see tick).
+		return
+	}
 	if k == TransportUnknown {
 		s.failConnect(s.noTransportErr("every probe was lost"))
 		return
@@ -1382,6 +1412,43 @@ func (s *Session) tickProbe(now time.Duration) {
 	s.choiceReason = reason
 	s.decide(now, k)
 	s.becomeRunning(now)
+}
+
+// earlyChoice lets the offerer start on WebRTC before the probes are
+// done: when WebRTC answered a probe and the relay is not being probed
+// (still connecting, or down), the relay has no evidence to compare with,
+// and waiting for it costs the relay's connect time plus two more round
+// trips. Once running, the relay is probed as the standby when it opens,
+// and the session moves to it if it pings better (see decide), as after
+// any initial choice. With both links probing, or TCP preferred, the
+// 3-probe rule decides (initialChoice).
+//
+// With both links probing, the offerer also starts on WebRTC once it
+// answered a probe, unless the relay already answered one faster by the
+// switch margin: one answered probe shows the path works, and a relay
+// that pings better over the next seconds takes over as after any choice.
+func (s *Session) earlyChoice() (TransportKind, string) {
+	w, t := &s.links[0], &s.links[1]
+	if s.cfg.Prefer == TransportTCP || !w.up() || w.probe.n-w.probe.lost < 1 {
+		return TransportUnknown, ""
+	}
+	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
+		for _, r := range ls.probe.res[:ls.probe.n] {
+			if r > 0 {
+				m, ok = max(m, r), true
+			}
+		}
+		return m, ok
+	}
+	rtt, _ := answeredMax(w)
+	if !t.probe.running && t.probe.n == 0 {
+		return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) while tcp is %v: starting on webrtc, judging tcp once it opens", rtt, s.whyNot(t))
+	}
+	trtt, ok := answeredMax(t)
+	if ok && trtt+max(s.cfg.SwitchMargin, rtt/10) < rtt {
+		return TransportUnknown, "" // the 3-probe rule decides
+	}
+	return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) and tcp pinged no better so far: starting on webrtc, judging tcp in the background", rtt)
 }
 
 // initialChoice applies the 3-probe rule to the probe results: a transport

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -570,4 +571,49 @@ func TestSessionTCPRelayInjected(t *testing.T) {
 			t.Errorf("received %q", got)
 		}
 	})
+}
+
+// TestSessionStartsOnWebRTCBeforeRelay: the offerer does not wait for the
+// relay once WebRTC is open and answered a probe (a browser's relay opens
+// hundreds of ms after its data channel); the relay, once it opens, is
+// the standby.
+func TestSessionStartsOnWebRTCBeforeRelay(t *testing.T) {
+	leaktest.Check(t)
+	url := startSignaling(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	slowRelay := func(c *Config) {
+		c.RelayDialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	a, b := pairByRoom(t, url, cfgWith(slowRelay), cfgWith(slowRelay))
+	for _, s := range []*Session{a, b} {
+		if st := s.Stats(); st.Transport != TransportWebRTC || st.TCP.State == LinkUp {
+			t.Fatalf("%v on %v with tcp %v, want webrtc before the relay opened (%s)", s.Role(), st.Transport, st.TCP.State, st.ChoiceReason)
+		}
+	}
+	if r := a.Stats().ChoiceReason; !strings.Contains(r, "webrtc answered a probe") {
+		t.Errorf("offerer's choice reason %q", r)
+	}
+	ea := collectEvents(a)
+	once.Do(func() { close(release) })
+	ea.waitFor(t, "the relay opening as the standby", func(evs []Event) bool {
+		i := index(evs, EventTransportUp, 0)
+		return i >= 0 && evs[i].Transport == TransportTCP
+	})
+	if st := a.Stats(); st.Transport != TransportWebRTC {
+		t.Errorf("offerer moved to %v when the relay opened", st.Transport)
+	}
+	gotA, gotB := exchange(t, a, b, 100)
+	if gotA < 95 || gotB < 95 {
+		t.Errorf("received %d, %d of 100", gotA, gotB)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"syscall/js"
+	"time"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v4"
@@ -173,3 +174,10 @@ func prewarmWebRTC() {
 		}
 	}()
 }
+
+// relayTLSDefer: in a browser the relay's TLS handshake (pure Go in wasm,
+// tens to hundreds of ms of CPU on the page's one thread) waits until the
+// session runs, or at most this long: while it runs the page answers
+// nothing, and WebRTC's first probes, answered late, decided the start.
+// A page whose WebRTC does not connect reaches its relay this much later.
+const relayTLSDefer = time.Second

@@ -115,3 +115,7 @@ func candidateType(c *webrtc.ICECandidate) CandidateType {
 
 // prewarmWebRTC: pion's PeerConnections are quick to make.
 func prewarmWebRTC() {}
+
+// relayTLSDefer: natively the relay's TLS handshake does not wait for the
+// session to run (see the browser's, in webrtc_js.go).
+const relayTLSDefer = 0
