@@ -16,6 +16,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/ragsync/ragsync/internal/lanaddr"
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/signaling"
 )
@@ -164,7 +165,7 @@ func connect(ctx context.Context, o options, stderr io.Writer, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprint(stderr, joinHint(o.signal, room.Code(), lanIPv4s()))
+	fmt.Fprint(stderr, joinHint(o.signal, room.Code(), lanaddr.IPv4s()))
 	s, err := room.Connect(ctx)
 	return s, o.waitErr(ctx, "nobody joined room "+room.Code(), err)
 }
@@ -225,33 +226,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// lanIPv4s lists this machine's non-loopback, non-link-local IPv4 addresses
-// on interfaces that are up. Reading the interfaces sends nothing.
-func lanIPv4s() []net.IP {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil
-	}
-	var out []net.IP
-	for _, ifc := range ifs {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				if ip4 := ipn.IP.To4(); ip4 != nil && !ip4.IsLoopback() && !ip4.IsLinkLocalUnicast() {
-					out = append(out, ip4)
-				}
-			}
-		}
-	}
-	return out
 }
 
 // runSelf connects two sessions in this process and reports both.

@@ -84,9 +84,9 @@ func TestICECredentials(t *testing.T) {
 		{"stun:stun.example.org:3478", "stun:stun.example.org:3478", "", ""},
 		{"turn:turn.example.org:3478", "turn:turn.example.org:3478", "", ""},
 		{"turn:me:secret@turn.example.org:3478", "turn:turn.example.org:3478", "me", "secret"},
-		{"turn:1700000000%3Aalice:p%40ss@h:3478", "turn:h:3478", "1700000000:alice", "p@ss"},
-		{"turns:1700000000%3Aalice:a:b@c@h:5349?transport=tcp", "turns:h:5349?transport=tcp", "1700000000:alice", "a:b@c"},
-		{"turn:u%25:x%2By@h", "turn:h", "u%", "x+y"},
+		{"turn:1700000000%3Aalice:p%40ss@127.0.0.1:3478", "turn:127.0.0.1:3478", "1700000000:alice", "p@ss"},
+		{"turns:1700000000%3Aalice:a:b@c@127.0.0.1:5349?transport=tcp", "turns:127.0.0.1:5349?transport=tcp", "1700000000:alice", "a:b@c"},
+		{"turn:u%25:x%2By@127.0.0.1", "turn:127.0.0.1", "u%", "x+y"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			s, err := webrtcURL(tc.in)
@@ -99,7 +99,7 @@ func TestICECredentials(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"8.8.8.8", "http://h", "turn:user@h", "turn:u:p@", "turn:u%zz:p@h", "turn:u:p%4@h"} {
+	for _, bad := range []string{"127.0.0.9", "http://127.0.0.1", "turn:user@127.0.0.1", "turn:u:p@", "turn:u%zz:p@127.0.0.1", "turn:u:p%4@127.0.0.1"} {
 		t.Run("bad "+bad, func(t *testing.T) {
 			if _, err := webrtcURL(bad); err == nil || !strings.Contains(err.Error(), bad) {
 				t.Fatalf("webrtcURL(%q) = %v, want an error naming it", bad, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/lanaddr"
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/p2p"
@@ -161,7 +162,7 @@ func TestEmbeddedServerURLs(t *testing.T) {
 	if err := healthy(testwait.Context(t), srv.LocalURL(), time.Hour); err != nil {
 		t.Errorf("health check: %v", err)
 	}
-	for _, ip := range lanIPv4s() {
+	for _, ip := range lanaddr.IPv4s() {
 		if ip.IsLoopback() || ip.To4() == nil {
 			t.Errorf("LAN address %v", ip)
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/lanaddr"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -84,7 +85,7 @@ func (e *embeddedServer) ShareURLs() []string {
 		return []string{"http://" + net.JoinHostPort(a.IP.String(), port)}
 	}
 	var out []string
-	for _, ip := range lanIPv4s() {
+	for _, ip := range lanaddr.IPv4s() {
 		out = append(out, "http://"+net.JoinHostPort(ip.String(), port))
 	}
 	return out
@@ -92,35 +93,6 @@ func (e *embeddedServer) ShareURLs() []string {
 
 // Close shuts the server down and waits for it.
 func (e *embeddedServer) Close() { e.Running.Close() }
-
-// lanIPv4s lists this machine's non-loopback IPv4 addresses on interfaces
-// that are up. Reading interfaces sends nothing.
-func lanIPv4s() []net.IP {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil
-	}
-	var out []net.IP
-	for _, ifc := range ifs {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			if ip4 := ipn.IP.To4(); ip4 != nil && !ip4.IsLoopback() && !ip4.IsLinkLocalUnicast() {
-				out = append(out, ip4)
-			}
-		}
-	}
-	return out
-}
 
 // IsLoopbackURL reports whether u's host is a loopback address or
 // "localhost".
