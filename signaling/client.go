@@ -143,6 +143,7 @@ type Client struct {
 	pending  *pendingReq
 	termErr  error
 	closeErr error
+	offer    string // for the next create, join or quick (SetOffer)
 
 	lastRecv   atomic.Int64 // unix nanos of the last message received
 	delivering atomic.Bool  // the reader waits for Recv to take an event
@@ -225,11 +226,35 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 // Limits returns the limits the server announced in its welcome.
 func (c *Client) Limits() Limits { return c.limits }
 
+// SetOffer gives this client's next CreateRoom, JoinOrCreateRoom or
+// QuickMatch an early offer: a WebRTC offer made before the pairing. If
+// this client becomes the offerer, the server sends it to the answerer
+// right after paired, as if it had been sent then, and the offerer sends
+// no other; a quick-match player with an early offer is the offerer
+// unless the one waiting brought one too (see the package doc, Roles). A
+// client slow to answer, such as a browser page, connects faster as the
+// offerer with its offer ready. The offer is used by one request; ""
+// clears it.
+func (c *Client) SetOffer(sdp string) {
+	c.mu.Lock()
+	c.offer = sdp
+	c.mu.Unlock()
+}
+
+// takeOffer returns the early offer and clears it.
+func (c *Client) takeOffer() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.offer
+	c.offer = ""
+	return o
+}
+
 // CreateRoom creates a private room with this client as its first player
 // (the offerer) and returns the code to give to the other player. The
 // pairing arrives later as EventPaired.
 func (c *Client) CreateRoom(ctx context.Context) (RoomCode, error) {
-	m, err := c.request(ctx, Message{Type: TypeCreate}, TypeJoined)
+	m, err := c.request(ctx, Message{Type: TypeCreate, SDP: c.takeOffer()}, TypeJoined)
 	if err != nil {
 		return "", err
 	}
@@ -261,7 +286,7 @@ func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error
 	if err != nil {
 		return RoleUnknown, err
 	}
-	m, err := c.request(ctx, Message{Type: TypeJoin, Room: rc, Create: true}, TypeJoined)
+	m, err := c.request(ctx, Message{Type: TypeJoin, Room: rc, Create: true, SDP: c.takeOffer()}, TypeJoined)
 	if err != nil {
 		return RoleUnknown, err
 	}
@@ -270,9 +295,10 @@ func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error
 
 // QuickMatch puts this client in the quick-match queue and returns once the
 // server has queued it. When another player is waiting or arrives, both get
-// EventPaired; the one who waited longer is the offerer.
+// EventPaired; the one who waited longer is the offerer, unless only the
+// other brought an early offer (SetOffer).
 func (c *Client) QuickMatch(ctx context.Context) error {
-	_, err := c.request(ctx, Message{Type: TypeQuick}, TypeQueued)
+	_, err := c.request(ctx, Message{Type: TypeQuick, SDP: c.takeOffer()}, TypeQueued)
 	return err
 }
 

@@ -34,6 +34,7 @@ type client struct {
 	room     *room
 	queued   bool
 	queuedAt time.Time
+	offer    string // early offer from create, join or quick, until the pairing
 
 	closedNormally bool // the client closed its WebSocket with status 1000 (read loop)
 

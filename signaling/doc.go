@@ -29,12 +29,13 @@
 //
 // Client → server:
 //
-//	create                     create a private room; you are its offerer.    reply: joined
-//	join       room, create    join a room by code; you are its answerer.     reply: joined, then paired to both
+//	create     sdp?            create a private room; you are its offerer.    reply: joined
+//	join       room, create, sdp?
+//	                           join a room by code; you are its answerer.     reply: joined, then paired to both
 //	                           With "create":true and no such room, it is created with that code
 //	                           and you are its offerer (two players who agreed on a code both send
 //	                           this, in either order).                           reply: joined
-//	quick                      wait for the next quick-match player.          reply: queued, later paired to both
+//	quick      sdp?            wait for the next quick-match player.          reply: queued, later paired to both
 //	leave                      leave your room or the queue.                  reply: left; the peer gets peer_left
 //	rejoin     token           take your place in your pairing back, with     reply: joined, then paired to both
 //	                           your relay token (see Rejoining)                  once both are there
@@ -77,6 +78,20 @@
 // is the answerer. Both learn their role in joined and paired. When a player
 // leaves, the one who stays becomes the offerer of the now half-empty room,
 // and a new pairing issues new relay tokens.
+//
+// Early offers: create, join and quick may carry "sdp", a WebRTC offer made
+// before the pairing. The server keeps it while the player waits; if the
+// player is the offerer of the pairing, the answerer gets it as an offer
+// message right after paired, and the offerer sends no offer of its own
+// (trickled candidates gathered after it follow as usual). In quick match
+// a player who brings an early offer is the offerer even if the other
+// waited longer, unless that one brought one too; a joiner's early offer
+// (join of an existing room) is discarded, as is the answerer's. A client
+// slow to answer, such as a browser page (every step of an answer waits
+// for the page's one thread), connects faster as the offerer with its offer
+// made while it waited; p2p does this in a browser. An early offer holds no
+// candidates of the pairing's ice_servers (they come with paired): a client
+// that needs them renegotiates with a new offer (see offer above).
 //
 // Errors: {"type":"error","code":"room_full","message":"room 7KQ2MX already
 // has two players","ref":"join"}. code is stable (the ErrorCode constants, ErrX),

@@ -227,7 +227,7 @@ type Message struct {
 	Role      Role        `json:"role,omitempty"`        // joined, paired
 	Token     RelayToken  `json:"token,omitempty"`       // paired, rejoin
 	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired: STUN/TURN servers to use, if any
-	SDP       string      `json:"sdp,omitempty"`         // offer, answer
+	SDP       string      `json:"sdp,omitempty"`         // offer, answer; create, join, quick: an early offer
 	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
 	Reason    string      `json:"reason,omitempty"`      // peer_left
 	Code      ErrorCode   `json:"code,omitempty"`        // error
@@ -288,6 +288,9 @@ func (m *Message) Validate() error {
 	if m.Create && m.Type != TypeJoin {
 		return bad(`"create" is only valid in join`)
 	}
+	if len(m.SDP) > maxSDPLen {
+		return bad("sdp is %d bytes, limit %d", len(m.SDP), maxSDPLen)
+	}
 	switch m.Type {
 	case TypeJoin:
 		if m.Room == "" {
@@ -300,9 +303,6 @@ func (m *Message) Validate() error {
 	case TypeOffer, TypeAnswer:
 		if m.SDP == "" {
 			return bad(`missing "sdp"`)
-		}
-		if len(m.SDP) > maxSDPLen {
-			return bad("sdp is %d bytes, limit %d", len(m.SDP), maxSDPLen)
 		}
 	case TypeCandidate:
 		if m.Candidate == nil {

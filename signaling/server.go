@@ -302,7 +302,7 @@ type room struct {
 	code    RoomCode
 	players [2]*client // [0] is the offerer; [0] is never nil while the room exists
 	quick   bool
-	holder  *addrState // the address charged for the room: its offerer's
+	holder  *addrState // the address charged for the room: its first player's (who created it, or waited in the queue)
 	pairing uint64     // the current pairing's id, 0 while not paired
 	// instance is the server instance the pairing's relay tokens name:
 	// this one's, or a previous one's for a pairing rejoined after a
@@ -622,11 +622,11 @@ func (s *Server) handle(c *client, m *Message, t0 time.Time) {
 	defer s.mu.Unlock()
 	switch m.Type {
 	case TypeCreate:
-		s.handleCreate(c)
+		s.handleCreate(c, m.SDP)
 	case TypeJoin:
-		s.handleJoin(c, m.Room, m.Create, t0)
+		s.handleJoin(c, m.Room, m.Create, m.SDP, t0)
 	case TypeQuick:
-		s.handleQuick(c, t0)
+		s.handleQuick(c, m.SDP, t0)
 	case TypeLeave:
 		s.handleLeave(c)
 	case TypeRejoin:
@@ -681,16 +681,17 @@ func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
 	return r
 }
 
-func (s *Server) handleCreate(c *client) {
+func (s *Server) handleCreate(c *client, offer string) {
 	if s.busy(c, TypeCreate) {
 		return
 	}
-	s.createRoom(c, TypeCreate, "")
+	s.createRoom(c, TypeCreate, "", offer)
 }
 
 // createRoom makes a room (code "" for a random one) with c as its first
-// player, the offerer. Called with s.mu held.
-func (s *Server) createRoom(c *client, ref MsgType, code RoomCode) {
+// player, the offerer, holding its early offer (if any) for the pairing.
+// Called with s.mu held.
+func (s *Server) createRoom(c *client, ref MsgType, code RoomCode, offer string) {
 	if !s.roomQuota(c, ref) {
 		return
 	}
@@ -702,11 +703,15 @@ func (s *Server) createRoom(c *client, ref MsgType, code RoomCode) {
 	r.players[0] = c
 	r.holder = c.addr
 	c.room = r
+	c.offer = offer
 	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleOfferer})
 	s.log.Info("signaling: room created", "room", r.code, "client", c.id, "chosen_code", code != "")
 }
 
-func (s *Server) handleJoin(c *client, code RoomCode, create bool, t0 time.Time) {
+// handleJoin joins c to the room code (or creates it, with create). An
+// early offer is kept only if c creates the room: a joiner is the
+// answerer.
+func (s *Server) handleJoin(c *client, code RoomCode, create bool, offer string, t0 time.Time) {
 	if s.busy(c, TypeJoin) {
 		return
 	}
@@ -721,7 +726,7 @@ func (s *Server) handleJoin(c *client, code RoomCode, create bool, t0 time.Time)
 	switch {
 	case r == nil && create:
 		s.lim.missed(c.addr)
-		s.createRoom(c, TypeJoin, code)
+		s.createRoom(c, TypeJoin, code, offer)
 		return
 	case r == nil:
 		s.lim.missed(c.addr)
@@ -738,7 +743,10 @@ func (s *Server) handleJoin(c *client, code RoomCode, create bool, t0 time.Time)
 	s.pair(r, t0)
 }
 
-func (s *Server) handleQuick(c *client, t0 time.Time) {
+// handleQuick queues c, or pairs it with the player waiting. The offerer
+// is the waiting player, unless only c brought an early offer: then c is
+// (see the package doc, Roles).
+func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
 	if s.busy(c, TypeQuick) {
 		return
 	}
@@ -750,6 +758,7 @@ func (s *Server) handleQuick(c *client, t0 time.Time) {
 		s.queue = append(s.queue, c)
 		c.queued = true
 		c.queuedAt = time.Now()
+		c.offer = offer
 		c.send(&Message{Type: TypeQueued})
 		return
 	}
@@ -762,9 +771,13 @@ func (s *Server) handleQuick(c *client, t0 time.Time) {
 	s.queue = s.queue[1:]
 	w.queued = false
 	r.quick = true
-	r.holder = w.addr
+	r.holder = w.addr // its queue place was charged to it
 	r.since = w.queuedAt
 	r.players = [2]*client{w, c}
+	if offer != "" && w.offer == "" {
+		r.players = [2]*client{c, w}
+		c.offer = offer
+	}
 	w.room, c.room = r, r
 	c.send(&Message{Type: TypeQueued})
 	s.pair(r, t0)
@@ -797,7 +810,15 @@ func (s *Server) pair(r *room, t0 time.Time) {
 		}
 		pl.sendTimed(m, t0)
 	}
-	s.log.Info("signaling: paired", "room", r.code, "quick", r.quick, "offerer", r.players[0].id, "answerer", r.players[1].id)
+	// The offerer's early offer goes to the answerer right after paired,
+	// as if the offerer had sent it then. Each is used once.
+	if off := r.players[0].offer; off != "" {
+		r.players[1].send(&Message{Type: TypeOffer, SDP: off})
+		s.relayed.Add(1)
+	}
+	early := r.players[0].offer != ""
+	r.players[0].offer, r.players[1].offer = "", ""
+	s.log.Info("signaling: paired", "room", r.code, "quick", r.quick, "offerer", r.players[0].id, "answerer", r.players[1].id, "early_offer", early)
 }
 
 func (s *Server) handleLeave(c *client) {

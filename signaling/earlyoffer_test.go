@@ -1,0 +1,108 @@
+package signaling
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+)
+
+// TestEarlyOffer: an offer that comes with quick, create or join reaches
+// the answerer right after paired, and in quick match makes its sender
+// the offerer unless the waiting player brought one too.
+func TestEarlyOffer(t *testing.T) {
+	leaktest.Check(t)
+	_, url := startServer(t, Config{})
+	const offA, offB = "v=0 offer of A", "v=0 offer of B"
+
+	// quick: pair the players a (waits) and b (arrives), each with or
+	// without an early offer; want the offerer and the offer b or a gets.
+	cases := []struct {
+		name      string
+		a, b      string // early offers
+		bOffers   bool
+		wantOffer string // the early offer the answerer gets ("" none)
+	}{
+		{name: "none", wantOffer: ""},
+		{name: "waiting player's", a: offA, wantOffer: offA},
+		{name: "arriving player's", b: offB, bOffers: true, wantOffer: offB},
+		{name: "both: the waiting player's", a: offA, b: offB, wantOffer: offA},
+	}
+	for _, tc := range cases {
+		t.Run("quick/"+tc.name, func(t *testing.T) {
+			a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+			a.SetOffer(tc.a)
+			if err := a.QuickMatch(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			b.SetOffer(tc.b)
+			if err := b.QuickMatch(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			pa, pb := next(t, a, EventPaired).Pairing, next(t, b, EventPaired).Pairing
+			off, ans := a, b
+			if tc.bOffers {
+				off, ans = b, a
+				if pb.Role != RoleOfferer || pa.Role != RoleAnswerer {
+					t.Fatalf("roles a %v b %v, want b the offerer", pa.Role, pb.Role)
+				}
+			} else if pa.Role != RoleOfferer || pb.Role != RoleAnswerer {
+				t.Fatalf("roles a %v b %v, want a the offerer", pa.Role, pb.Role)
+			}
+			if tc.wantOffer != "" {
+				if ev := next(t, ans, EventOffer); ev.SDP != tc.wantOffer {
+					t.Fatalf("answerer got offer %q, want %q", ev.SDP, tc.wantOffer)
+				}
+			}
+			// Nothing else was queued for either: the next message each
+			// gets is the other's.
+			exchange(t, off, ans)
+		})
+	}
+
+	t.Run("create", func(t *testing.T) {
+		a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+		a.SetOffer(offA)
+		code, err := a.CreateRoom(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetOffer(offB) // a joiner's early offer is discarded
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != RoleAnswerer {
+			t.Fatalf("join: %v %v", role, err)
+		}
+		next(t, a, EventPaired)
+		next(t, b, EventPaired)
+		if ev := next(t, b, EventOffer); ev.SDP != offA {
+			t.Fatalf("joiner got %q", ev.SDP)
+		}
+		exchange(t, a, b)
+	})
+
+	t.Run("join creating", func(t *testing.T) {
+		a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+		a.SetOffer(offA)
+		if role, err := a.JoinOrCreateRoom(ctxT(t), "EARLY2"); err != nil || role != RoleOfferer {
+			t.Fatalf("create: %v %v", role, err)
+		}
+		if err := b.JoinRoom(ctxT(t), "EARLY2"); err != nil {
+			t.Fatal(err)
+		}
+		next(t, a, EventPaired)
+		next(t, b, EventPaired)
+		if ev := next(t, b, EventOffer); ev.SDP != offA {
+			t.Fatalf("joiner got %q", ev.SDP)
+		}
+	})
+
+	t.Run("too big", func(t *testing.T) {
+		a := dial(t, url, ClientConfig{})
+		a.SetOffer("v=0" + strings.Repeat("x", maxSDPLen))
+		err := a.QuickMatch(ctxT(t))
+		var se *Error
+		if !errors.As(err, &se) || (se.Code != ErrBadMessage && se.Code != ErrMessageTooBig) {
+			t.Fatalf("quick with an oversized early offer = %v, want bad_message or message_too_big", err)
+		}
+	})
+}
