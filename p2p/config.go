@@ -119,8 +119,8 @@ type Config struct {
 	// Prefer, if set, is the transport to use whenever it works, regardless
 	// of ping; the other one is then only a fallback. Zero means the lower
 	// 3-probe ping wins (ties go to WebRTC), except that the session starts
-	// on WebRTC as soon as it answers a probe unless the relay answered one
-	// faster (see the package doc, Choosing the transport).
+	// on WebRTC as soon as its channel opens unless the relay is open and
+	// answered a probe faster (see the package doc, Choosing the transport).
 	Prefer TransportKind
 	// ProbeTimeout is how long one probe ping may take before it counts as
 	// lost. Zero means 1s.

@@ -33,14 +33,26 @@ const QuickMatch = ""
 // server, signaling.ErrBadRoomCode, ErrRoomFull, ...), ErrNoTransport when
 // neither transport reached the peer, or ctx.Err().
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
+	return connect(ctx, signalingURL, room, cfg, earlyOffers)
+}
+
+// connect is Connect, with an early offer sent with the join if early
+// (see earlyOffers).
+func connect(ctx context.Context, signalingURL, room string, cfg Config, early bool) (*Session, error) {
 	c, err := cfg.withDefaults(signalingURL)
 	if err != nil {
 		return nil, err
 	}
 	id := prepareIdentity()
+	offer := startEarlyOffer(ctx, c, id, early)
 	cl, err := signaling.Dial(ctx, signalingURL, c.Signaling)
 	if err != nil {
+		offer().close()
 		return nil, err
+	}
+	eo := offer()
+	if eo != nil {
+		cl.SetOffer(eo.sdp)
 	}
 	if room == QuickMatch {
 		err = cl.QuickMatch(ctx)
@@ -48,20 +60,22 @@ func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Sessi
 		_, err = cl.JoinOrCreateRoom(ctx, room)
 	}
 	if err != nil {
+		eo.close()
 		cl.Close()
 		return nil, err
 	}
-	return connectPaired(ctx, cl, signalingURL, c, id)
+	return connectPaired(ctx, cl, signalingURL, c, id, eo)
 }
 
 // Room is a private room created with CreateRoom, waiting for the second
 // player.
 type Room struct {
-	code signaling.RoomCode
-	url  string
-	cfg  Config
-	cl   *signaling.Client
-	id   func() (*identity, error)
+	code  signaling.RoomCode
+	url   string
+	cfg   Config
+	cl    *signaling.Client
+	id    func() (*identity, error)
+	early *earlyOffer // sent with the create (nil: none)
 
 	mu   sync.Mutex
 	used bool
@@ -75,16 +89,24 @@ func CreateRoom(ctx context.Context, signalingURL string, cfg Config) (*Room, er
 	if err != nil {
 		return nil, err
 	}
+	id := prepareIdentity()
+	offer := startEarlyOffer(ctx, c, id, earlyOffers)
 	cl, err := signaling.Dial(ctx, signalingURL, c.Signaling)
 	if err != nil {
+		offer().close()
 		return nil, err
+	}
+	early := offer()
+	if early != nil {
+		cl.SetOffer(early.sdp)
 	}
 	code, err := cl.CreateRoom(ctx)
 	if err != nil {
+		early.close()
 		cl.Close()
 		return nil, err
 	}
-	return &Room{code: code, url: signalingURL, cfg: c, cl: cl, id: prepareIdentity()}, nil
+	return &Room{code: code, url: signalingURL, cfg: c, cl: cl, id: id, early: early}, nil
 }
 
 // Code returns the room code.
@@ -101,7 +123,7 @@ func (r *Room) Connect(ctx context.Context) (*Session, error) {
 	}
 	r.used = true
 	r.mu.Unlock()
-	return connectPaired(ctx, r.cl, r.url, r.cfg, r.id)
+	return connectPaired(ctx, r.cl, r.url, r.cfg, r.id, r.early)
 }
 
 // Close gives up the room if Connect was not called.
@@ -112,17 +134,20 @@ func (r *Room) Close() error {
 		return nil
 	}
 	r.used = true
+	r.early.close()
 	return r.cl.Close()
 }
 
 // connectPaired waits for the pairing on cl, then builds the session. It
-// owns cl: on error it closes it, on success the session does.
-func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error)) (*Session, error) {
+// owns cl and offer (the early offer sent with the join, or nil): on error
+// it closes them, on success the session does.
+func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer) (*Session, error) {
 	var pairing signaling.Pairing
 	var early []signaling.Event // negotiation that raced ahead of us (none expected)
 	for pairing.Role == signaling.RoleUnknown {
 		ev, err := cl.Recv(ctx)
 		if err != nil {
+			offer.close()
 			cl.Close()
 			return nil, err
 		}
@@ -135,8 +160,15 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			early = append(early, ev)
 		}
 	}
+	if pairing.Role != signaling.RoleOfferer {
+		// The peer offers (its own early offer, or one it makes now).
+		offer.close()
+		offer = nil
+	}
 	// The STUN/TURN servers the signaling server offers for this pairing
-	// (its embedded TURN), unless the configuration names its own.
+	// (its embedded TURN), unless the configuration names its own. An
+	// early offer was made without them: they serve if WebRTC is
+	// renegotiated.
 	if cfg.ICEServers == nil {
 		for _, is := range pairing.ICEServers {
 			cfg.ICEServers = append(cfg.ICEServers, webrtc.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
@@ -145,6 +177,7 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 	cfg.Logger.Debug("p2p: paired", "room", pairing.Room, "role", pairing.Role.String())
 	ident, err := id()
 	if err != nil {
+		offer.close()
 		cl.Close()
 		return nil, err
 	}
@@ -163,9 +196,11 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		},
 		closeSig: func() { sig.close() },
 		id:       ident,
+		early:    offer,
 	}
 	s, err := newSession(p)
 	if err != nil {
+		offer.close()
 		cl.Close()
 		return nil, err
 	}
@@ -189,7 +224,6 @@ func prepareIdentity() func() (*identity, error) {
 		err error
 	}
 	ch := make(chan result, 1)
-	prewarmWebRTC()
 	go func() {
 		id, err := newIdentity()
 		ch <- result{id, err}
@@ -197,6 +231,43 @@ func prepareIdentity() func() (*identity, error) {
 	return sync.OnceValues(func() (*identity, error) {
 		r := <-ch
 		return r.id, r.err
+	})
+}
+
+// earlyOfferWait bounds how long Connect and CreateRoom wait for the early
+// offer (see earlyOffers) before they join without one.
+const earlyOfferWait = 3 * time.Second
+
+// startEarlyOffer makes the early offer in the background, if on (where
+// the build sends one, see earlyOffers) and WebRTC is on, and returns the
+// function that waits for it: nil if there is none, it failed, or it took
+// longer than earlyOfferWait (it is closed when it comes).
+func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, error), on bool) func() *earlyOffer {
+	if !on || cfg.DisableWebRTC {
+		return func() *earlyOffer { return nil }
+	}
+	ch := make(chan *earlyOffer, 1)
+	ctx, cancel := context.WithTimeout(ctx, earlyOfferWait)
+	go func() {
+		ident, err := id()
+		var e *earlyOffer
+		if err == nil {
+			e, err = prepareOffer(ctx, &cfg, ident)
+		}
+		if err != nil {
+			cfg.Logger.Debug("p2p: joining without an early offer", "err", err)
+		}
+		ch <- e
+	}()
+	return sync.OnceValue(func() *earlyOffer {
+		defer cancel()
+		select {
+		case e := <-ch:
+			return e
+		case <-ctx.Done():
+			go func() { (<-ch).close() }()
+			return nil
+		}
 	})
 }
 

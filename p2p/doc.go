@@ -182,13 +182,15 @@
 // better one for game states (no head-of-line blocking), and a few
 // hundred µs of probe noise on a LAN must not decide. But WebRTC need not
 // wait for that: unless TCP is preferred, the offerer starts on WebRTC as
-// soon as it answers one probe, if the relay is not open yet or has not
-// answered a probe faster by the margin; the relay, probed as the standby,
-// then takes over only as in "Failover and switching back". One answered
-// probe shows the path works, and waiting costs the relay's connect time
-// (a browser's, TLS over a WebSocket, opens hundreds of ms after its data
-// channel) and two more round trips. The answerer probes too (for its
-// statistics) but does not decide.
+// soon as its data channel opens if the relay is not open yet (the
+// channel's SCTP handshake crossed the path both ways), and, if the relay
+// is open and probing, as soon as WebRTC answers one probe unless the
+// relay answered one faster by the margin; the relay, probed as the
+// standby, then takes over only as in "Failover and switching back".
+// Waiting costs the relay's connect time (a browser's, TLS over a
+// WebSocket, opens hundreds of ms after its data channel) and round trips
+// that, in a browser, each wait for the page's thread. The answerer probes
+// too (for its statistics) but does not decide.
 //
 // Agreement: the offerer numbers each decision with an epoch (1 for the
 // initial choice, +1 for each switch) and sends select(epoch, transport) on

@@ -72,6 +72,13 @@ func startSignaling(t testing.TB) string {
 // shuts the server down early (idempotent).
 func startSignalingStop(t testing.TB) (string, func()) {
 	t.Helper()
+	url, _, stop := startSignalingServer(t)
+	return url, stop
+}
+
+// startSignalingServer is startSignalingStop that also returns the server.
+func startSignalingServer(t testing.TB) (string, *signaling.Server, func()) {
+	t.Helper()
 	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +106,7 @@ func startSignalingStop(t testing.TB) (string, func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return "http://" + l.Addr().String(), stop
+	return "http://" + l.Addr().String(), srv, stop
 }
 
 // memListener is an in-memory net.Listener: dial returns one end of a

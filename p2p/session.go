@@ -220,6 +220,7 @@ type sessionParams struct {
 	clock    clocksync.Clock // nil: wallClock
 	id       *identity       // nil: a new one
 	peerFP   []byte          // the peer's certificate fingerprint, if known without signaling (tests)
+	early    *earlyOffer     // the offerer's early offer, already delivered to the peer (nil: none)
 }
 
 // clockEpoch is the origin of the default session clock.
@@ -308,7 +309,7 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := s.newRTC()
+		rtc, err := s.newRTC(p.early)
 		if err != nil {
 			return nil, err
 		}
@@ -466,10 +467,11 @@ const (
 	rtcConnectFor = 10 * time.Second
 )
 
-// newRTC makes a WebRTC transport (a PeerConnection) for this session.
-func (s *Session) newRTC() (*rtcTransport, error) {
+// newRTC makes a WebRTC transport (a PeerConnection) for this session, or
+// one on the early offer's.
+func (s *Session) newRTC(early *earlyOffer) (*rtcTransport, error) {
 	h := &rtcHandler{s: s}
-	t, err := newRTCTransport(&s.cfg, s.role, s.sig, h, s.id)
+	t, err := newRTCTransport(&s.cfg, s.role, s.sig, h, s.id, early)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +508,7 @@ func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
 	if old := s.rtc.Load(); old != nil {
 		s.rtcDown(old, why)
 	}
-	t, err := s.newRTC()
+	t, err := s.newRTC(nil)
 	if err != nil {
 		s.log.Warn("p2p: webrtc: new peer connection", "err", err)
 		return nil, err
@@ -1283,7 +1285,7 @@ func (s *Session) tickLinks(now time.Duration) {
 	// With a preferred transport that is already up there is no need to
 	// wait for the other one. The offerer does not wait for the relay once
 	// WebRTC is open either (unless TCP is preferred): it starts on
-	// WebRTC after one answered probe (see earlyChoice) and judges the
+	// WebRTC once its channel is open (see earlyChoice) and judges the
 	// relay in the background once it opens.
 	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
 		resolved = true
@@ -1415,21 +1417,29 @@ func (s *Session) tickProbe(now time.Duration) {
 }
 
 // earlyChoice lets the offerer start on WebRTC before the probes are
-// done: when WebRTC answered a probe and the relay is not being probed
-// (still connecting, or down), the relay has no evidence to compare with,
-// and waiting for it costs the relay's connect time plus two more round
-// trips. Once running, the relay is probed as the standby when it opens,
+// done. When the relay is not being probed (still connecting, or down),
+// it has no evidence to compare with: the offerer starts on WebRTC as soon
+// as its data channel is open, whose SCTP handshake crossed the path both
+// ways, so a probe round trip would add only a ping figure, at the cost of
+// a round trip through the peer (in a browser, through the page's one
+// thread, behind its frames). Waiting for the relay would cost its connect
+// time. Once running, the relay is probed as the standby when it opens,
 // and the session moves to it if it pings better (see decide), as after
 // any initial choice. With both links probing, or TCP preferred, the
-// 3-probe rule decides (initialChoice).
-//
-// With both links probing, the offerer also starts on WebRTC once it
-// answered a probe, unless the relay already answered one faster by the
-// switch margin: one answered probe shows the path works, and a relay
-// that pings better over the next seconds takes over as after any choice.
+// 3-probe rule decides (initialChoice), except that the offerer starts on
+// WebRTC once it answered a probe, unless the relay already answered one
+// faster by the switch margin: one answered probe shows the path works,
+// and a relay that pings better over the next seconds takes over as after
+// any choice.
 func (s *Session) earlyChoice() (TransportKind, string) {
 	w, t := &s.links[0], &s.links[1]
-	if s.cfg.Prefer == TransportTCP || !w.up() || w.probe.n-w.probe.lost < 1 {
+	if s.cfg.Prefer == TransportTCP || !w.up() {
+		return TransportUnknown, ""
+	}
+	if !t.probe.running && t.probe.n == 0 {
+		return TransportWebRTC, fmt.Sprintf("webrtc's data channel is open while tcp is %v: starting on webrtc, judging tcp once it opens", s.whyNot(t))
+	}
+	if w.probe.n-w.probe.lost < 1 {
 		return TransportUnknown, ""
 	}
 	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
@@ -1441,9 +1451,6 @@ func (s *Session) earlyChoice() (TransportKind, string) {
 		return m, ok
 	}
 	rtt, _ := answeredMax(w)
-	if !t.probe.running && t.probe.n == 0 {
-		return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) while tcp is %v: starting on webrtc, judging tcp once it opens", rtt, s.whyNot(t))
-	}
 	trtt, ok := answeredMax(t)
 	if ok && trtt+max(s.cfg.SwitchMargin, rtt/10) < rtt {
 		return TransportUnknown, "" // the 3-probe rule decides

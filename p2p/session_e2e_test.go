@@ -574,9 +574,9 @@ func TestSessionTCPRelayInjected(t *testing.T) {
 }
 
 // TestSessionStartsOnWebRTCBeforeRelay: the offerer does not wait for the
-// relay once WebRTC is open and answered a probe (a browser's relay opens
-// hundreds of ms after its data channel); the relay, once it opens, is
-// the standby.
+// relay, nor for a probe, once WebRTC's channel is open (a browser's relay
+// opens hundreds of ms after its data channel); the relay, once it opens,
+// is the standby.
 func TestSessionStartsOnWebRTCBeforeRelay(t *testing.T) {
 	leaktest.Check(t)
 	url := startSignaling(t)
@@ -600,7 +600,7 @@ func TestSessionStartsOnWebRTCBeforeRelay(t *testing.T) {
 			t.Fatalf("%v on %v with tcp %v, want webrtc before the relay opened (%s)", s.Role(), st.Transport, st.TCP.State, st.ChoiceReason)
 		}
 	}
-	if r := a.Stats().ChoiceReason; !strings.Contains(r, "webrtc answered a probe") {
+	if r := a.Stats().ChoiceReason; !strings.Contains(r, "webrtc's data channel is open while tcp is connecting") {
 		t.Errorf("offerer's choice reason %q", r)
 	}
 	ea := collectEvents(a)

@@ -72,12 +72,16 @@ type rtcTransport struct {
 	remoteSet    bool
 	pendingCands []webrtc.ICECandidateInit // remote, until the remote description is set
 	descSent     bool                      // our offer or answer has been sent
+	gatherEnd    bool                      // gathered is closed
 	localCands   []webrtc.ICECandidateInit // ours, until it has
 	closed       bool
 	// remoteSession is the session id (o= line) of the offer applied
 	// (answerer): an offer with another one comes from a new
 	// PeerConnection.
 	remoteSession string
+
+	early    *earlyOffer   // the adopted early offer, if any: start sends nothing
+	gathered chan struct{} // closed at the end of candidates (not for an early offer's)
 
 	raw      atomic.Pointer[rawChannel]
 	downOnce sync.Once
@@ -92,40 +96,28 @@ type rawChannel struct {
 	dc *webrtc.DataChannel
 }
 
-// newRTCTransport creates the PeerConnection and the data channel. The
-// offerer then calls start to send its offer; the answerer waits for
-// handleOffer.
-func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity) (*rtcTransport, error) {
-	cfg.Logger.Debug("p2p: webrtc: new peer connection")
-	pc, err := newPeerConnection(cfg, id)
-	if err != nil {
-		return nil, err
+// newRTCTransport creates the PeerConnection and the data channel, or
+// adopts those of an early offer (then start sends nothing: the server
+// delivered the offer). The offerer then calls start to send its offer;
+// the answerer waits for handleOffer.
+func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity, early *earlyOffer) (*rtcTransport, error) {
+	var pc *webrtc.PeerConnection
+	var dc *webrtc.DataChannel
+	if early != nil {
+		pc, dc = early.pc, early.dc
+	} else {
+		var err error
+		if pc, dc, err = newChannel(cfg, id); err != nil {
+			return nil, err
+		}
 	}
-	cfg.Logger.Debug("p2p: webrtc: peer connection made")
-	dc, err := pc.CreateDataChannel(dataChannelLabel, dataChannelInit())
-	if err != nil {
-		_ = pc.Close()
-		return nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
-	}
-	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, id: id}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, id: id, early: early, gathered: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
-
-	pc.OnICECandidate(func(c *webrtc.ICECandidate) {
-		var init webrtc.ICECandidateInit // nil: end of candidates
-		if c != nil {
-			init = c.ToJSON()
-		}
-		// Candidates follow the description they belong to: the peer
-		// applies one that arrives first to its previous PeerConnection.
-		t.mu.Lock()
-		if !t.descSent {
-			t.localCands = append(t.localCands, init)
-			t.mu.Unlock()
-			return
-		}
-		t.mu.Unlock()
-		t.sendCandidate(init)
-	})
+	if early != nil {
+		early.adopt(t)
+	} else {
+		pc.OnICECandidate(func(c *webrtc.ICECandidate) { t.onCandidate(candidateInit(c)) })
+	}
 	t.watchSelectedPair()
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
 		t.log.Debug("p2p: webrtc: connection state", "state", s.String(), "role", role.String())
@@ -139,6 +131,144 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 		_ = dc.Close()
 	})
 	return t, nil
+}
+
+// newChannel makes a PeerConnection and the session's data channel.
+func newChannel(cfg *Config, id *identity) (*webrtc.PeerConnection, *webrtc.DataChannel, error) {
+	cfg.Logger.Debug("p2p: webrtc: new peer connection")
+	pc, err := newPeerConnection(cfg, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc, err := pc.CreateDataChannel(dataChannelLabel, dataChannelInit())
+	if err != nil {
+		_ = pc.Close()
+		return nil, nil, fmt.Errorf("p2p: webrtc: create data channel: %w", err)
+	}
+	cfg.Logger.Debug("p2p: webrtc: peer connection made")
+	return pc, dc, nil
+}
+
+// candidateInit converts a gathered candidate; nil (the end of
+// candidates) gives an empty init, which the peer reads as the end too.
+func candidateInit(c *webrtc.ICECandidate) webrtc.ICECandidateInit {
+	if c == nil {
+		return webrtc.ICECandidateInit{}
+	}
+	return c.ToJSON()
+}
+
+// onCandidate sends a local candidate, or keeps it until our description
+// has gone: the peer applies a candidate that arrives first to its
+// previous PeerConnection.
+func (t *rtcTransport) onCandidate(c webrtc.ICECandidateInit) {
+	t.mu.Lock()
+	if c.Candidate == "" && !t.gatherEnd {
+		t.gatherEnd = true
+		close(t.gathered)
+	}
+	if !t.descSent {
+		t.localCands = append(t.localCands, c)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	t.sendCandidate(c)
+}
+
+// earlyOffer is a PeerConnection, its data channel and its offer, made
+// before the pairing and sent with the join (signaling.Client.SetOffer):
+// the server hands the offer to the answerer together with the pairing.
+// In a browser this is how Connect gets the offerer's part, which needs
+// no step on the page's thread between paired and the answer (see
+// Connect). The offer carries the candidates gathered within
+// earlyGatherWait; later ones are trickled once a transport adopts it.
+type earlyOffer struct {
+	log *slog.Logger
+	pc  *webrtc.PeerConnection
+	dc  *webrtc.DataChannel
+	sdp string // as sent: localSDP of the local description
+
+	mu    sync.Mutex
+	t     *rtcTransport             // the transport that adopted it
+	cands []webrtc.ICECandidateInit // gathered, until adopted
+	done  chan struct{}             // closed at the end of candidates
+	ended bool
+}
+
+// earlyGatherWait bounds the wait for candidates before an early offer is
+// taken: those gathered by then are in it, and candidates gathered later
+// are trickled after the pairing.
+const earlyGatherWait = 500 * time.Millisecond
+
+// prepareOffer makes an early offer. It waits for the end of candidates,
+// at most earlyGatherWait, so that the offer carries them.
+func prepareOffer(ctx context.Context, cfg *Config, id *identity) (*earlyOffer, error) {
+	pc, dc, err := newChannel(cfg, id)
+	if err != nil {
+		return nil, err
+	}
+	e := &earlyOffer{log: cfg.Logger, pc: pc, dc: dc, done: make(chan struct{})}
+	pc.OnICECandidate(func(c *webrtc.ICECandidate) { e.onCandidate(candidateInit(c)) })
+	offer, err := pc.CreateOffer(nil)
+	if err == nil {
+		err = pc.SetLocalDescription(offer)
+	}
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("p2p: webrtc: early offer: %w", err)
+	}
+	t := time.NewTimer(earlyGatherWait)
+	defer t.Stop()
+	select {
+	case <-e.done:
+	case <-t.C:
+	case <-ctx.Done():
+		e.close()
+		return nil, ctx.Err()
+	}
+	ld := pc.LocalDescription()
+	if ld == nil {
+		e.close()
+		return nil, errors.New("p2p: webrtc: early offer: no local description")
+	}
+	e.sdp = localSDP(ld.SDP, id)
+	return e, nil
+}
+
+func (e *earlyOffer) onCandidate(c webrtc.ICECandidateInit) {
+	e.mu.Lock()
+	if t := e.t; t != nil {
+		e.mu.Unlock()
+		t.onCandidate(c)
+		return
+	}
+	e.cands = append(e.cands, c)
+	if c.Candidate == "" && !e.ended {
+		e.ended = true
+		close(e.done)
+	}
+	e.mu.Unlock()
+}
+
+// adopt hands the PeerConnection to t, with the candidates gathered so
+// far.
+func (e *earlyOffer) adopt(t *rtcTransport) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.t = t
+	t.localCands = append(t.localCands, e.cands...) // sentDesc skips those in e.sdp
+	e.cands = nil
+}
+
+// close closes an early offer no transport adopted (nothing if e is nil).
+func (e *earlyOffer) close() {
+	if e == nil {
+		return
+	}
+	if err := e.pc.Close(); err != nil && !errors.Is(err, webrtc.ErrConnectionClosed) {
+		e.log.Debug("p2p: webrtc: closing an unused early offer", "err", err)
+	}
 }
 
 // watch detaches dc when it opens and starts reading it. Only the first
@@ -188,17 +318,47 @@ func (t *rtcTransport) sendCandidate(c webrtc.ICECandidateInit) {
 	}
 }
 
-// sentDesc records that our description has been sent and sends the
-// candidates gathered meanwhile.
-func (t *rtcTransport) sentDesc() {
+// withCandidates waits for the end of candidates, at most descGatherWait,
+// and returns the local description with the candidates gathered by
+// then: the peer can check them as soon as it applies it, without a
+// signaling message per candidate (the rest are trickled). sdp is the
+// description set, returned if there is no wait.
+func (t *rtcTransport) withCandidates(sdp string) string {
+	if descGatherWait <= 0 {
+		return sdp
+	}
+	timer := time.NewTimer(descGatherWait)
+	defer timer.Stop()
+	select {
+	case <-t.gathered:
+	case <-timer.C:
+	case <-t.ctx.Done():
+	}
+	if ld := t.pc.LocalDescription(); ld != nil {
+		return ld.SDP
+	}
+	return sdp
+}
+
+// sentDesc records that our description, sdp, has been sent and sends the
+// candidates gathered meanwhile that it does not carry.
+func (t *rtcTransport) sentDesc(sdp string) {
 	t.mu.Lock()
 	t.descSent = true
 	pend := t.localCands
 	t.localCands = nil
 	t.mu.Unlock()
 	for _, c := range pend {
-		t.sendCandidate(c)
+		if !sdpHasCandidate(sdp, c) {
+			t.sendCandidate(c)
+		}
 	}
+}
+
+// sdpHasCandidate reports whether sdp carries candidate c (never the end
+// of candidates, which is trickled).
+func sdpHasCandidate(sdp string, c webrtc.ICECandidateInit) bool {
+	return c.Candidate != "" && strings.Contains(sdp, "a="+c.Candidate+"\r\n")
 }
 
 // remoteSessionID returns the session id of the offer applied ("" if none).
@@ -220,8 +380,13 @@ func sdpSessionID(sdp string) string {
 	return ""
 }
 
-// start sends the offer (offerer only).
+// start sends the offer (offerer only); with an early offer, the server
+// has delivered it and only the candidates gathered since are sent.
 func (t *rtcTransport) start(ctx context.Context) error {
+	if t.early != nil {
+		t.sentDesc(t.early.sdp)
+		return nil
+	}
 	offer, err := t.pc.CreateOffer(nil)
 	if err != nil {
 		return fmt.Errorf("p2p: webrtc: create offer: %w", err)
@@ -229,10 +394,11 @@ func (t *rtcTransport) start(ctx context.Context) error {
 	if err := t.pc.SetLocalDescription(offer); err != nil {
 		return fmt.Errorf("p2p: webrtc: set local offer: %w", err)
 	}
-	if err := t.sig.sendOffer(ctx, localSDP(offer.SDP, t.id)); err != nil {
+	sdp := localSDP(t.withCandidates(offer.SDP), t.id)
+	if err := t.sig.sendOffer(ctx, sdp); err != nil {
 		return fmt.Errorf("p2p: webrtc: send offer: %w", err)
 	}
-	t.sentDesc()
+	t.sentDesc(sdp)
 	return nil
 }
 
@@ -255,11 +421,12 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.pc.SetLocalDescription(answer); err != nil {
 		return fmt.Errorf("p2p: webrtc: set local answer: %w", err)
 	}
+	ans := localSDP(t.withCandidates(answer.SDP), t.id)
 	t.log.Debug("p2p: webrtc: sending the answer")
-	if err := t.sig.sendAnswer(ctx, localSDP(answer.SDP, t.id)); err != nil {
+	if err := t.sig.sendAnswer(ctx, ans); err != nil {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}
-	t.sentDesc()
+	t.sentDesc(ans)
 	return nil
 }
 

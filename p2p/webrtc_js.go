@@ -162,18 +162,22 @@ func (c *jsChannel) Close() error {
 	return err
 }
 
-// prewarmWebRTC makes and closes an RTCPeerConnection in the background
-// while the player waits for a peer: a browser's first one takes a second
-// or more to create (its WebRTC stack starts then), which would otherwise
-// delay the answer to the peer's offer.
-func prewarmWebRTC() {
-	go func() {
-		pc, err := webrtc.NewPeerConnection(webrtc.Configuration{})
-		if err == nil {
-			_ = pc.Close()
-		}
-	}()
-}
+// descGatherWait: in a browser an answer (a joiner's, see earlyOffers)
+// goes at once, its candidates trickled: waiting for them would take more
+// turns of the page's thread.
+const descGatherWait = 0
+
+// earlyOffers: in a browser Connect makes its offer before it joins and
+// sends it with the join (signaling.Client.SetOffer), so that it is the
+// offerer when paired with a Go player: every step of an answer (the
+// paired and offer events, setRemoteDescription, createAnswer,
+// setLocalDescription) waits for the page's one thread, between frames,
+// while the offerer's part after the pairing is the answer's arrival and
+// the browser's own ICE, DTLS and SCTP. Making the offer also starts the
+// browser's WebRTC stack, whose first RTCPeerConnection takes a second or
+// more in some browsers, while the player waits rather than after the
+// pairing.
+const earlyOffers = true
 
 // relayTLSDefer: in a browser the relay's TLS handshake (pure Go in wasm,
 // tens to hundreds of ms of CPU on the page's one thread) waits until the

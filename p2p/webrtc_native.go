@@ -5,6 +5,7 @@ package p2p
 import (
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
@@ -113,8 +114,17 @@ func candidateType(c *webrtc.ICECandidate) CandidateType {
 	return CandidateUnknown
 }
 
-// prewarmWebRTC: pion's PeerConnections are quick to make.
-func prewarmWebRTC() {}
+// descGatherWait: natively pion gathers host candidates within a
+// millisecond or two of SetLocalDescription, so offers and answers wait up
+// to this long to carry them (see withCandidates): a browser peer then
+// needs no step on its page's thread per trickled candidate.
+const descGatherWait = 20 * time.Millisecond
+
+// earlyOffers: natively Connect sends no early offer. A Go answerer
+// answers within milliseconds of the offer, so the waiting player stays
+// the offerer, and a browser, which brings one, offers to a Go player
+// (see signaling's Roles).
+const earlyOffers = false
 
 // relayTLSDefer: natively the relay's TLS handshake does not wait for the
 // session to run (see the browser's, in webrtc_js.go).

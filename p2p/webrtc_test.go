@@ -96,11 +96,11 @@ func newRTCPair(t *testing.T, cfg Config) (a, b *rtcTransport, ha, hb *chanHandl
 	sa, sb := newPipeSignaler(), newPipeSignaler()
 	ha, hb = newChanHandler(), newChanHandler()
 	ida, idb := testIdentity(t), testIdentity(t)
-	a, err = newRTCTransport(&c, signaling.RoleOfferer, sa, ha, ida)
+	a, err = newRTCTransport(&c, signaling.RoleOfferer, sa, ha, ida, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = newRTCTransport(&c, signaling.RoleAnswerer, sb, hb, idb)
+	b, err = newRTCTransport(&c, signaling.RoleAnswerer, sb, hb, idb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,80 @@
+package p2p
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
+)
+
+// TestEarlyOffer: a player whose Connect sends an early offer (as a
+// browser's does) quick-matches with one that waited without one: it is
+// the offerer, the server hands its offer to the other with the pairing,
+// and WebRTC connects on the early offer's PeerConnection, with no other
+// offer (no renegotiation). A joiner's early
+// offer is discarded: the room's creator offers.
+func TestEarlyOffer(t *testing.T) {
+	leaktest.Check(t)
+	url, srv, _ := startSignalingServer(t)
+	ctx := testCtx(t)
+	check := func(t *testing.T, off, ans *Session) {
+		t.Helper()
+		if off.Role() != signaling.RoleOfferer || ans.Role() != signaling.RoleAnswerer {
+			t.Fatalf("roles %v, %v", off.Role(), ans.Role())
+		}
+		for _, s := range []*Session{off, ans} {
+			waitUntil(t, "webrtc up", func() bool { return s.Stats().WebRTC.State == LinkUp })
+			if n := s.Stats().WebRTCRenewals; n != 0 {
+				t.Errorf("%v: %d webrtc renewals, want none", s.Role(), n)
+			}
+		}
+		if gotA, gotB := exchange(t, off, ans, 50); gotA < 45 || gotB < 45 {
+			t.Errorf("received %d, %d of 50", gotA, gotB)
+		}
+	}
+
+	t.Run("quick", func(t *testing.T) {
+		var waiting *Session
+		var errW error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), false)
+		}()
+		waitUntil(t, "the first player queued", func() bool { return srv.Stats().Queued == 1 })
+		early, err := connect(ctx, url, QuickMatch, cfgWith(nil), true)
+		wg.Wait()
+		if err != nil || errW != nil {
+			t.Fatalf("connect: early %v, waiting %v", err, errW)
+		}
+		t.Cleanup(func() { early.Close(); waiting.Close() })
+		check(t, early, waiting)
+		if rtc := early.rtc.Load(); rtc == nil || rtc.early == nil {
+			t.Error("the offerer's PeerConnection is not its early offer's")
+		}
+	})
+
+	t.Run("joiner", func(t *testing.T) {
+		room, err := CreateRoom(ctx, url, cfgWith(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var creator *Session
+		var errC error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			creator, errC = room.Connect(ctx)
+		}()
+		joiner, err := connect(ctx, url, room.Code(), cfgWith(nil), true)
+		wg.Wait()
+		if err != nil || errC != nil {
+			t.Fatalf("connect: joiner %v, creator %v", err, errC)
+		}
+		t.Cleanup(func() { creator.Close(); joiner.Close() })
+		check(t, creator, joiner)
+	})
+}
