@@ -1099,6 +1099,14 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 		if s.phase == phaseLinks {
 			s.tickLinks(now)
 		}
+		// The peer's hello shows its end of a transport is open: an
+		// offerer that started before hearing anything from it (see
+		// earlyChoice) repeats its select now rather than at the next
+		// PingInterval, in case the first one arrived before the peer's
+		// channel could take it.
+		if s.role == signaling.RoleOfferer && s.phase == phaseRunning && !s.acked {
+			s.sendSelect(now)
+		}
 	}
 }
 
