@@ -141,15 +141,12 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 	go io.Copy(io.Discard, sigErr)
 
 	// The browser, driven over a pipe.
-	cdp, err := startChromium(t, dir)
+	page := base + "/?autoplay=1&hud=1"
+	cdp, err := openChromium(t, dir, page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := base + "/?autoplay=1&hud=1"
 	navAt := time.Now()
-	if err := cdp.open(page); err != nil {
-		t.Fatal(err)
-	}
 
 	// The native peer: the demo, headless, quick match.
 	var nOut, nErr bytes.Buffer
@@ -319,7 +316,8 @@ type chromium struct {
 	t       *testing.T
 	cmd     *exec.Cmd
 	w       io.Writer
-	console chan string // the page's console lines
+	console chan string   // the page's console lines
+	gone    chan struct{} // closed when the browser's end of the pipe closes
 
 	mu      sync.Mutex
 	nextID  int
@@ -337,6 +335,28 @@ type cdpMsg struct {
 	SessionID string                    `json:"sessionId,omitempty"`
 }
 
+// openChromium starts Chromium and opens url in it. A browser that dies
+// or hangs while starting (seen twice in some hundred starts on a loaded
+// machine: a child crashed, the browser answered nothing) is killed and
+// started once more, with a fresh profile.
+func openChromium(t *testing.T, dir, url string) (*chromium, error) {
+	for try := 1; ; try++ {
+		c, err := startChromium(t, filepath.Join(dir, strconv.Itoa(try)))
+		if err != nil {
+			return nil, err
+		}
+		err = c.open(url)
+		if err == nil || try == 2 {
+			return c, err
+		}
+		c.cmd.Process.Kill()
+		<-c.gone
+		t.Logf("chromium did not start (%v); starting it again", err)
+	}
+}
+
+// startChromium starts headless Chromium, driven over a pipe, with its
+// profile in dir.
 func startChromium(t *testing.T, dir string) (*chromium, error) {
 	cmdR, cmdW, err := os.Pipe() // commands: we write, chromium reads fd 3
 	if err != nil {
@@ -370,7 +390,7 @@ func startChromium(t *testing.T, dir string) (*chromium, error) {
 	}
 	cmdR.Close()
 	repW.Close()
-	c := &chromium{t: t, cmd: cmd, w: cmdW, console: make(chan string, 1024), waiting: map[int]chan cdpMsg{}}
+	c := &chromium{t: t, cmd: cmd, w: cmdW, console: make(chan string, 1024), gone: make(chan struct{}), waiting: map[int]chan cdpMsg{}}
 	t.Cleanup(func() {
 		c.send("Browser.close", nil, "")
 		done := make(chan struct{})
@@ -392,6 +412,7 @@ func startChromium(t *testing.T, dir string) (*chromium, error) {
 
 func (c *chromium) read(r io.ReadCloser) {
 	defer r.Close()
+	defer close(c.gone)
 	defer close(c.console)
 	br := bufio.NewReaderSize(r, 1<<20)
 	for {
@@ -471,6 +492,8 @@ func (c *chromium) call(method string, params any, out any) error {
 			return json.Unmarshal(m.Result, out)
 		}
 		return nil
+	case <-c.gone:
+		return errors.New(method + ": the browser exited")
 	case <-time.After(time.Minute):
 		return errors.New(method + ": no reply within a minute")
 	}
