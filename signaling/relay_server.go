@@ -2,7 +2,6 @@ package signaling
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -48,10 +47,15 @@ type relayStream struct {
 	conns  [2]net.Conn
 	nconns int
 	ready  chan struct{} // closed when both conns are set, or on failure
-	failed bool
+	failed bool          // set when the conns are (to be) closed
+	idle   *time.Timer   // the idle watchdog, from when both conns are set
 
-	running    atomic.Int32 // copy loops still running
-	bytes      [2]atomic.Uint64
+	running atomic.Int32 // copy loops still running
+	bytes   [2]atomic.Uint64
+	// lastActive is when a byte last moved either way, as the monotonic
+	// time since epoch (a wall-clock step neither ends nor prolongs an
+	// idle stream).
+	epoch      time.Time
 	lastActive atomic.Int64
 }
 
@@ -195,7 +199,7 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 			return refused(http.StatusServiceUnavailable, &Error{Code: ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)}, reasonGlobal)
 		}
 		rv.waiting[1-side] = nil
-		st = &relayStream{s: s, rv: rv, room: rv.room, ready: make(chan struct{})}
+		st = &relayStream{s: s, rv: rv, room: rv.room, ready: make(chan struct{}), epoch: time.Now()}
 		st.running.Store(2)
 		rv.stream = st
 		s.relays[st] = struct{}{}
@@ -293,7 +297,6 @@ func (s *Server) runStream(p *relayStream, side int, conn net.Conn, early []byte
 		s.relaysTotal.Add(1)
 		s.log.Info("signaling: relay established", "room", p.room)
 	}
-	p.touch()
 	src, dst := p.conns[side], p.conns[1-side]
 	if len(early) > 0 {
 		dst.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
@@ -312,8 +315,15 @@ func (s *Server) runStream(p *relayStream, side int, conn net.Conn, early []byte
 
 var relayBufPool sync.Pool
 
-// pipe copies src to dst through one bounded buffer, until an error, or
-// until nothing has moved either way for RelayIdleTimeout.
+// pipe copies src to dst through one bounded buffer until an error: the
+// end of src, a write to dst that took WriteTimeout (a peer that stopped
+// reading), or the close of both streams by the other direction, a
+// re-attachment, shutdown or the idle watchdog (watchIdle).
+//
+// It sets no read deadline: the idle rule belongs to the stream, not to a
+// direction (one may be silent while the other is busy), and an expired
+// read deadline is not recoverable on every stream (it closes a
+// WebSocket's NetConn).
 func (s *Server) pipe(p *relayStream, side int, src, dst net.Conn) {
 	bp, _ := relayBufPool.Get().(*[]byte)
 	if bp == nil || len(*bp) != s.cfg.RelayBufferBytes {
@@ -322,9 +332,7 @@ func (s *Server) pipe(p *relayStream, side int, src, dst net.Conn) {
 	}
 	defer relayBufPool.Put(bp)
 	buf := *bp
-	idle := s.cfg.RelayIdleTimeout
 	for {
-		src.SetReadDeadline(time.Now().Add(idle))
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.touch()
@@ -336,19 +344,38 @@ func (s *Server) pipe(p *relayStream, side int, src, dst net.Conn) {
 			s.relayBytes.Add(uint64(n))
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, p.lastActive.Load())) < idle {
-				continue // the other direction is active
-			}
-			if errors.As(err, &ne) && ne.Timeout() {
-				s.log.Info("signaling: relay idle timeout", "room", p.room)
-			}
 			return
 		}
 	}
 }
 
-func (p *relayStream) touch() { p.lastActive.Store(time.Now().UnixNano()) }
+// touch records that a byte moved.
+func (p *relayStream) touch() { p.lastActive.Store(int64(time.Since(p.epoch))) }
+
+// quiet returns how long nothing has moved either way.
+func (p *relayStream) quiet() time.Duration {
+	return time.Since(p.epoch) - time.Duration(p.lastActive.Load())
+}
+
+// watchIdle is the stream's idle watchdog, run by its timer: it closes
+// both streams once nothing has moved either way for RelayIdleTimeout,
+// and otherwise sets itself for when that would be. closeConns stops it.
+func (p *relayStream) watchIdle() {
+	idle := p.s.cfg.RelayIdleTimeout
+	p.connMu.Lock()
+	if p.failed {
+		p.connMu.Unlock()
+		return
+	}
+	if q := p.quiet(); q < idle {
+		p.idle.Reset(idle - q)
+		p.connMu.Unlock()
+		return
+	}
+	p.connMu.Unlock()
+	p.s.log.Info("signaling: relay idle timeout", "room", p.room)
+	p.closeConns()
+}
 
 // setConn records this side's connection (nil on failure) and waits for the
 // other side's. It reports whether both are there.
@@ -361,6 +388,10 @@ func (p *relayStream) setConn(side int, c net.Conn) bool {
 	}
 	if p.nconns == 2 {
 		close(p.ready)
+		if !p.failed {
+			p.touch()
+			p.idle = time.AfterFunc(p.s.cfg.RelayIdleTimeout, p.watchIdle)
+		}
 	}
 	p.connMu.Unlock()
 	t := time.NewTimer(p.s.cfg.WriteTimeout)
@@ -381,12 +412,18 @@ func (p *relayStream) setConn(side int, c net.Conn) bool {
 	return ok
 }
 
-// closeConns closes both connections (those that exist).
+// closeConns closes both connections (those that exist) and stops the
+// idle watchdog. It closes them outside connMu: closing a WebSocket waits
+// for its closing handshake (seconds, from a peer that does not answer).
 func (p *relayStream) closeConns() {
 	p.connMu.Lock()
-	defer p.connMu.Unlock()
 	p.failed = true
-	for _, c := range p.conns {
+	if p.idle != nil {
+		p.idle.Stop()
+	}
+	conns := p.conns
+	p.connMu.Unlock()
+	for _, c := range conns {
 		if c != nil {
 			c.Close()
 		}

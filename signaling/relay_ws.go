@@ -31,7 +31,10 @@ import (
 //
 // The two players' relay streams are copied to each other whatever their
 // kind, so a browser on the WebSocket relay and a native peer on the raw
-// one meet.
+// one meet. Both kinds end alike: when either player closes, when no byte
+// has moved in either direction for Config.RelayIdleTimeout (one direction
+// may stay silent for any time while the other carries bytes), or when a
+// write to a player that stopped reading takes Config.WriteTimeout.
 
 // relayAttached is the server's text message once the stream runs.
 const relayAttached = `{"type":"relay_attached"}`
