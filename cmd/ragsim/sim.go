@@ -238,9 +238,8 @@ func (p *peer) tick() {
 	p.recordDamage(g)
 	fr := frame{g: g, t: p.master.Now()}
 	rep := p.match.Replicator()
-	reg := rep.Registry()
 	for i, id := range objectIDs {
-		m := reg.Mode(id)
+		m := rep.Mode(id)
 		fr.owned[i] = m == ownership.ModeOwned
 		fr.remote[i] = m == ownership.ModeRemote
 		o := p.world.Object(id)
