@@ -341,8 +341,8 @@ func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.mode(id) }
 // AppendPacket appends to dst the state packet for this tick: the states of
 // every object this peer owns, stamped with game time now, with the claims of
 // the shared ones and the input of each fighter. It allocates only if dst
-// lacks capacity (a packet is at most physics.MaxPacketSize plus the claims
-// and inputs). Call it once per tick, every tick: the packets' sequence
+// lacks capacity (a packet is at most a physics snapshot, 1200 bytes, plus
+// the claims and inputs). Call it once per tick, every tick: the packets' sequence
 // numbers count the sender's ticks, and the rival judges its attacks' pace
 // by them (RefusedAttackRate).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
