@@ -229,7 +229,7 @@ func TestHostilePeer(t *testing.T) {
 		})
 		st := h.a.Stats().Replicator
 		// A punch lasts 24 ticks: of 120 attacks, the 6 that begin once the
-		// previous could have ended (less AttackTolerance) are what honest
+		// previous could have ended (less two ticks of slack) are what honest
 		// punching at its fastest does; every other is refused, with its
 		// states and hit reports.
 		tu := h.a.Fighter().Tuning()
@@ -273,7 +273,7 @@ func TestHostilePeer(t *testing.T) {
 		if got := refused(h.a, ownership.RefusedPropReach); got == 0 {
 			t.Error("the claim from 6 m was not refused (prop reach)")
 		}
-		if owner, _ := h.a.Replicator().Registry().Owner(idProp); owner != 1 {
+		if owner, _ := h.a.Replicator().Owner(idProp); owner != 1 {
 			t.Errorf("the crate went to side %d", owner)
 		}
 		if st := h.a.Stats().Replicator; st.Transfers != 0 {

@@ -317,7 +317,7 @@ func (m *Match) World() *physics.World { return m.world }
 
 // Replicator returns the match's replicator: to register objects the
 // MatchConfig does not name (before the first Tick), and for ownership
-// (Registry) and per-object correction statistics (Corrector).
+// (Owner, Mode) and per-object correction statistics (Corrector).
 func (m *Match) Replicator() *ownership.Replicator { return m.rep }
 
 // Side returns the side this peer plays: 1 (the offerer) or 2 (the
@@ -427,7 +427,7 @@ func (m *Match) SendMessage(p []byte) error {
 // ResetRound declares a new round, the only way a fighter's HP may rise:
 // this peer's fighter gets up with full HP now, and the rival's may come
 // back to full HP (or get up from a knock-out) in its states that arrive
-// within ownership.ResetGrace (2 s) of this call; its HP rising at any other
+// within 2 s of this call; its HP rising at any other
 // time is refused and counted (ownership.RefusedHealing). Both peers declare
 // the same round, when the game's own round protocol says a new round
 // begins (the demo: when a round is set; cmd/ragsim: 2 s after a

@@ -126,7 +126,9 @@ type Stats struct {
 	Steps         uint64 // forward steps of the running game clock
 	// RTT is the round trip of the exchanges, without the responder's
 	// processing time (Sample.Delay).
-	RTT      RTTStats
+	RTT RTTStats
+	// Estimate is the estimate of the peer's clock (offset = peer's local
+	// clock − ours).
 	Estimate Estimate
 	// ClockError (follower) is the estimated leader game time minus ours
 	// now: the error the game clock is still slewing away.
@@ -259,10 +261,6 @@ func (c *Calibrator) GameTime() (GameTime, bool) {
 func (c *Calibrator) GameTimeAt(local time.Duration) (GameTime, bool) {
 	return GameTimeOf(c.game.At(local)), c.Synced()
 }
-
-// Estimate returns the estimate of the peer's clock (offset = peer's local
-// clock − ours).
-func (c *Calibrator) Estimate() Estimate { return c.est.Estimate() }
 
 // Stats returns the counters and current figures.
 func (c *Calibrator) Stats() Stats {

@@ -335,7 +335,7 @@ func (e *estimator) Add(s Sample) error {
 
 // addToHistory puts s into the current drift bucket, or a new one.
 func (e *estimator) addToHistory(s Sample) {
-	f, b := s.Forward(), s.Backward()
+	f, b := s.forward(), s.backward()
 	if e.bn > 0 {
 		cur := &e.buckets[(e.bnext+driftBuckets-1)%driftBuckets]
 		if s.At < cur.start+e.bucketSpan {
@@ -368,8 +368,8 @@ func (e *estimator) compute() {
 	for k := range n {
 		s := &e.ring[(oldest+k)%w]
 		ts[k] = float64(s.At - now)
-		fs[k] = float64(s.Forward())
-		bs[k] = float64(s.Backward())
+		fs[k] = float64(s.forward())
+		bs[k] = float64(s.backward())
 		out[k] = false
 	}
 

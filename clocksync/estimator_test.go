@@ -19,13 +19,13 @@ func TestSample(t *testing.T) {
 	if s.Offset != 990 || s.Delay != 120 || s.At != 230 {
 		t.Errorf("sample %+v", s)
 	}
-	if s.Forward() != 1050 || s.Backward() != 930 {
-		t.Errorf("Forward %v Backward %v", s.Forward(), s.Backward())
+	if s.forward() != 1050 || s.backward() != 930 {
+		t.Errorf("Forward %v Backward %v", s.forward(), s.backward())
 	}
 	// Odd sums round consistently: Forward − Backward == Delay.
 	s, _ = newSample(0, 3, 3, 2)
-	if s.Forward()-s.Backward() != s.Delay {
-		t.Errorf("odd sample %+v: %v %v", s, s.Forward(), s.Backward())
+	if s.forward()-s.backward() != s.Delay {
+		t.Errorf("odd sample %+v: %v %v", s, s.forward(), s.backward())
 	}
 
 	bad := [][4]time.Duration{

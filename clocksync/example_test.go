@@ -36,7 +36,7 @@ func Example() {
 
 	lg, _ := leader.GameTime()
 	fg, synced := follower.GameTime()
-	est := follower.Estimate()
+	est := follower.Stats().Estimate
 	fmt.Println("synced:", synced)
 	fmt.Println("offset:", est.Offset, "±", est.Uncertainty.Round(time.Millisecond))
 	fmt.Println("game clocks differ by", fg.Sub(lg))

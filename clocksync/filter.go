@@ -126,14 +126,6 @@ func (f *Filter) verdict(ts, now GameTime) Reason {
 // Newest returns the newest accepted timestamp, and false if none was.
 func (f *Filter) Newest() (GameTime, bool) { return f.last, f.has }
 
-// Count returns how many states got verdict r.
-func (f *Filter) Count(r Reason) uint64 {
-	if r >= numReasons {
-		return 0
-	}
-	return f.counts[r]
-}
-
 // FilterCounts are a Filter's counters by verdict.
 type FilterCounts struct {
 	Accepted, Duplicate, OutOfOrder, TooOld, TooNew uint64

@@ -35,9 +35,6 @@ func TestFilter(t *testing.T) {
 	if c.Accepted != 4 || c.Duplicate != 2 || c.OutOfOrder != 3 || c.TooOld != 1 || c.TooNew != 2 || c.Dropped() != 8 {
 		t.Errorf("counts %+v", c)
 	}
-	if f.Count(TooNew) != 2 || f.Count(Reason(200)) != 0 {
-		t.Error("Count")
-	}
 	if n, ok := f.Newest(); !ok || n != 1800*ms {
 		t.Errorf("Newest = %v, %v", n, ok)
 	}

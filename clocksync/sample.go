@@ -20,13 +20,13 @@ type Sample struct {
 	Delay time.Duration
 }
 
-// Forward returns t2 − t1 = Offset + Delay/2: the offset plus the one-way
+// forward returns t2 − t1 = Offset + Delay/2: the offset plus the one-way
 // delay from the local peer to the remote one.
-func (s Sample) Forward() time.Duration { return s.Offset + s.Delay/2 }
+func (s Sample) forward() time.Duration { return s.Offset + s.Delay/2 }
 
-// Backward returns t3 − t4 = Offset − Delay/2: the offset minus the one-way
+// backward returns t3 − t4 = Offset − Delay/2: the offset minus the one-way
 // delay from the remote peer back.
-func (s Sample) Backward() time.Duration { return s.Offset - (s.Delay - s.Delay/2) }
+func (s Sample) backward() time.Duration { return s.Offset - (s.Delay - s.Delay/2) }
 
 // ErrBadTimestamps is wrapped by the *TimestampError HandlePong returns for
 // timestamps that cannot come from a real exchange.

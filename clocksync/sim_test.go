@@ -254,7 +254,7 @@ func TestDriftTracking(t *testing.T) {
 				errs := match(s, 5*time.Minute)
 				st := summarize(errs[6000:]) // after the first minute
 				all := summarize(errs)
-				est := s.follower.Estimate()
+				est := s.follower.Stats().Estimate
 				// The follower runs 100 ppm fast, so the leader's clock gains
 				// −100 ppm of the follower's: (1/1.0001 − 1) = −99.99 ppm.
 				if st.max > time.Millisecond || all.max > time.Millisecond || math.Abs(est.DriftPPM+99.99) > 2 {

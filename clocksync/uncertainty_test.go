@@ -31,7 +31,7 @@ func TestUncertaintyContainsTruth(t *testing.T) {
 					var in, all int
 					var worst time.Duration
 					s.run(60*time.Second, 100*time.Millisecond, func(time.Duration) {
-						est := s.follower.Estimate()
+						est := s.follower.Stats().Estimate
 						if est.Samples == 0 {
 							return
 						}

@@ -115,6 +115,7 @@ import (
 	"github.com/ByteArena/box2d"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/angle"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -789,7 +790,7 @@ func (c *Corrector) measureMoves(bodies []*box2d.B2Body) {
 		now, was := readKinematics(b), &c.before[i]
 		c.moved[i] = snapshot{
 			pos:   now.pos.Sub(was.pos).Add(now.vel.Sub(was.vel).Scale(h)).Add(now.force.Sub(was.force).Scale(h * h * b.M_invMass)),
-			angle: physics.AngleDiff(b.M_sweep.A, was.angle) + h*(b.M_angularVelocity-was.angVel),
+			angle: angle.Diff(b.M_sweep.A, was.angle) + h*(b.M_angularVelocity-was.angVel),
 		}
 	}
 }
@@ -895,7 +896,7 @@ func (c *Corrector) applySnap(bodies []*box2d.B2Body) {
 	c.beginApply()
 	for i, b := range bodies {
 		t := &c.target[i]
-		c.recordError(i, t.Pos.Sub(pos(b)), physics.AngleDiff(t.Angle, b.M_sweep.A))
+		c.recordError(i, t.Pos.Sub(pos(b)), angle.Diff(t.Angle, b.M_sweep.A))
 		setTransform(b, t.Pos, t.Angle)
 		b.M_linearVelocity = box2d.B2Vec2{X: t.Vel.X, Y: t.Vel.Y}
 		b.M_angularVelocity = t.AngVel
@@ -909,7 +910,7 @@ func (c *Corrector) applyMidpoint(bodies []*box2d.B2Body) {
 	for i, b := range bodies {
 		t := &c.target[i]
 		e := t.Pos.Sub(pos(b))
-		ea := physics.AngleDiff(t.Angle, b.M_sweep.A)
+		ea := angle.Diff(t.Angle, b.M_sweep.A)
 		c.recordError(i, e, ea)
 		setTransform(b, pos(b).Add(e.Scale(0.5)), b.M_sweep.A+ea*0.5)
 		b.SetAwake(true)
@@ -928,7 +929,7 @@ func (c *Corrector) applyMidpointSpring(bodies []*box2d.B2Body, impact bool) {
 		t := &c.target[i]
 		p := pos(b)
 		full := t.Pos.Sub(p)
-		fullA := physics.AngleDiff(t.Angle, b.M_sweep.A)
+		fullA := angle.Diff(t.Angle, b.M_sweep.A)
 		c.recordError(i, full, fullA)
 		// target = (this + received) / 2; error = target - this.
 		e := full.Scale(0.5)
@@ -972,7 +973,7 @@ func (c *Corrector) applyRagsync(bodies []*box2d.B2Body, now clocksync.GameTime,
 		ta := t.Angle + t.AngVel*dt
 		p := pos(b)
 		e := tp.Sub(p)
-		ea := physics.AngleDiff(ta, b.M_sweep.A)
+		ea := angle.Diff(ta, b.M_sweep.A)
 		d := c.recordError(i, e, ea)
 		v := physics.Vec2{X: b.M_linearVelocity.X, Y: b.M_linearVelocity.Y}
 		if impact || d > c.cfg.MaxSoftError || math.Abs(ea) > c.cfg.MaxSoftAngle {

@@ -10,6 +10,7 @@ import (
 	"github.com/ByteArena/box2d"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/angle"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -379,7 +380,7 @@ func TestAnglesCorrected(t *testing.T) {
 					}
 				}
 				if i >= 60 {
-					worstLate = math.Max(worstLate, math.Abs(physics.AngleDiff(r.state().Angle, target[0].Angle)))
+					worstLate = math.Max(worstLate, math.Abs(angle.Diff(r.state().Angle, target[0].Angle)))
 				}
 			}
 			want := 0.01
@@ -710,7 +711,7 @@ func TestFollowTargetsHoldTheJoints(t *testing.T) {
 	if d := ps.Pos.Sub(physics.V(0, 0.2)).Len(); d > 0.01 {
 		t.Errorf("parent %.3f m from its target", d)
 	}
-	if d := math.Abs(physics.AngleDiff(cs.Angle, math.Pi/2)); d > 0.02 {
+	if d := math.Abs(angle.Diff(cs.Angle, math.Pi/2)); d > 0.02 {
 		t.Errorf("child angle %.3f rad off", d)
 	}
 	// On its joint: the joint point (0.5, 0.2) minus its own anchor

@@ -8,6 +8,7 @@ import (
 	"github.com/ByteArena/box2d"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/angle"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -35,7 +36,7 @@ func (s snapshot) lerp(o snapshot, w float64) snapshot {
 	return snapshot{
 		pos:    s.pos.Add(o.pos.Sub(s.pos).Scale(w)),
 		vel:    s.vel.Add(o.vel.Sub(s.vel).Scale(w)),
-		angle:  s.angle + physics.AngleDiff(o.angle, s.angle)*w,
+		angle:  s.angle + angle.Diff(o.angle, s.angle)*w,
 		angVel: s.angVel + (o.angVel-s.angVel)*w,
 	}
 }
@@ -164,7 +165,7 @@ func (h *history) estimate(i int, target *physics.BodyState, t clocksync.GameTim
 	driftThen := e0.drift.lerp(e1.drift, w)
 	// The body's own motion since t: present − past − (corrections since t).
 	own := present.sub(past).sub(h.total[i].sub(sumThen))
-	own.angle = physics.AngleDiff(present.angle, past.angle) - (h.total[i].angle - sumThen.angle)
+	own.angle = angle.Diff(present.angle, past.angle) - (h.total[i].angle - sumThen.angle)
 	est := tgt.add(own)
 	newest := (h.head - 1 + historyTicks) % historyTicks
 	if n := float64(h.label[newest]-t) / float64(tickTime); innovate && n > 0 && h.decay > 0 {
@@ -250,7 +251,7 @@ func (c *Corrector) applyFollow(bodies []*box2d.B2Body, age time.Duration, quiet
 	}
 	hard := false
 	for i := range bodies {
-		d := c.recordError(i, est[i].pos.Sub(present[i].pos), physics.AngleDiff(est[i].angle, present[i].angle))
+		d := c.recordError(i, est[i].pos.Sub(present[i].pos), angle.Diff(est[i].angle, present[i].angle))
 		hard = hard || d > c.cfg.MaxSoftError || c.stats.AngleError[i] > c.cfg.MaxSoftAngle
 	}
 	if hard {
@@ -265,7 +266,7 @@ func (c *Corrector) applyFollow(bodies []*box2d.B2Body, age time.Duration, quiet
 		now := present[i]
 		corr := snapshot{
 			pos:    est[i].pos.Sub(now.pos).Scale(gp),
-			angle:  physics.AngleDiff(est[i].angle, now.angle) * gp,
+			angle:  angle.Diff(est[i].angle, now.angle) * gp,
 			vel:    est[i].vel.Sub(now.vel).Scale(gv),
 			angVel: (est[i].angVel - now.angVel) * gv,
 		}

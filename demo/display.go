@@ -3,16 +3,14 @@ package main
 import (
 	"os"
 	"runtime"
+
+	"github.com/ragsync/ragsync/demo/internal/cli"
 )
 
 // noDisplayMsg is what the demo says when there is no display to open its
 // window on.
-const noDisplayMsg = `demo: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set).
-  To play without a window (bot against bot, with a summary at the end):
-      go run ./demo -headless -bot
-  To run the window on a virtual display:
-      xvfb-run -a go run ./demo -bot
-  Or run it from a desktop session.`
+const noDisplayMsg = "demo: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set).\n" +
+	cli.NoDisplayHint + "\n  Or run it from a desktop session."
 
 // hasDisplay reports whether a window can be opened, as far as the
 // environment tells: on Linux and the BSDs, X11 or Wayland must be named.

@@ -11,24 +11,18 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
+	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/ragsync/ragsync/demo/internal/cli"
 	"github.com/ragsync/ragsync/demo/internal/game"
 )
 
 func main() {
-	cfg, err := game.ParseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(2)
+	cfg, code, ok := cli.Parse(os.Args[1:], os.Stderr)
+	if !ok {
+		os.Exit(code)
 	}
 	if !cfg.Headless {
 		if !hasDisplay() {
@@ -37,11 +31,7 @@ func main() {
 		}
 		os.Exit(launchWindow(os.Args[1:]))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = game.RunHeadless(ctx, cfg, os.Stdout, game.NewLogger(os.Stderr, cfg.Verbose))
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Run(cfg, os.Stderr, func(ctx context.Context, log *slog.Logger) error {
+		return game.RunHeadless(ctx, cfg, os.Stdout, log)
+	}))
 }

@@ -177,10 +177,10 @@ func playIrregular(t *testing.T, link irregularLink, seed uint64) (Stats, int, i
 
 // The rival's tick count follows its packets' sequence numbers through
 // bursts, lost packets and silences, but runs ahead of their game times by
-// at most TickLead: a peer numbering its packets 30 ticks apart every tick
-// gains TickLead of ticks once, then one per tick of game time.
+// at most tickLead: a peer numbering its packets 30 ticks apart every tick
+// gains tickLead of ticks once, then one per tick of game time.
 func TestRivalClock(t *testing.T) {
-	lead := int64(TickLead / physics.TickDuration)
+	lead := int64(tickLead / physics.TickDuration)
 	t.Run("honest bursts", func(t *testing.T) {
 		var c rivalClock
 		seq := uint32(1 << 31) // counted from the first packet, wrapping

@@ -29,7 +29,7 @@ func sizeOf(o *physics.Object) float64 {
 // ResetRound declares a new round at game time now, the only way HP may
 // rise: every fighter this peer owns gets up with full HP
 // (physics.Fighter.Revive), and the rival's fighters may come back to full
-// HP (or get up from a knock-out) in states that arrive within ResetGrace
+// HP (or get up from a knock-out) in states that arrive within resetGrace
 // of now. The rival declares the same round on its side (the game's own
 // round protocol decides when); its reset's states may arrive before this
 // peer declares it, and are held back, not applied, until it does. The
@@ -60,7 +60,7 @@ func (r *Replicator) refuse(id physics.ObjectID, why Refusal, v float64) error {
 // fighter (its attacks' pace, its HP) or, for a claim on a prop, to its
 // fighter's reach. held reports a state kept back without a verdict yet (a
 // rise of HP waiting for the round reset to be declared here).
-func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decision, now clocksync.GameTime, held *bool) error {
+func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime, held *bool) error {
 	if o.fighter != nil {
 		if ok, hold := o.health.judge(&os.Fighter, now); !ok {
 			if hold {
@@ -81,7 +81,7 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 	if d.owner == d.fromOwner || d.owner != r.reg.remote {
 		return nil // no transfer
 	}
-	if now.Sub(r.gapEnd) <= ClaimGap && r.gapEnd != 0 {
+	if now.Sub(r.gapEnd) <= claimGap && r.gapEnd != 0 {
 		return nil // made while nothing came through: cannot be judged
 	}
 	dist, ok := r.inReach(o)
@@ -95,7 +95,7 @@ func (r *Replicator) judgeRules(o *replicated, os *physics.ObjectState, d Decisi
 }
 
 // claimedInReach reports whether the claim's own packet places a fighter of
-// the claimer within PropReach of the claimed prop (its state os), and the
+// the claimer within propReach of the claimed prop (its state os), and the
 // distance: a claim the claimer made on its copy of the prop after a
 // blackout, where this peer's prop had moved on, is honest.
 func (r *Replicator) claimedInReach(os *physics.ObjectState) (float64, bool) {
@@ -117,15 +117,15 @@ func (r *Replicator) claimedInReach(os *physics.ObjectState) (float64, bool) {
 		for j, b := range fs.Bodies {
 			fp[j] = physics.Pose{Pos: b.Pos, Angle: b.Angle}
 		}
-		if best = min(best, closest(f, fp[:], prop, pp[:], PropReach)); best <= PropReach {
+		if best = min(best, closest(f, fp[:], prop, pp[:], propReach)); best <= propReach {
 			return best, true
 		}
 	}
 	return best, false
 }
 
-// inReach reports whether a rival's fighter came within PropReach of prop o
-// in this peer's world, now or in the last PropReachWindow, and the
+// inReach reports whether a rival's fighter came within propReach of prop o
+// in this peer's world, now or in the last propReachWindow, and the
 // smallest distance found.
 func (r *Replicator) inReach(o *replicated) (float64, bool) {
 	best := inf
@@ -135,12 +135,12 @@ func (r *Replicator) inReach(o *replicated) (float64, bool) {
 		}
 		if r.hist == nil || r.hist.count == 0 {
 			d := r.liveClosest(f, o)
-			if best = min(best, d); best <= PropReach {
+			if best = min(best, d); best <= propReach {
 				return best, true
 			}
 			continue
 		}
-		d, ok := r.hist.within(f, o, PropReachWindow, PropReach, r.hist.t[r.hist.slot(0)])
+		d, ok := r.hist.within(f, o, propReachWindow, propReach, r.hist.t[r.hist.slot(0)])
 		if best = min(best, d); ok {
 			return best, true
 		}
@@ -158,7 +158,7 @@ func (r *Replicator) liveClosest(a, b *replicated) float64 {
 	for i := range b.obj.NumBodies() {
 		pb[i] = b.obj.Pose(i)
 	}
-	return closest(a, pa[:], b, pb[:], PropReach)
+	return closest(a, pa[:], b, pb[:], propReach)
 }
 
 // report queues a hit this peer's fighter landed on the rival's, to be
@@ -226,7 +226,7 @@ func (r *Replicator) seenBefore(h *hitReport) bool {
 // the victim one this peer owns; then the striking limb, as the report
 // (and, if this peer has it, the attacker's state of the same tick: the
 // packet's own, when its game time is the hit's and no other tick of the
-// rival's can have had it, see rivalClock.only) places it, must have been within HitTolerance of the victim's body as
+// rival's can have had it, see rivalClock.only) places it, must have been within hitTolerance of the victim's body as
 // this peer's history has it at that game time, and the hit must belong to
 // an attack of the attacker's that fits its move table. Each attack deals
 // damage once.
@@ -249,7 +249,7 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		r.stats.Hits.Repeats++
 		return nil
 	}
-	if h.view > r.viewLimit() || !(h.copyErr <= MaxCopyError) {
+	if h.view > r.viewLimit() || !(h.copyErr <= maxCopyError) {
 		r.stats.Hits.Stale++
 		return nil
 	}
@@ -271,7 +271,7 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		}
 	}
 	dist := r.hist.nearest(att, h.strike.Index(), h.limb, vic, h.part.Index(), h.g-us(h.view+viewMargin), h.g+us(viewMargin))
-	if !(dist <= HitTolerance+h.copyErr) {
+	if !(dist <= hitTolerance+h.copyErr) {
 		return r.refuse(h.attacker, RefusedHitTolerance, dist)
 	}
 	lo, hi := r.rival.at(h.g, r.in.Time, r.inTick)

@@ -8,13 +8,14 @@
 // correction.Corrector. Objects that do not matter to the outcome (debris,
 // effects) are local-only and never synced.
 //
-// The Registry records owners, checks the authority of incoming states
-// (a state for an object the sender does not own is refused and counted:
-// ErrNotOwner), and moves shared props between peers when a fighter touches
-// them, with an epoch per object, a deterministic tie-break when both claim at
-// once and a cooldown against ping-pong.
+// The Replicator records owners (Replicator.Owner, Replicator.Mode), checks
+// the authority of incoming states (a state for an object the sender does
+// not own is refused and counted: ErrNotOwner), and moves shared props
+// between peers when a fighter touches them, with an epoch per object, a
+// deterministic tie-break when both claim at once and a cooldown against
+// ping-pong (see Ownership transfer below).
 //
-// The Replicator ties the registry to a physics.World: it turns owned objects
+// The Replicator works on a physics.World: it turns owned objects
 // into outgoing packets, and incoming packets into correction targets: parse,
 // timestamp filter, then per object authorize (a pure check), validate, and
 // only then commit (an ownership transfer the state's claim wins, and the
@@ -28,6 +29,25 @@
 // The victim's owner decides damage: a hit on a fighter this peer owns is
 // applied here (physics.Fighter.ApplyHit) and the new HP travels in this
 // peer's states, so both screens agree on who won.
+//
+// # Ownership transfer
+//
+// Fighters are owned by their player for the whole match; shared props
+// change owner when a fighter touches them. Every shared object has an
+// epoch, a counter of ownership changes that both peers keep. When this
+// peer's fighter touches a shared object the rival owns, this peer claims
+// it: epoch+1, owner = this peer, effective at once (so the toucher sees no
+// delay), and from then on its states carry the claim (id, epoch). The
+// rival accepts a claim whose epoch is newer than its own and hands the
+// object over (a claim more than one epoch ahead cannot happen and is
+// refused: ErrBadClaim). If both peers claim the same epoch at once, both
+// resolve the tie with the same rule, so they end up agreeing: the lower
+// peer id keeps the object when the object id plus the epoch is even, the
+// higher one when it is odd (so neither peer always wins). The loser's claim
+// is refused (ErrClaimLost) and the loser reverts. After a change, the local
+// peer does not claim the object again for a cooldown (Config.ClaimCooldown,
+// half a second by default), so two fighters pressed against one crate do
+// not bounce it back and forth every tick.
 //
 // # Hits both players agree on
 //
@@ -53,8 +73,8 @@
 //     compensation, as Valve's servers rewind their players to what the
 //     shooter saw) if the striking limb, placed where the report and the
 //     attacker's state of the same game time put it, was within
-//     HitTolerance (0.25 m, shape to shape) plus the report's copy error of
-//     the reported body of its fighter at some moment of the span the
+//     0.25 m (the hit tolerance, shape to shape) plus the report's copy
+//     error of the reported body of its fighter at some moment of the span the
 //     attacker saw: from the hit's time less the view age, to the hit's
 //     time (two ticks wider each way, as the peers' ticks are not in
 //     phase).
@@ -67,7 +87,7 @@
 // Duplicate, Repeats (a report's later copies), Stale (see below), Reported
 // (sent), and MaxMiss, the largest distance of a confirmed report less its
 // copy error. A report whose view age is above the largest accepted delay,
-// or whose copy error is above MaxCopyError (0.5 m), was a hit on a copy
+// or whose copy error is above 0.5 m (the largest judged), was a hit on a copy
 // that did not show this peer's fighter (a blackout, a correction still
 // catching up): the attacker's screen showed a guess, so it is counted as
 // Stale and neither confirmed nor refused.
@@ -102,16 +122,16 @@
 //     peer that falls behind runs ticks in bursts to catch up, so an
 //     attack's phases can span any game time. Each packet's sequence
 //     number counts its sender's ticks (one packet per tick); the count
-//     may run ahead of the packets' game times by at most TickLead (a
-//     token bucket), so a peer that numbers its packets faster than its
-//     clock runs gains at most TickLead of ticks, once. Each state bounds
+//     may run ahead of the packets' game times by at most 3.5 s of ticks
+//     (210, a token bucket), so a peer that numbers its packets faster
+//     than its clock runs gains at most 3.5 s of ticks, once. Each state bounds
 //     the start of the attack it shows by its phase (it has entered that
 //     phase and not left it), a hit report by the ticks of the packets
 //     stamped around its game time, so a lost packet only widens the
 //     bounds. An attack is refused only if the bounds prove it: whichever
 //     of it and a remembered attack came first, its latest start is before
 //     the other's earliest end (the move table's wind-up, active and
-//     recovery, physics.Tuning, less AttackTolerance, two ticks). A state
+//     recovery, physics.Tuning, less a slack of two ticks). A state
 //     that shows an attack held in a phase longer than the move table
 //     allows is judged as a new attack. Attacks cut short (a knock-down)
 //     need no exception: a fighter is down for longer than any attack.
@@ -120,23 +140,24 @@
 //     hits (Tuning.MaxHitDamage), refilled at one per shortest attack.
 //   - RefusedHealing: the rival's fighter's HP rising, or a knocked-out
 //     fighter getting up, except at a round reset the game declared through
-//     ResetRound (ragsync.Match.ResetRound) within ResetGrace (2 s) of the
+//     ResetRound (ragsync.Match.ResetRound) within 2 s of the
 //     state's arrival. A reset's first states may arrive before the
 //     declaration: such a state is held back, not applied, and counted as
-//     refused only if no reset is declared within ResetGrace.
+//     refused only if no reset is declared within those 2 s.
 //   - RefusedPropReach: a claim on a prop (a transfer to the rival) when no
-//     body of the claimer's fighter came within PropReach (1 m, shape to
-//     shape) of the prop in this peer's world over the last second
-//     (PropReachWindow), nor in the claim's own packet (the claimer's
-//     fighter and the claimed prop as its states place them: an honest
+//     body of the claimer's fighter came within 1 m (shape to shape) of
+//     the prop in this peer's world over the last second, nor in the
+//     claim's own packet (the claimer's fighter and the claimed prop as
+//     its states place them: an honest
 //     claim made on a copy a blackout left behind). A claim that arrives
-//     within ClaimGap (250 ms) of the end of a silence of the rival's
-//     stream longer than ClaimGap is not judged: it was made while nothing
+//     within 250 ms of the end of a silence of the rival's
+//     stream longer than 250 ms is not judged: it was made while nothing
 //     came through, and its fighter may have left the prop since. In
 //     cmd/ragsim honest claims come within 0.11 m in this world on lan,
 //     broadband, mobile and asym; on awful (up to 2.1 m) and through
 //     blackouts the claim's own packet or the silence rule accepts them.
-//   - RefusedHitTolerance: a hit report outside HitTolerance (above).
+//   - RefusedHitTolerance: a hit report outside the hit tolerance
+//     (0.25 m plus its copy error, above).
 //   - RefusedHitAttack: a hit report (or a hit in this world) of no attack
 //     the attacker's states show in its active phase then, with a limb that
 //     is not that attack's, with a limb pose that contradicts the

@@ -30,7 +30,7 @@ func FuzzHandlePacket(f *testing.F) {
 		b.w.Fighter(fighterB).SetInput(physics.InputRight | physics.InputPunch)
 		f.Add(b.tick(f, now))
 	}
-	if !b.r.reg.Claim(crate, b.w.Tick()) {
+	if !b.r.reg.claim(crate, b.w.Tick()) {
 		f.Fatal("B could not claim the crate")
 	}
 	b.r.setMode(b.r.lookup(crate), ModeOwned)

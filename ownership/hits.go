@@ -51,41 +51,41 @@ const (
 	limbMatch = 0.02
 )
 
-// HitTolerance is how far (m), beyond the attacker's reported copy error,
+// hitTolerance is how far (m), beyond the attacker's reported copy error,
 // the attacker's striking limb, as its attacker's states placed it, may be
 // from the victim's body, as the victim's owner recorded it over the span
 // the attacker saw, for the victim's owner to confirm the hit. See the
 // package documentation for why 0.25 m.
-const HitTolerance = 0.25
+const hitTolerance = 0.25
 
-// MaxCopyError is the largest copy error (m) a hit report is judged with:
+// maxCopyError is the largest copy error (m) a hit report is judged with:
 // a report of a hit on a copy farther than this from the newest state the
 // attacker had of it is stale (Stats.Hits.Stale): neither confirmed nor
-// refused. With HitTolerance it bounds a report's slack at 0.75 m.
-const MaxCopyError = 0.5
+// refused. With hitTolerance it bounds a report's slack at 0.75 m.
+const maxCopyError = 0.5
 
-// AttackTolerance is the slack of the rule that an attack may not start
+// attackTolerance is the slack of the rule that an attack may not start
 // before the previous one could have ended: two ticks (the rule counts the
-// rival's ticks, see TickLead). Lost packets and ticks run in bursts need
+// rival's ticks, see tickLead). Lost packets and ticks run in bursts need
 // none: each state bounds its attack's start by the phase it shows, in
 // ticks, and a lost one only widens the bounds.
-const AttackTolerance = 2 * physics.TickDuration
+const attackTolerance = 2 * physics.TickDuration
 
-// PropReach is how close (m) the claimer's fighter must have come to a prop,
-// body to body, in this peer's world (now or within PropReachWindow), for a
+// propReach is how close (m) the claimer's fighter must have come to a prop,
+// body to body, in this peer's world (now or within propReachWindow), for a
 // claim on the prop to be accepted. See the package documentation.
-const PropReach = 1.0
+const propReach = 1.0
 
-// ClaimGap is the longest silence of the rival's stream after which its
+// claimGap is the longest silence of the rival's stream after which its
 // claims are not judged by reach for as long again: a claim made during a
 // blackout, on the claimer's copy of a prop this peer's world moved on, may
 // show neither this peer's history nor the claim's own packet (its fighter
 // may have left the prop since) in reach.
-const ClaimGap = 250 * time.Millisecond
+const claimGap = 250 * time.Millisecond
 
-// PropReachWindow is how far back in this peer's history a prop claim is
+// propReachWindow is how far back in this peer's history a prop claim is
 // judged.
-const PropReachWindow = time.Second
+const propReachWindow = time.Second
 
 var inf = math.Inf(1)
 
@@ -256,7 +256,7 @@ type HitStats struct {
 	Repeats uint64
 	// Stale counts reports of hits on a copy whose newest state was older
 	// than the largest accepted delay (Config.MaxDelay) when the attacker
-	// struck it, or farther than MaxCopyError from that state: its screen
+	// struck it, or farther than maxCopyError from that state: its screen
 	// showed a guess, not this peer's fighter. They are neither confirmed
 	// nor refused (hits this world detects still count).
 	Stale uint64
@@ -265,6 +265,6 @@ type HitStats struct {
 	Reported uint64
 	// MaxMiss is the largest distance (m) between a confirmed report's
 	// striking limb and the victim's body in this peer's history, less the
-	// report's copy error: how close honest play comes to HitTolerance.
+	// report's copy error: how close honest play comes to hitTolerance.
 	MaxMiss float64
 }

@@ -17,7 +17,7 @@ type Refusal uint8
 const (
 	// RefusedAttackRate: an attack that starts before the rival's previous
 	// attack could have ended (its move's wind-up, active and recovery
-	// phases, less AttackTolerance), in the rival's own ticks.
+	// phases, less two ticks of slack), in the rival's own ticks.
 	RefusedAttackRate Refusal = iota
 	// RefusedDamageRate: a hit that would take more HP per second than the
 	// rival's move table allows (see Stats.Refused).
@@ -27,12 +27,13 @@ const (
 	// Replicator.ResetRound.
 	RefusedHealing
 	// RefusedPropReach: a claim on a prop the claimer's fighter was not
-	// within PropReach of, neither now nor in the recent history of this
-	// peer's world.
+	// within 1 m of, neither now nor in the last second of this peer's
+	// world.
 	RefusedPropReach
 	// RefusedHitTolerance: a hit report whose striking limb, as the
-	// attacker's states placed it, was farther than HitTolerance from the
-	// victim's body at the hit's game time in this peer's history.
+	// attacker's states placed it, was farther than 0.25 m plus the
+	// report's copy error from the victim's body at the hit's game time in
+	// this peer's history.
 	RefusedHitTolerance
 	// RefusedHitAttack: a hit report (or a hit in this world) that belongs
 	// to no attack the attacker's states show in its active phase at that
@@ -315,23 +316,23 @@ func (p *attackPolicy) insert(r attackRec) *attackRec {
 // reset forgets every attack (a round reset).
 func (p *attackPolicy) reset() { p.n = 0 }
 
-// TickLead is how far ahead of its game clock a rival's ticks may run, at
+// tickLead is how far ahead of its game clock a rival's ticks may run, at
 // most, relative to the slowest they ran before: how far behind its clock
 // an honest peer may fall and then catch up, running its missed ticks in a
 // burst. The demo runs up to 60 missed ticks per frame and drops a backlog
-// of more than 3 s (180 ticks); TickLead covers that and the two ticks a
+// of more than 3 s (180 ticks); tickLead covers that and the two ticks a
 // peer may run ahead. A peer that fell further behind and caught up is
 // judged as if it had run its ticks later than it did; a cheater that
-// numbers its packets faster than its clock runs gains at most TickLead of
+// numbers its packets faster than its clock runs gains at most tickLead of
 // extra ticks, once, and must then fall behind as far to gain them again.
-const TickLead = 3500 * time.Millisecond
+const tickLead = 3500 * time.Millisecond
 
 // rivalClock counts the rival's ticks: each state packet carries the
 // sender's sequence number, one per tick (Replicator.AppendPacket is called
 // once per tick), so the increase of the sequence number between two
 // accepted packets is how many ticks the rival ran between them. A tick
 // runs at the game time its packet is stamped with, late or early; the
-// count may run ahead of the packets' game times by at most TickLead: a
+// count may run ahead of the packets' game times by at most tickLead: a
 // token bucket, refilled at one tick per tick of game time, pays for
 // every tick counted. It also remembers the last packets' ticks and game
 // times, to place a hit report's game time among the rival's ticks.
@@ -359,7 +360,7 @@ type tickAt struct {
 // more than a hit report's repeat window holds at 60 per second.
 const clockRing = 64
 
-var tickLeadTicks = float64(TickLead / physics.TickDuration)
+var tickLeadTicks = float64(tickLead / physics.TickDuration)
 
 // advance counts an accepted packet (sequence number seq, game time t,
 // later than the last) and returns its tick.
@@ -395,7 +396,7 @@ func (c *rivalClock) only(g clocksync.GameTime) bool {
 // after the last packet stamped at or before g, at or before the first
 // stamped at or after g, and at most now (the tick of the packet being
 // handled). A g older than every remembered packet is bounded below only by
-// TickLead and the age.
+// tickLead and the age.
 func (c *rivalClock) at(g, now clocksync.GameTime, tick int64) (lo, hi int64) {
 	hi = tick
 	lo = tick - int64(float64(now-g)/float64(physics.TickDuration/time.Microsecond)+tickLeadTicks) - 1
@@ -448,7 +449,7 @@ func (b *damageBudget) take(d int, now clocksync.GameTime) bool {
 // fighter getting up, outside a round reset this peer declared
 // (Replicator.ResetRound). A reset's first states may arrive before the
 // game declares the reset here (its message and the states travel apart):
-// such states are held back, not applied, for up to ResetGrace, and counted
+// such states are held back, not applied, for up to resetGrace, and counted
 // as refused only if no reset is declared by then.
 type healthPolicy struct {
 	hp      int
@@ -460,11 +461,11 @@ type healthPolicy struct {
 	holding bool
 }
 
-// ResetGrace is how far apart the two peers may declare a round reset: a
+// resetGrace is how far apart the two peers may declare a round reset: a
 // rival's state whose HP rose is accepted if this peer declared a reset
-// within ResetGrace of its arrival (before or after), and counted as
-// refused (RefusedHealing) once ResetGrace has passed without one.
-const ResetGrace = 2 * time.Second
+// within resetGrace of its arrival (before or after), and counted as
+// refused (RefusedHealing) once resetGrace has passed without one.
+const resetGrace = 2 * time.Second
 
 // judge checks a state's HP and action (arrived at now). held reports a
 // state kept back (not applied, not yet counted).
@@ -472,10 +473,10 @@ func (p *healthPolicy) judge(s *physics.FighterState, now clocksync.GameTime) (o
 	if !p.rises(s) {
 		return true, false
 	}
-	if p.hasSet && now.Sub(p.reset) <= ResetGrace {
+	if p.hasSet && now.Sub(p.reset) <= resetGrace {
 		return true, false
 	}
-	if !p.holding || now.Sub(p.heldAt) <= ResetGrace {
+	if !p.holding || now.Sub(p.heldAt) <= resetGrace {
 		return false, true
 	}
 	return false, false
@@ -488,7 +489,7 @@ func (p *healthPolicy) rises(s *physics.FighterState) bool {
 }
 
 // hold records a held state; expired returns how many held states turned
-// into refusals (none covered by a reset within ResetGrace).
+// into refusals (none covered by a reset within resetGrace).
 func (p *healthPolicy) hold(now clocksync.GameTime) {
 	if !p.holding {
 		p.holding, p.heldAt = true, now
@@ -497,7 +498,7 @@ func (p *healthPolicy) hold(now clocksync.GameTime) {
 }
 
 func (p *healthPolicy) expired(now clocksync.GameTime) uint64 {
-	if !p.holding || now.Sub(p.heldAt) <= ResetGrace {
+	if !p.holding || now.Sub(p.heldAt) <= resetGrace {
 		return 0
 	}
 	n := p.held

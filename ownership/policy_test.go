@@ -59,7 +59,7 @@ func TestAttackPolicy(t *testing.T) {
 		{"next at the next tick", []int{0}, 1, 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := newAttackPolicy(testMoves(t), AttackTolerance)
+			p := newAttackPolicy(testMoves(t), attackTolerance)
 			for _, k := range c.seen {
 				s := punch(1, phaseAt(k))
 				if _, ok := p.judgeState(&s, tk(k)); !ok {
@@ -74,7 +74,7 @@ func TestAttackPolicy(t *testing.T) {
 		})
 	}
 	t.Run("held active", func(t *testing.T) {
-		p := newAttackPolicy(testMoves(t), AttackTolerance)
+		p := newAttackPolicy(testMoves(t), attackTolerance)
 		s := punch(1, physics.PhaseActive)
 		p.commitState(&s, tk(6))
 		if _, ok := p.judgeState(&s, tk(12)); !ok {
@@ -90,7 +90,7 @@ func TestAttackPolicy(t *testing.T) {
 // attack after that, and refuses more.
 func TestDamageBudget(t *testing.T) {
 	m := testMoves(t)
-	b := newDamageBudget(m, AttackTolerance)
+	b := newDamageBudget(m, attackTolerance)
 	per := ticks(22) // the punch's 24 ticks less the tolerance
 	for i := range 2 {
 		if !b.take(m.maxDamage, 0) {
@@ -108,10 +108,10 @@ func TestDamageBudget(t *testing.T) {
 	}
 }
 
-// HP may rise only within ResetGrace of a declared reset; a rise that
-// comes first is held, and counted as refused only once ResetGrace passed.
+// HP may rise only within resetGrace of a declared reset; a rise that
+// comes first is held, and counted as refused only once resetGrace passed.
 func TestHealthPolicy(t *testing.T) {
-	grace := us(ResetGrace)
+	grace := us(resetGrace)
 	at := func(hp int, a physics.Action) *physics.FighterState {
 		return &physics.FighterState{HP: hp, Action: a, Facing: physics.FacingLeft}
 	}

@@ -106,36 +106,19 @@ type entry struct {
 	cooldownUntil uint64
 }
 
-// Registry records who owns which object. Fighters are owned by their player
-// for the whole match; shared props change owner when a fighter touches them
-// (see Claim, Authorize and Commit). It is a plain value driven by the
-// world's tick (physics.World.Tick), not safe for concurrent use, and
-// allocates only when objects are added.
-//
-// # Ownership transfer
-//
-// Every shared object has an epoch, a counter of ownership changes that both
-// peers keep. When this peer's fighter touches a shared object the rival owns,
-// this peer claims it: epoch+1, owner = this peer, effective at once (so the
-// toucher sees no delay), and from then on its states carry the claim (id,
-// epoch). The rival accepts a claim whose epoch is newer than its own and
-// hands the object over (a claim more than one epoch ahead cannot happen
-// and is refused: ErrBadClaim). If both peers claim the same epoch at once,
-// both resolve the tie with the same rule, so they end up agreeing: the
-// lower peer id keeps the object when the object id plus the epoch is even,
-// the higher one when it is odd (so neither peer always wins). The loser's
-// claim is refused (ErrClaimLost) and the loser reverts. After a change, the
-// local peer does not claim the object again for a cooldown, so two fighters
-// pressed against one crate do not bounce it back and forth every tick.
-//
-// # Receiving a state
+// registry records who owns which object, for the Replicator (see the
+// package documentation, "Ownership transfer"). Shared props change owner
+// when a fighter touches them (claim) or when the rival's claim wins
+// (authorize, commit). It is a plain value driven by the world's tick
+// (physics.World.Tick), not safe for concurrent use, and allocates only when
+// objects are added.
 //
 // A state from the rival is judged in two steps, so that a state that turns
-// out to be invalid moves nothing: Authorize decides, without changing
+// out to be invalid moves nothing: authorize decides, without changing
 // anything, whether the rival may send it (it owns the object, or its claim
 // wins) and what accepting it would change; the caller then validates the
-// state, and only then calls Commit to record the change of owner, if any.
-type Registry struct {
+// state, and only then calls commit to record the change of owner, if any.
+type registry struct {
 	local, remote PeerID
 	cooldown      uint64
 	entries       []entry // sorted by id
@@ -149,9 +132,9 @@ type Registry struct {
 // at 60 Hz).
 const defaultClaimCooldown = 30
 
-// NewRegistry returns an empty registry for the local peer and its rival.
+// newRegistry returns an empty registry for the local peer and its rival.
 // cooldownTicks is the claim cooldown in world ticks (0: 30, half a second).
-func NewRegistry(local, remote PeerID, cooldownTicks int) (*Registry, error) {
+func newRegistry(local, remote PeerID, cooldownTicks int) (*registry, error) {
 	if local == 0 || remote == 0 || local == remote {
 		return nil, fmt.Errorf("ownership: %w: local %v, remote %v", ErrInvalidPeer, local, remote)
 	}
@@ -161,37 +144,37 @@ func NewRegistry(local, remote PeerID, cooldownTicks int) (*Registry, error) {
 	if cooldownTicks == 0 {
 		cooldownTicks = defaultClaimCooldown
 	}
-	return &Registry{local: local, remote: remote, cooldown: uint64(cooldownTicks)}, nil
+	return &registry{local: local, remote: remote, cooldown: uint64(cooldownTicks)}, nil
 }
 
-func (r *Registry) find(id physics.ObjectID) (int, bool) {
+func (r *registry) find(id physics.ObjectID) (int, bool) {
 	return slices.BinarySearchFunc(r.entries, id, func(e entry, id physics.ObjectID) int {
 		return int(e.id) - int(id)
 	})
 }
 
-func (r *Registry) get(id physics.ObjectID) *entry {
+func (r *registry) get(id physics.ObjectID) *entry {
 	if i, ok := r.find(id); ok {
 		return &r.entries[i]
 	}
 	return nil
 }
 
-// Add registers an object owned by owner (the local or the remote peer). A
-// shared object's ownership can change (Claim); a fighter's should not.
-func (r *Registry) Add(id physics.ObjectID, owner PeerID, shared bool) error {
+// add registers an object owned by owner (the local or the remote peer). A
+// shared object's ownership can change (claim); a fighter's should not.
+func (r *registry) add(id physics.ObjectID, owner PeerID, shared bool) error {
 	if owner != r.local && owner != r.remote {
 		return fmt.Errorf("ownership: %v: %w %v", id, ErrInvalidPeer, owner)
 	}
 	return r.insert(entry{id: id, owner: owner, shared: shared})
 }
 
-// AddLocalOnly registers an object that is never synced.
-func (r *Registry) AddLocalOnly(id physics.ObjectID) error {
+// addLocalOnly registers an object that is never synced.
+func (r *registry) addLocalOnly(id physics.ObjectID) error {
 	return r.insert(entry{id: id})
 }
 
-func (r *Registry) insert(e entry) error {
+func (r *registry) insert(e entry) error {
 	if e.id == 0 {
 		return fmt.Errorf("ownership: %w", physics.ErrInvalidID)
 	}
@@ -204,15 +187,15 @@ func (r *Registry) insert(e entry) error {
 }
 
 // remove forgets an object.
-func (r *Registry) remove(id physics.ObjectID) {
+func (r *registry) remove(id physics.ObjectID) {
 	if i, ok := r.find(id); ok {
 		r.entries = slices.Delete(r.entries, i, i+1)
 	}
 }
 
-// Mode returns how the local peer treats the object (ModeUnknown if it is not
+// mode returns how the local peer treats the object (ModeUnknown if it is not
 // registered).
-func (r *Registry) Mode(id physics.ObjectID) Mode {
+func (r *registry) mode(id physics.ObjectID) Mode {
 	e := r.get(id)
 	switch {
 	case e == nil:
@@ -225,9 +208,9 @@ func (r *Registry) Mode(id physics.ObjectID) Mode {
 	return ModeRemote
 }
 
-// Owner returns the object's owner and its ownership epoch (0, 0 for
+// owner returns the object's owner and its ownership epoch (0, 0 for
 // local-only or unknown objects).
-func (r *Registry) Owner(id physics.ObjectID) (PeerID, uint32) {
+func (r *registry) owner(id physics.ObjectID) (PeerID, uint32) {
 	if e := r.get(id); e != nil {
 		return e.owner, e.epoch
 	}
@@ -245,11 +228,11 @@ func tieWinner(id physics.ObjectID, epoch uint32, a, b PeerID) PeerID {
 	return hi
 }
 
-// Claim makes the local peer the owner of shared object id at world tick
+// claim makes the local peer the owner of shared object id at world tick
 // tick, if the rival owns it and the cooldown since its last change has
 // passed. It reports whether the claim was made (the object is then
 // ModeOwned with a new epoch, and the caller's states carry the claim).
-func (r *Registry) Claim(id physics.ObjectID, tick uint64) bool {
+func (r *registry) claim(id physics.ObjectID, tick uint64) bool {
 	e := r.get(id)
 	if e == nil || !e.shared || e.owner != r.remote || tick < e.cooldownUntil {
 		return false
@@ -261,51 +244,51 @@ func (r *Registry) Claim(id physics.ObjectID, tick uint64) bool {
 	return true
 }
 
-// A Decision is what Authorize decided about a state it accepts: the owner
-// and epoch the object has once the state is committed (see Commit). The
-// zero Decision commits nothing.
-type Decision struct {
+// A decision is what authorize decided about a state it accepts: the owner
+// and epoch the object has once the state is committed (see commit). The
+// zero decision commits nothing.
+type decision struct {
 	id physics.ObjectID
-	// The object's owner and epoch when Authorize decided (Commit does
-	// nothing if they changed since), and after Commit.
+	// The object's owner and epoch when authorize decided (commit does
+	// nothing if they changed since), and after commit.
 	fromOwner, owner PeerID
 	fromEpoch, epoch uint32
 	tie              bool // the sender won a simultaneous claim
 }
 
-// Authorize decides whether sender's state for object id is authoritative:
+// authorize decides whether sender's state for object id is authoritative:
 // the sender owns the object, or the ownership claim the state carries
 // (claimEpoch: the epoch the sender claims for a shared object it says it
 // owns; 0 if the state carries no claim) takes the object over. It is a pure
-// check and changes nothing: accepting the state is Commit's job, once the
-// caller has validated the state. It returns the Decision to commit, or an
+// check and changes nothing: accepting the state is commit's job, once the
+// caller has validated the state. It returns the decision to commit, or an
 // *AuthorityError wrapping physics.ErrUnknownObject, ErrLocalOnly,
 // ErrNotOwner (a state for an object the sender does not own, or a claim on
 // one that never changes hands), ErrBadClaim (a claim more than one epoch
 // ahead), ErrClaimLost (a stale claim, or one that lost a tie: normal for a
 // few ticks while claims cross) or ErrInvalidPeer (a sender that is not the
 // rival).
-func (r *Registry) Authorize(sender PeerID, id physics.ObjectID, claimEpoch uint32) (Decision, error) {
+func (r *registry) authorize(sender PeerID, id physics.ObjectID, claimEpoch uint32) (decision, error) {
 	if sender != r.remote {
-		return Decision{}, &AuthorityError{Object: id, Sender: sender, Err: ErrInvalidPeer}
+		return decision{}, &AuthorityError{Object: id, Sender: sender, Err: ErrInvalidPeer}
 	}
 	e := r.get(id)
 	if e == nil {
-		return Decision{}, &AuthorityError{Object: id, Sender: sender, Err: physics.ErrUnknownObject}
+		return decision{}, &AuthorityError{Object: id, Sender: sender, Err: physics.ErrUnknownObject}
 	}
 	if e.owner == 0 {
-		return Decision{}, &AuthorityError{Object: id, Sender: sender, Err: ErrLocalOnly}
+		return decision{}, &AuthorityError{Object: id, Sender: sender, Err: ErrLocalOnly}
 	}
-	d := Decision{id: id, fromOwner: e.owner, owner: sender, fromEpoch: e.epoch, epoch: e.epoch}
+	d := decision{id: id, fromOwner: e.owner, owner: sender, fromEpoch: e.epoch, epoch: e.epoch}
 	if !e.shared {
 		if e.owner != sender || claimEpoch != 0 {
-			return Decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrNotOwner}
+			return decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrNotOwner}
 		}
 		return d, nil
 	}
 	switch {
 	case uint64(claimEpoch) > uint64(e.epoch)+1:
-		return Decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrBadClaim}
+		return decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrBadClaim}
 	case claimEpoch > e.epoch:
 		// A newer claim: the sender takes the object over (or, if it
 		// owns it already, moves on to the epoch it claims).
@@ -321,17 +304,17 @@ func (r *Registry) Authorize(sender PeerID, id physics.ObjectID, claimEpoch uint
 	}
 	// A stale claim (the sender has not yet seen the newer owner), or a
 	// tie the sender lost: normal while claims cross the network.
-	return Decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrClaimLost}
+	return decision{}, &AuthorityError{Object: id, Sender: sender, Owner: e.owner, Epoch: claimEpoch, Err: ErrClaimLost}
 }
 
-// Commit records decision d, which Authorize returned for a state the caller
+// commit records decision d, which authorize returned for a state the caller
 // has since validated, at world tick tick: the object's new epoch and, if
 // its owner changes, the new owner (the local peer then does not claim it
 // back for the cooldown). It reports whether the owner changed: the caller
 // then treats the object as the rival's (and resets its correction). A
-// Decision that no longer matches the registry (the object changed owner or
-// epoch since Authorize, or was removed) commits nothing.
-func (r *Registry) Commit(d Decision, tick uint64) bool {
+// decision that no longer matches the registry (the object changed owner or
+// epoch since authorize, or was removed) commits nothing.
+func (r *registry) commit(d decision, tick uint64) bool {
 	e := r.get(d.id)
 	if e == nil || d.owner == 0 || e.owner != d.fromOwner || e.epoch != d.fromEpoch {
 		return false

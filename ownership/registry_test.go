@@ -13,9 +13,9 @@ const (
 	peerB PeerID = 2
 )
 
-func newReg(t *testing.T, local, remote PeerID) *Registry {
+func newReg(t *testing.T, local, remote PeerID) *registry {
 	t.Helper()
-	r, err := NewRegistry(local, remote, 10)
+	r, err := newRegistry(local, remote, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,20 +25,20 @@ func newReg(t *testing.T, local, remote PeerID) *Registry {
 // receive is a valid state of object id from sender arriving at tick:
 // authorize, then (the state being valid) commit. It reports whether the
 // object changed hands.
-func receive(r *Registry, sender PeerID, id physics.ObjectID, claimEpoch uint32, tick uint64) (bool, error) {
-	d, err := r.Authorize(sender, id, claimEpoch)
+func receive(r *registry, sender PeerID, id physics.ObjectID, claimEpoch uint32, tick uint64) (bool, error) {
+	d, err := r.authorize(sender, id, claimEpoch)
 	if err != nil {
 		return false, err
 	}
-	return r.Commit(d, tick), nil
+	return r.commit(d, tick), nil
 }
 
 func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 	r := newReg(t, peerA, peerB)
-	must(t, r.Add(1, peerA, false)) // our fighter
-	must(t, r.Add(2, peerB, false)) // theirs
-	must(t, r.AddLocalOnly(3))      // debris
-	must(t, r.Add(4, peerA, true))  // a crate we own
+	must(t, r.add(1, peerA, false)) // our fighter
+	must(t, r.add(2, peerB, false)) // theirs
+	must(t, r.addLocalOnly(3))      // debris
+	must(t, r.add(4, peerA, true))  // a crate we own
 
 	if moved, err := receive(r, peerB, 2, 0, 0); err != nil || moved {
 		t.Errorf("state of the sender's own fighter: %v, %v", moved, err)
@@ -60,7 +60,7 @@ func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 		{"from a third peer", 2, 7, 0, ErrInvalidPeer},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := r.Authorize(c.sender, c.id, c.epoch)
+			d, err := r.authorize(c.sender, c.id, c.epoch)
 			if !errors.Is(err, c.want) {
 				t.Errorf("Authorize = %v, want %v", err, c.want)
 			}
@@ -68,13 +68,13 @@ func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Object != c.id || ae.Sender != c.sender {
 				t.Errorf("error %v does not carry the object and sender", err)
 			}
-			if d != (Decision{}) || r.Commit(d, 0) {
+			if d != (decision{}) || r.commit(d, 0) {
 				t.Errorf("a refused state left a decision to commit: %+v", d)
 			}
 		})
 	}
 	for id, want := range map[physics.ObjectID]PeerID{1: peerA, 2: peerB, 3: 0, 4: peerA} {
-		if owner, epoch := r.Owner(id); owner != want || epoch != 0 {
+		if owner, epoch := r.owner(id); owner != want || epoch != 0 {
 			t.Errorf("%v: owner %v epoch %d, want %v and 0", id, owner, epoch, want)
 		}
 	}
@@ -83,25 +83,25 @@ func TestRegistryRejectsStatesFromNonOwners(t *testing.T) {
 func TestRegistryValidation(t *testing.T) {
 	for _, c := range [][2]PeerID{{0, 1}, {1, 0}, {1, 1}} {
 		t.Run(fmt.Sprint(c), func(t *testing.T) {
-			if _, err := NewRegistry(c[0], c[1], 0); !errors.Is(err, ErrInvalidPeer) {
-				t.Errorf("NewRegistry(%v, %v): %v", c[0], c[1], err)
+			if _, err := newRegistry(c[0], c[1], 0); !errors.Is(err, ErrInvalidPeer) {
+				t.Errorf("newRegistry(%v, %v): %v", c[0], c[1], err)
 			}
 		})
 	}
-	if _, err := NewRegistry(1, 2, -1); err == nil {
+	if _, err := newRegistry(1, 2, -1); err == nil {
 		t.Error("negative cooldown accepted")
 	}
 	r := newReg(t, peerA, peerB)
-	must(t, r.Add(1, peerA, false))
+	must(t, r.add(1, peerA, false))
 	for _, c := range []struct {
 		name string
 		err  error
 		want error
 	}{
-		{"duplicate", r.Add(1, peerB, false), physics.ErrDuplicateObject},
-		{"duplicate local-only", r.AddLocalOnly(1), physics.ErrDuplicateObject},
-		{"zero id", r.Add(0, peerA, false), physics.ErrInvalidID},
-		{"third peer as owner", r.Add(2, 9, false), ErrInvalidPeer},
+		{"duplicate", r.add(1, peerB, false), physics.ErrDuplicateObject},
+		{"duplicate local-only", r.addLocalOnly(1), physics.ErrDuplicateObject},
+		{"zero id", r.add(0, peerA, false), physics.ErrInvalidID},
+		{"third peer as owner", r.add(2, 9, false), ErrInvalidPeer},
 	} {
 		if !errors.Is(c.err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
@@ -114,58 +114,58 @@ func TestRegistryValidation(t *testing.T) {
 // the registry commits nothing.
 func TestAuthorizeChangesNothing(t *testing.T) {
 	a := newReg(t, peerA, peerB)
-	must(t, a.Add(5, peerA, true))
-	var d Decision
+	must(t, a.add(5, peerA, true))
+	var d decision
 	for range 3 {
 		var err error
-		if d, err = a.Authorize(peerB, 5, 1); err != nil {
+		if d, err = a.authorize(peerB, 5, 1); err != nil {
 			t.Fatal(err)
 		}
-		if o, e := a.Owner(5); o != peerA || e != 0 || a.Mode(5) != ModeOwned || a.transfers != 0 {
+		if o, e := a.owner(5); o != peerA || e != 0 || a.mode(5) != ModeOwned || a.transfers != 0 {
 			t.Fatalf("Authorize moved the crate: owner %v epoch %d", o, e)
 		}
 	}
 	// It commits once; committed again, it no longer matches the crate's
 	// owner and epoch, and changes nothing.
 	stale := d
-	if !a.Commit(d, 7) {
+	if !a.commit(d, 7) {
 		t.Fatal("a winning claim did not commit")
 	}
-	if o, e := a.Owner(5); o != peerB || e != 1 || a.Mode(5) != ModeRemote || a.transfers != 1 {
+	if o, e := a.owner(5); o != peerB || e != 1 || a.mode(5) != ModeRemote || a.transfers != 1 {
 		t.Fatalf("after Commit: owner %v epoch %d", o, e)
 	}
-	if a.Commit(stale, 8) || a.transfers != 1 {
+	if a.commit(stale, 8) || a.transfers != 1 {
 		t.Error("a decision committed twice")
 	}
-	if a.Claim(5, 7+9) {
+	if a.claim(5, 7+9) {
 		t.Error("A re-claimed within the cooldown the commit started")
 	}
-	if a.Commit(Decision{}, 0) {
-		t.Error("the zero Decision committed something")
+	if a.commit(decision{}, 0) {
+		t.Error("the zero decision committed something")
 	}
 }
 
 func TestTransferByClaim(t *testing.T) {
 	a, b := newReg(t, peerA, peerB), newReg(t, peerB, peerA)
-	for _, r := range []*Registry{a, b} {
-		must(t, r.Add(5, peerA, true)) // a crate A starts with
+	for _, r := range []*registry{a, b} {
+		must(t, r.add(5, peerA, true)) // a crate A starts with
 	}
 	// B's fighter touches it: B claims at once.
-	if !b.Claim(5, 100) {
+	if !b.claim(5, 100) {
 		t.Fatal("B could not claim A's crate")
 	}
-	if b.Mode(5) != ModeOwned {
+	if b.mode(5) != ModeOwned {
 		t.Fatal("claim did not make B the owner")
 	}
-	if b.Claim(5, 101) {
+	if b.claim(5, 101) {
 		t.Error("claimed an object B already owns")
 	}
 	// B's states now carry the claim (epoch 1): A hands the crate over.
-	_, epoch := b.Owner(5)
+	_, epoch := b.owner(5)
 	if moved, err := receive(a, peerB, 5, epoch, 102); err != nil || !moved {
 		t.Fatalf("A on B's claim: %v, %v", moved, err)
 	}
-	if a.Mode(5) != ModeRemote {
+	if a.mode(5) != ModeRemote {
 		t.Error("A still owns the crate")
 	}
 	// A's old states (epoch 0) are now refused by B.
@@ -173,10 +173,10 @@ func TestTransferByClaim(t *testing.T) {
 		t.Errorf("B on A's stale state: %v", err)
 	}
 	// Cooldown: A's fighter touches the crate right away, A may not take it back.
-	if a.Claim(5, 105) {
+	if a.claim(5, 105) {
 		t.Error("A re-claimed during the cooldown")
 	}
-	if !a.Claim(5, 102+10) {
+	if !a.claim(5, 102+10) {
 		t.Error("A could not claim after the cooldown")
 	}
 	if a.transfers != 2 || b.transfers != 1 {
@@ -195,22 +195,22 @@ func TestSimultaneousClaimsResolveTheSameOnBothPeers(t *testing.T) {
 			if epochs%2 == 1 {
 				owner = peerB
 			}
-			must(t, a.Add(id, owner, true))
-			must(t, b.Add(id, owner, true))
+			must(t, a.add(id, owner, true))
+			must(t, b.add(id, owner, true))
 			// Walk both to the same epoch by alternating transfers,
 			// each after the cooldown.
 			tick := uint64(0)
 			for range epochs {
 				tick += 100
-				cur, _ := a.Owner(id)
+				cur, _ := a.owner(id)
 				claimer, other := a, b
 				if cur == peerA {
 					claimer, other = b, a
 				}
-				if !claimer.Claim(id, tick) {
+				if !claimer.claim(id, tick) {
 					t.Fatal("setup claim failed")
 				}
-				_, e := claimer.Owner(id)
+				_, e := claimer.owner(id)
 				if _, err := receive(other, claimer.local, id, e, tick); err != nil {
 					t.Fatal(err)
 				}
@@ -219,29 +219,29 @@ func TestSimultaneousClaimsResolveTheSameOnBothPeers(t *testing.T) {
 			// by having both "claim": the non-owner claims, and the
 			// owner re-claims the same epoch as if it had not yet
 			// seen the other's claim.
-			cur, e0 := a.Owner(id)
-			var x, y *Registry = a, b
+			cur, e0 := a.owner(id)
+			var x, y *registry = a, b
 			if cur == peerA {
 				x, y = b, a
 			}
 			tick += 100
-			if !x.Claim(id, tick) {
+			if !x.claim(id, tick) {
 				t.Fatal("claim failed")
 			}
 			// y claims the same epoch (it did not see x's claim): model
 			// it directly.
 			ye := y.get(id)
 			ye.epoch, ye.owner = e0+1, y.local
-			_, ex := x.Owner(id)
-			_, ey := y.Owner(id)
+			_, ex := x.owner(id)
+			_, ey := y.owner(id)
 			if ex != ey {
 				t.Fatalf("epochs differ: %d %d", ex, ey)
 			}
 			// The states cross.
 			_, errX := receive(x, y.local, id, ey, tick)
 			_, errY := receive(y, x.local, id, ex, tick)
-			ox, _ := x.Owner(id)
-			oy, _ := y.Owner(id)
+			ox, _ := x.owner(id)
+			oy, _ := y.owner(id)
 			if ox != oy {
 				t.Fatalf("id %v epoch %d: peers disagree: %v vs %v (%v / %v)", id, ex, ox, oy, errX, errY)
 			}
@@ -285,15 +285,15 @@ func must(t testing.TB, err error) {
 // older) nor wrap the receiver's epoch around.
 func TestRegistryRefusesClaimsThatSkipEpochs(t *testing.T) {
 	a := newReg(t, peerA, peerB)
-	must(t, a.Add(5, peerA, true))
+	must(t, a.add(5, peerA, true))
 	for _, epoch := range []uint32{2, 1000, 1<<32 - 1} {
 		t.Run(fmt.Sprint("epoch ", epoch), func(t *testing.T) {
-			d, err := a.Authorize(peerB, 5, epoch)
+			d, err := a.authorize(peerB, 5, epoch)
 			var ae *AuthorityError
-			if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || d != (Decision{}) {
+			if !errors.Is(err, ErrBadClaim) || !errors.As(err, &ae) || ae.Epoch != epoch || ae.Object != 5 || d != (decision{}) {
 				t.Errorf("claim at epoch %d over epoch 0: %v, %+v; want an *AuthorityError wrapping ErrBadClaim", epoch, err, d)
 			}
-			if o, e := a.Owner(5); o != peerA || e != 0 || a.transfers != 0 {
+			if o, e := a.owner(5); o != peerA || e != 0 || a.transfers != 0 {
 				t.Fatalf("claim at epoch %d moved the crate: owner %v epoch %d", epoch, o, e)
 			}
 		})
@@ -304,14 +304,14 @@ func TestRegistryRefusesClaimsThatSkipEpochs(t *testing.T) {
 	}
 	// And A can take it back later, at epoch 2, which B accepts.
 	b := newReg(t, peerB, peerA)
-	must(t, b.Add(5, peerA, true))
-	if !b.Claim(5, 0) {
+	must(t, b.add(5, peerA, true))
+	if !b.claim(5, 0) {
 		t.Fatal("B could not claim")
 	}
-	if !a.Claim(5, 100) {
+	if !a.claim(5, 100) {
 		t.Fatal("A could not claim back after the cooldown")
 	}
-	_, e := a.Owner(5)
+	_, e := a.owner(5)
 	if moved, err := receive(b, peerA, 5, e, 100); err != nil || !moved || e != 2 {
 		t.Errorf("B on A's claim at epoch %d: %v, %v", e, moved, err)
 	}

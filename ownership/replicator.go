@@ -184,7 +184,7 @@ type header struct {
 // allocate nothing of their own.
 type Replicator struct {
 	world *physics.World
-	reg   *Registry
+	reg   *registry
 	cfg   Config
 
 	objs   []*replicated // sorted by object id
@@ -233,7 +233,7 @@ func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, e
 	if err := cfg.Divergence.Validate(); err != nil {
 		return nil, err
 	}
-	reg, err := NewRegistry(local, remote, cfg.ClaimCooldown)
+	reg, err := newRegistry(local, remote, cfg.ClaimCooldown)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +250,9 @@ func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, e
 	}, nil
 }
 
-// Registry returns the ownership registry (to query owners, e.g. to colour
-// props by owner).
-func (r *Replicator) Registry() *Registry { return r.reg }
+// Owner returns the owner of object id and its ownership epoch (0, 0 for
+// local-only or unknown objects), e.g. to colour props by owner.
+func (r *Replicator) Owner(id physics.ObjectID) (PeerID, uint32) { return r.reg.owner(id) }
 
 // Track registers an object of the world owned by owner (this peer or the
 // rival). A shared object (a prop) changes owner when a fighter touches it;
@@ -262,7 +262,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	if obj == nil {
 		return fmt.Errorf("ownership: %v: %w", id, physics.ErrUnknownObject)
 	}
-	if err := r.reg.Add(id, owner, shared); err != nil {
+	if err := r.reg.add(id, owner, shared); err != nil {
 		return err
 	}
 	corr, err := correction.New(r.cfg.Correction, obj.NumBodies())
@@ -279,13 +279,13 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	}
 	if o.fighter != nil {
 		m := movesOf(o.fighter.Tuning())
-		o.attacks = newAttackPolicy(m, AttackTolerance)
-		o.budget = newDamageBudget(m, AttackTolerance)
+		o.attacks = newAttackPolicy(m, attackTolerance)
+		o.budget = newDamageBudget(m, attackTolerance)
 		o.health = healthPolicy{hp: o.fighter.HP(), ko: o.fighter.HP() == 0}
 	}
 	r.insert(o)
 	r.hist = nil // rebuilt for the new set of objects
-	r.setMode(o, r.reg.Mode(id))
+	r.setMode(o, r.reg.mode(id))
 	return nil
 }
 
@@ -294,7 +294,7 @@ func (r *Replicator) LocalOnly(id physics.ObjectID) error {
 	if r.world.Object(id) == nil {
 		return fmt.Errorf("ownership: %v: %w", id, physics.ErrUnknownObject)
 	}
-	return r.reg.AddLocalOnly(id)
+	return r.reg.addLocalOnly(id)
 }
 
 func (r *Replicator) insert(o *replicated) {
@@ -336,13 +336,13 @@ func (r *Replicator) setMode(o *replicated, m Mode) {
 }
 
 // Mode returns how this peer treats object id now.
-func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.Mode(id) }
+func (r *Replicator) Mode(id physics.ObjectID) Mode { return r.reg.mode(id) }
 
 // AppendPacket appends to dst the state packet for this tick: the states of
 // every object this peer owns, stamped with game time now, with the claims of
 // the shared ones and the input of each fighter. It allocates only if dst
-// lacks capacity (a packet is at most physics.MaxPacketSize plus the claims
-// and inputs). Call it once per tick, every tick: the packets' sequence
+// lacks capacity (a packet is at most a physics snapshot, 1200 bytes, plus
+// the claims and inputs). Call it once per tick, every tick: the packets' sequence
 // numbers count the sender's ticks, and the rival judges its attacks' pace
 // by them (RefusedAttackRate).
 func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, error) {
@@ -362,7 +362,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 			continue
 		}
 		if o.shared {
-			_, epoch := r.reg.Owner(o.obj.ID())
+			_, epoch := r.reg.owner(o.obj.ID())
 			dst = binary.AppendUvarint(dst, uint64(o.obj.ID()))
 			dst = binary.AppendUvarint(dst, uint64(epoch))
 		}
@@ -399,15 +399,14 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 // order:
 //
 //  1. authorize: does the rival own the object, or does its ownership claim
-//     win? (Registry.Authorize, a pure check: nothing changes yet)
+//     win? (a pure check: nothing changes yet)
 //  2. validate the whole object state: bodies finite, in bounds, at
 //     plausible speeds; a fighter's HP, action and attack consistent
 //     (physics.Object.Validate); and the input the packet carries with it:
 //     defined bits only (physics.InputMask), and only for a fighter
-//  3. commit: a winning claim moves the object to the rival
-//     (Registry.Commit), and the state becomes the object's correction
-//     target (and, for a fighter, its HP, action and attack, and its
-//     input).
+//  3. commit: a winning claim moves the object to the rival, and the
+//     state becomes the object's correction target (and, for a fighter,
+//     its HP, action and attack, and its input).
 //
 // A state that fails a step is skipped and counted, and changes nothing;
 // one that is both unauthorized and invalid counts as unauthorized. An
@@ -444,7 +443,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	if r.lastDrop != clocksync.Accepted {
 		return nil // normal on an unreliable link: counted, not an error
 	}
-	if r.heardAny && now.Sub(r.lastHeard) > ClaimGap {
+	if r.heardAny && now.Sub(r.lastHeard) > claimGap {
 		r.gapEnd = now // the first packet after a gap in the rival's stream
 	}
 	r.lastHeard, r.heardAny = now, true
@@ -521,7 +520,7 @@ func validateInput(o *replicated, os *physics.ObjectState, in *input) error {
 // validate, commit (see HandlePacket). now is the game time.
 func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, in *input, tick uint64, now clocksync.GameTime) error {
 	// 1. Authorize. Nothing changes yet.
-	d, err := r.reg.Authorize(r.reg.remote, os.ID, epoch)
+	d, err := r.reg.authorize(r.reg.remote, os.ID, epoch)
 	if err != nil {
 		if errors.Is(err, ErrClaimLost) {
 			// Normal while claims cross: the rival has not yet seen
@@ -552,7 +551,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		return err
 	}
 	// 3. Commit: the transfer, then the state, then the input.
-	if r.reg.Commit(d, tick) {
+	if r.reg.commit(d, tick) {
 		r.setMode(o, ModeRemote)
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
@@ -742,7 +741,7 @@ func (r *Replicator) AfterStep() {
 	hits := r.world.Hits()
 	for i := range hits {
 		h := &hits[i]
-		victim, attacker := r.reg.Mode(h.Victim), r.reg.Mode(h.Attacker)
+		victim, attacker := r.reg.mode(h.Victim), r.reg.mode(h.Attacker)
 		switch {
 		case victim == ModeOwned && attacker == ModeRemote:
 			r.detected(h)
@@ -758,10 +757,10 @@ func (r *Replicator) AfterStep() {
 	}
 	tick := r.world.Tick()
 	for _, c := range r.world.FighterPropContacts() {
-		if r.reg.Mode(c.A) != ModeOwned || r.reg.Mode(c.B) != ModeRemote {
+		if r.reg.mode(c.A) != ModeOwned || r.reg.mode(c.B) != ModeRemote {
 			continue
 		}
-		if r.reg.Claim(c.B, tick) {
+		if r.reg.claim(c.B, tick) {
 			r.stats.Claims++
 			r.stats.Transfers = r.reg.transfers
 			if o := r.lookup(c.B); o != nil {

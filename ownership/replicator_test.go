@@ -262,7 +262,7 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 				(before.Applied + before.Invalid + before.Unauthorized + before.ClaimsLost + before.Refused.Total()); moved != 1 {
 				t.Errorf("%d counters moved, want 1: %+v", moved, after)
 			}
-			if owner, _ := a.r.Registry().Owner(crate); owner != c.owner {
+			if owner, _ := a.r.Owner(crate); owner != c.owner {
 				t.Errorf("crate owner %v, want %v", owner, c.owner)
 			}
 			applied := after.Applied != before.Applied
@@ -399,8 +399,8 @@ func TestReplicatorTransfersPropOnTouch(t *testing.T) {
 		pb := b.tick(t, now, nilIfEmpty(toB)...)
 		toA, toB = pb, pa
 	}
-	oa, ea := a.r.Registry().Owner(crate)
-	ob, eb := b.r.Registry().Owner(crate)
+	oa, ea := a.r.Owner(crate)
+	ob, eb := b.r.Owner(crate)
 	if oa != peerB || ob != peerB || ea != eb || ea == 0 {
 		t.Fatalf("crate owner A:(%v,%d) B:(%v,%d), want both peer B with the same epoch", oa, ea, ob, eb)
 	}

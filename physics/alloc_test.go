@@ -14,7 +14,7 @@ func TestCodecAllocatesNothing(t *testing.T) {
 	steps(w, 20)
 	c := w.codec
 	var s, d Snapshot
-	buf := make([]byte, 0, MaxPacketSize)
+	buf := make([]byte, 0, maxPacketSize)
 	fill := func() {
 		s.Reset(12345, 6)
 		for _, o := range w.Objects() {

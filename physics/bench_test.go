@@ -39,7 +39,7 @@ func benchSnapshot(b *testing.B) (*snapshotCodec, *Snapshot) {
 
 func BenchmarkSnapshotAppend(b *testing.B) {
 	c, s := benchSnapshot(b)
-	buf := make([]byte, 0, MaxPacketSize)
+	buf := make([]byte, 0, maxPacketSize)
 	var err error
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -10,15 +10,16 @@ import (
 	"strconv"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 // Wire format constants. See the package documentation for the layout.
 const (
 	// snapshotVersion is the first byte of every snapshot.
 	snapshotVersion = 1
-	// MaxPacketSize is the largest snapshot the codec writes or accepts, in
+	// maxPacketSize is the largest snapshot the codec writes or accepts, in
 	// bytes (fits one UDP datagram on any path).
-	MaxPacketSize = 1200
+	maxPacketSize = 1200
 	// maxSnapshotObjects is the most objects one snapshot may carry.
 	maxSnapshotObjects = 64
 	// maxSnapshotBodies is the most bodies one snapshot may carry.
@@ -89,7 +90,7 @@ const (
 // coarser (ObjectState.VelShift 1..3), and at level 3 also child position
 // residuals in 2 mm quanta, until it fits. Angles and root bodies are never
 // coarsened. At level 3 the budget is not enforced further, so the target is
-// not a hard limit (MaxPacketSize is).
+// not a hard limit (maxPacketSize is).
 const snapshotTarget = 64
 
 // Codec errors. Every codec error is a *CodecError wrapping one of these or
@@ -253,7 +254,7 @@ func newCodec(limits bodyLimits, layouts layoutSource) (*snapshotCodec, error) {
 // (ErrUnknownObject), ids not strictly increasing, a body count that does not
 // match the object (ErrBodyCount), a NaN/Inf or out-of-limits state
 // (ErrNotFinite, ErrOutOfRange), too many objects or bodies, or an encoding
-// longer than MaxPacketSize. It allocates only if dst lacks capacity.
+// longer than 1200 bytes. It allocates only if dst lacks capacity.
 func (w *World) AppendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 	return w.codec.appendSnapshot(dst, s)
 }
@@ -277,7 +278,7 @@ func (w *World) DecodeSnapshot(src []byte, s *Snapshot) error {
 // an object without a layout (ErrUnknownObject), ids not increasing
 // (errOrder), a body count that does not match the layout (ErrBodyCount), a
 // NaN/Inf or out-of-limits state, too many objects or bodies, or an encoding
-// longer than MaxPacketSize (errTooLarge). It allocates only if dst lacks
+// longer than maxPacketSize (errTooLarge). It allocates only if dst lacks
 // capacity.
 func (c *snapshotCodec) appendSnapshot(dst []byte, s *Snapshot) ([]byte, error) {
 	start := len(dst)
@@ -325,7 +326,7 @@ func (c *snapshotCodec) appendSnapshot(dst []byte, s *Snapshot) ([]byte, error) 
 		prev = o.ID
 		if l.Fighter {
 			fs := &o.Fighter
-			if field, v := fs.validate(MaxWireHP); field != "" {
+			if field, v := fs.validate(maxWireHP); field != "" {
 				return fail(o.ID, -1, field, v, ErrOutOfRange)
 			}
 			w.write(uint64(fs.HP), hpBits)
@@ -384,7 +385,7 @@ func (c *snapshotCodec) appendSnapshot(dst []byte, s *Snapshot) ([]byte, error) 
 		o.VelShift = uint8(shift)
 	}
 	dst = w.flush()
-	if len(dst)-start > MaxPacketSize {
+	if len(dst)-start > maxPacketSize {
 		return fail(0, -1, "size", float64(len(dst)-start), errTooLarge)
 	}
 	return dst, nil
@@ -692,7 +693,7 @@ func towardZero(q int64) int64 {
 
 // quantAngle maps an angle to an n-bit code: round(wrap(a)/step) mod 2^n.
 func quantAngle(a, step float64, n uint) uint64 {
-	q := int64(math.Round(wrapAngle(a) / step))
+	q := int64(math.Round(angle.Wrap(a) / step))
 	return uint64(q) & (1<<n - 1)
 }
 
@@ -715,7 +716,7 @@ func (c *snapshotCodec) rootFromQ(r *BodyState, q *quantBody) {
 // decodeSnapshot decodes src into s, reusing s's slices. Every decoded body
 // state passes the codec's limits (the same check as Object.WriteState). On
 // error s holds partial data and the error is a *CodecError: errTruncated,
-// errTooLarge (longer than MaxPacketSize, too many objects or bodies),
+// errTooLarge (longer than maxPacketSize, too many objects or bodies),
 // ErrVersion, ErrConfigMismatch (the sender's limits differ),
 // ErrUnknownObject (no layout for an id), ErrBodyCount (the sender's layout
 // differs), ErrOutOfRange (a value outside the limits, an undefined action, an
@@ -726,8 +727,8 @@ func (c *snapshotCodec) decodeSnapshot(src []byte, s *Snapshot) error {
 		return &CodecError{Op: "decode", Offset: off, Object: id, Body: body, Field: field, Value: v, Err: err}
 	}
 	s.Objects = s.Objects[:0]
-	if len(src) > MaxPacketSize {
-		return fail(MaxPacketSize, 0, -1, "size", float64(len(src)), errTooLarge)
+	if len(src) > maxPacketSize {
+		return fail(maxPacketSize, 0, -1, "size", float64(len(src)), errTooLarge)
 	}
 	if len(src) < 2 {
 		return fail(len(src), 0, -1, "header", float64(len(src)), errTruncated)
@@ -809,7 +810,7 @@ func (c *snapshotCodec) decodeSnapshot(src []byte, s *Snapshot) error {
 				return fail(at(), id, -1, "strike", float64(code), ErrOutOfRange)
 			}
 			fs.Strike = strikeParts[code]
-			if field, v := fs.validate(MaxWireHP); field != "" {
+			if field, v := fs.validate(maxWireHP); field != "" {
 				return fail(at(), id, -1, field, v, ErrOutOfRange)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 const floatSlack = 1e-9
@@ -39,7 +40,7 @@ func checkClose(t testing.TB, want, got *ObjectState, l *Layout) {
 		if dx, dy := math.Abs(w.Pos.X-g.Pos.X), math.Abs(w.Pos.Y-g.Pos.Y); dx > posErr+floatSlack || dy > posErr+floatSlack {
 			t.Errorf("%v body %d: position error (%.6f, %.6f) m", want.ID, i, dx, dy)
 		}
-		if d := math.Abs(AngleDiff(w.Angle, g.Angle)); d > angErr+floatSlack {
+		if d := math.Abs(angle.Diff(w.Angle, g.Angle)); d > angErr+floatSlack {
 			t.Errorf("%v body %d: angle error %.5f°", want.ID, i, deg(d))
 		}
 		if dx, dy := math.Abs(w.Vel.X-g.Vel.X), math.Abs(w.Vel.Y-g.Vel.Y); dx > velErr+floatSlack || dy > velErr+floatSlack {
@@ -102,7 +103,7 @@ func TestCodecRoundTripRandom(t *testing.T) {
 		s.Reset(clocksync.GameTime(rng.Int63()-rng.Int63()), rng.Uint32())
 		os := s.next()
 		os.ID = 3
-		os.Fighter = FighterState{HP: rng.Intn(MaxWireHP + 1), Action: Action(1 + rng.Intn(int(numActions)-1)),
+		os.Fighter = FighterState{HP: rng.Intn(maxWireHP + 1), Action: Action(1 + rng.Intn(int(numActions)-1)),
 			Facing: []Facing{FacingLeft, FacingRight}[rng.Intn(2)], AttackSeq: uint8(rng.Intn(4))}
 		if os.Fighter.Action == ActionPunch || os.Fighter.Action == ActionKick {
 			os.Fighter.Phase = AttackPhase(rng.Intn(4))
@@ -182,7 +183,7 @@ func TestCodecEdgeOfLimits(t *testing.T) {
 			if err := lim.validateBody(1, 0, &g); err != nil {
 				t.Errorf("decoded edge state does not validate: %v", err)
 			}
-			if g.Pos.Sub(st.Pos).Len() > 2*posQuantum || g.Vel.Sub(st.Vel).Len() > 4*velQuantum || math.Abs(AngleDiff(g.Angle, st.Angle)) > 2*rootAngleStep {
+			if g.Pos.Sub(st.Pos).Len() > 2*posQuantum || g.Vel.Sub(st.Vel).Len() > 4*velQuantum || math.Abs(angle.Diff(g.Angle, st.Angle)) > 2*rootAngleStep {
 				t.Errorf("edge state %+v decoded as %+v", st, g)
 			}
 		})
@@ -307,7 +308,7 @@ func TestCodecEncodeErrors(t *testing.T) {
 		{"inf", func(s *Snapshot) { s.Objects[1].Bodies[0].Pos.X = math.Inf(-1) }, ErrNotFinite, "pos.x"},
 		{"out of bounds", func(s *Snapshot) { s.Objects[0].Bodies[0].Pos.Y = 50 }, ErrOutOfRange, "pos.y"},
 		{"too fast", func(s *Snapshot) { s.Objects[1].Bodies[0].AngVel = 1e4 }, ErrOutOfRange, "angvel"},
-		{"hp", func(s *Snapshot) { s.Objects[0].Fighter.HP = MaxWireHP + 1 }, ErrOutOfRange, "hp"},
+		{"hp", func(s *Snapshot) { s.Objects[0].Fighter.HP = maxWireHP + 1 }, ErrOutOfRange, "hp"},
 		{"action", func(s *Snapshot) { s.Objects[0].Fighter.Action = numActions }, ErrOutOfRange, "action"},
 		{"facing", func(s *Snapshot) { s.Objects[0].Fighter.Facing = FacingUnknown }, ErrOutOfRange, "facing"},
 		{"phase", func(s *Snapshot) { s.Objects[0].Fighter.Phase = PhaseActive }, ErrOutOfRange, "phase"},
@@ -413,7 +414,7 @@ func TestCodecDecodeErrors(t *testing.T) {
 		}
 	}
 	fighterHeader := func(hp, action uint64) func(w *bitWriter) { return fighterState(hp, action, 0, 0) }
-	big := make([]byte, MaxPacketSize+1)
+	big := make([]byte, maxPacketSize+1)
 	copy(big, valid)
 	for _, tc := range []struct {
 		name  string
@@ -444,7 +445,7 @@ func TestCodecDecodeErrors(t *testing.T) {
 		{"x out of range", packet{snapshotVersion, c.tag, 0, 0, crate(c.nx+1, 0, 0)}.bytes(), ErrOutOfRange, "pos.x"},
 		{"y out of range", packet{snapshotVersion, c.tag, 0, 0, crate(0, c.ny+1, 0)}.bytes(), ErrOutOfRange, "pos.y"},
 		{"too fast", packet{snapshotVersion, c.tag, 0, 0, crate(1, 1, c.nv+1)}.bytes(), ErrOutOfRange, "vel.x"},
-		{"hp", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(MaxWireHP+1, 1)}.bytes(), ErrOutOfRange, "hp"},
+		{"hp", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(maxWireHP+1, 1)}.bytes(), ErrOutOfRange, "hp"},
 		{"action", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(5, 15)}.bytes(), ErrOutOfRange, "action"},
 		{"unknown action 0", packet{snapshotVersion, c.tag, 0, 0, fighterHeader(5, 0)}.bytes(), ErrOutOfRange, "action"},
 		{"strike code", packet{snapshotVersion, c.tag, 0, 0, fighterState(5, uint64(ActionKick), 2, 7)}.bytes(), ErrOutOfRange, "strike"},
@@ -728,7 +729,7 @@ func TestCodecErrorAtTheLimits(t *testing.T) {
 				} {
 					worst[j] = math.Max(worst[j], r)
 				}
-				if e := math.Abs(AngleDiff(a.Angle, g.Angle)); e > maxChildAngleError+floatSlack {
+				if e := math.Abs(angle.Diff(a.Angle, g.Angle)); e > maxChildAngleError+floatSlack {
 					t.Fatalf("iter %d body %d: angle error %.5f°", iter, i, deg(e))
 				}
 			}

@@ -89,7 +89,7 @@
 //	  per object, ids strictly increasing:
 //	    ue(0)  id − previous id − 1 (previous id starts at 0)
 //	    fighters only (the layout says so), a FighterState:
-//	      10   HP (≤ MaxWireHP)
+//	      10   HP (≤ 1000)
 //	      4    action (a defined Action)
 //	      1    facing (1 right, 0 left)
 //	      2    attack phase
@@ -150,7 +150,7 @@
 // bytes).
 //
 // Decoding checks everything and never panics: a packet longer than
-// MaxPacketSize (1200 bytes), more than 64 objects or 512 bodies, a wrong
+// 1200 bytes, more than 64 objects or 512 bodies, a wrong
 // version or configuration tag, a truncated field, an unknown object id, a
 // value outside the limits (every decoded body passes the world's limits, so
 // it is safe to write into the world), an undefined action, an absurd code, a

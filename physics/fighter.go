@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 // Fighter is an active ragdoll: ten bodies held together by motorised
@@ -89,10 +91,6 @@ func (f *Fighter) Input() Input { return f.input }
 // Action returns what the fighter is doing.
 func (f *Fighter) Action() Action { return f.action }
 
-// AttackPhase returns the phase of the punch or kick in progress, or
-// PhaseNone.
-func (f *Fighter) AttackPhase() AttackPhase { return f.phase }
-
 // strikingPart returns the limb that hits during the active phase of the
 // attack in progress (a lower arm for a punch, the right lower leg for a
 // kick), or PartUnknown.
@@ -169,11 +167,11 @@ type FighterState struct {
 	AttackSeq uint8
 }
 
-// validate checks s for a fighter with the given full health (0: MaxWireHP)
+// validate checks s for a fighter with the given full health (0: maxWireHP)
 // and returns the first bad field, or "".
 func (s *FighterState) validate(maxHP int) (field string, value float64) {
 	if maxHP == 0 {
-		maxHP = MaxWireHP
+		maxHP = maxWireHP
 	}
 	switch {
 	case s.HP < 0 || s.HP > maxHP:
@@ -451,7 +449,7 @@ func (f *Fighter) update() {
 		return
 	}
 	torso := f.obj.bodies[0]
-	theta := wrapAngle(torso.M_sweep.A)
+	theta := angle.Wrap(torso.M_sweep.A)
 	x := torso.M_sweep.C.X
 	f.grounded = f.footDown(PartLowerLegL.Index()) || f.footDown(PartLowerLegR.Index())
 
@@ -526,7 +524,7 @@ func (f *Fighter) follow() {
 		f.phaseTicks++
 		f.followAttack()
 	}
-	f.act(wrapAngle(f.obj.bodies[0].M_sweep.A))
+	f.act(angle.Wrap(f.obj.bodies[0].M_sweep.A))
 }
 
 // followAttack advances a following fighter's attack on its own timers;
@@ -826,7 +824,7 @@ func (f *Fighter) act(theta float64) {
 	mass := f.obj.mass
 	weight := mass * f.world.cfg.Gravity
 	w := torso.M_angularVelocity
-	torque := t.UprightKp*AngleDiff(lean, theta) - t.UprightKd*w
+	torque := t.UprightKp*angle.Diff(lean, theta) - t.UprightKd*w
 	if f.action != ActionGettingUp {
 		// Balance gives out with the lean: full up to half of FallAngle,
 		// nothing beyond FallAngle, so a hard enough push makes it fall.

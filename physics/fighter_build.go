@@ -71,15 +71,17 @@ type FighterConfig struct {
 	// Facing is the initial facing. Zero: toward the arena's centre
 	// (right when X == 0). Fighters then turn to face their nearest rival.
 	Facing Facing
-	// MaxHP is the fighter's full health, 1..MaxWireHP. Zero: 100.
+	// MaxHP is the fighter's full health, 1..1000 (the most a snapshot
+	// carries). Zero: 100.
 	MaxHP int
 	// Tuning overrides the default tuning. Nil: the defaults; zero
 	// fields of a given Tuning take their defaults too.
 	Tuning *Tuning
 }
 
-// MaxWireHP is the largest HP a snapshot can carry (10 bits).
-const MaxWireHP = 1000
+// maxWireHP is the largest HP a snapshot can carry (10 bits; FighterConfig.MaxHP
+// and the package doc state it).
+const maxWireHP = 1000
 
 // AddFighter builds a ragdoll fighter with id, standing on the ground at
 // cfg.X. Construction is deterministic: the same config and id give the same
@@ -100,8 +102,8 @@ func (w *World) AddFighter(id ObjectID, cfg FighterConfig) (*Fighter, error) {
 	if cfg.MaxHP == 0 {
 		cfg.MaxHP = 100
 	}
-	if cfg.MaxHP < 1 || cfg.MaxHP > MaxWireHP {
-		return nil, fmt.Errorf("%w: fighter MaxHP %d, want 1..%d", ErrInvalidConfig, cfg.MaxHP, MaxWireHP)
+	if cfg.MaxHP < 1 || cfg.MaxHP > maxWireHP {
+		return nil, fmt.Errorf("%w: fighter MaxHP %d, want 1..%d", ErrInvalidConfig, cfg.MaxHP, maxWireHP)
 	}
 	in := w.Arena()
 	if !isFinite(cfg.X) || cfg.X < in.Min.X+0.5 || cfg.X > in.Max.X-0.5 {

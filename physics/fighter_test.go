@@ -10,6 +10,7 @@ import (
 	"github.com/ByteArena/box2d"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 func TestIdleFighterStaysStanding(t *testing.T) {
@@ -163,7 +164,7 @@ func TestPunchAndKickHitOnlyInReach(t *testing.T) {
 				for i := 0; i < 60; i++ {
 					w.Step()
 					a.SetInput(0)
-					if a.AttackPhase() == PhaseActive {
+					if a.State().Phase == PhaseActive {
 						sawActive = true
 						if p := a.strikingPart(); p != tc.limb[0] && (len(tc.limb) < 2 || p != tc.limb[1]) {
 							t.Fatalf("striking part %v", p)
@@ -207,8 +208,8 @@ func TestAttackPhasesAndCooldown(t *testing.T) {
 	for i := 0; i < tu.PunchWindup+tu.PunchActive+tu.PunchRecovery+2; i++ {
 		w.Step()
 		f.SetInput(InputPunch) // held: no second punch
-		if n := len(phases); n == 0 || phases[n-1] != f.AttackPhase() {
-			phases = append(phases, f.AttackPhase())
+		if n := len(phases); n == 0 || phases[n-1] != f.State().Phase {
+			phases = append(phases, f.State().Phase)
 		}
 	}
 	want := []AttackPhase{PhaseWindup, PhaseActive, PhaseRecovery, PhaseNone}
@@ -575,7 +576,7 @@ func TestFighterConfigValidation(t *testing.T) {
 	w := newWorld(t)
 	for i, cfg := range []FighterConfig{
 		{MaxHP: -1},
-		{MaxHP: MaxWireHP + 1},
+		{MaxHP: maxWireHP + 1},
 		{Facing: 3},
 		{X: math.NaN()},
 		{Tuning: &Tuning{UprightKp: -5}},
@@ -729,8 +730,8 @@ func TestFollowingFighter(t *testing.T) {
 	if dx := b.Object().readBody(0).Pos.X - x0; dx > -0.5 {
 		t.Errorf("walked %.2f m in a second, want to the left", dx)
 	}
-	if b.Action() != ActionWalk || b.AttackPhase() != PhaseNone || b.Facing() != FacingLeft {
-		t.Errorf("decided on its own: %v %v %v", b.Action(), b.AttackPhase(), b.Facing())
+	if b.Action() != ActionWalk || b.State().Phase != PhaseNone || b.Facing() != FacingLeft {
+		t.Errorf("decided on its own: %v %v %v", b.Action(), b.State().Phase, b.Facing())
 	}
 	// Not following, the same fighter is a limp ragdoll again.
 	b.SetFollowing(false)
@@ -764,7 +765,7 @@ func TestGaitFollowsTheClock(t *testing.T) {
 	before := walkers[0].gait
 	worlds[0].Step()
 	want := math.Mod(before+2*math.Pi*walkers[0].tuning.StepRate*dt, 2*math.Pi)
-	if d := math.Abs(AngleDiff(walkers[0].gait, want)); d > 1e-9 {
+	if d := math.Abs(angle.Diff(walkers[0].gait, want)); d > 1e-9 {
 		t.Errorf("gait %v after a step without SetClock, want %v", walkers[0].gait, want)
 	}
 }
@@ -791,43 +792,43 @@ func TestFollowRemoteStateRunsAttacksOn(t *testing.T) {
 	// here are the owner's ticks s+4 … s+PunchWindup, the last of them the
 	// first of the active phase.
 	for i := range tu.PunchWindup - 3 {
-		if b.AttackPhase() != PhaseWindup {
-			t.Fatalf("step %d: phase %v, want windup", i, b.AttackPhase())
+		if b.State().Phase != PhaseWindup {
+			t.Fatalf("step %d: phase %v, want windup", i, b.State().Phase)
 		}
 		w.Step()
 	}
 	// The last step was the owner's tick s+PunchWindup: active.
-	if b.AttackPhase() != PhaseActive {
-		t.Fatalf("phase %v after the owner's windup, want active", b.AttackPhase())
+	if b.State().Phase != PhaseActive {
+		t.Fatalf("phase %v after the owner's windup, want active", b.State().Phase)
 	}
 	// A late report of the windup does not set it back.
 	if err := b.FollowRemoteState(punch(PhaseWindup, 1), 6*TickDuration); err != nil {
 		t.Fatal(err)
 	}
-	if b.AttackPhase() != PhaseActive || b.State().AttackSeq != 1 {
-		t.Fatalf("a stale report set the attack back to %v", b.AttackPhase())
+	if b.State().Phase != PhaseActive || b.State().AttackSeq != 1 {
+		t.Fatalf("a stale report set the attack back to %v", b.State().Phase)
 	}
 	// It ends on its own, and the fighter does what the input says.
 	b.SetInput(InputBlock)
 	for range tu.PunchActive + tu.PunchRecovery {
 		w.Step()
 	}
-	if b.AttackPhase() != PhaseNone || b.Action() != ActionBlock {
-		t.Fatalf("after the punch: %v %v, want blocking", b.Action(), b.AttackPhase())
+	if b.State().Phase != PhaseNone || b.Action() != ActionBlock {
+		t.Fatalf("after the punch: %v %v, want blocking", b.Action(), b.State().Phase)
 	}
 	// Reports of the finished punch change nothing.
 	if err := b.FollowRemoteState(punch(PhaseRecovery, 1), 5*TickDuration); err != nil {
 		t.Fatal(err)
 	}
-	if b.AttackPhase() != PhaseNone || b.Action() != ActionBlock {
-		t.Fatalf("a report of the finished punch restarted it: %v %v", b.Action(), b.AttackPhase())
+	if b.State().Phase != PhaseNone || b.Action() != ActionBlock {
+		t.Fatalf("a report of the finished punch restarted it: %v %v", b.Action(), b.State().Phase)
 	}
 	// A report of a next attack long over by now plays out at once.
 	if err := b.FollowRemoteState(punch(PhaseWindup, 2), 100*TickDuration); err != nil {
 		t.Fatal(err)
 	}
-	if b.AttackPhase() != PhaseNone || b.State().AttackSeq != 2 {
-		t.Fatalf("an attack 100 ticks old is still on: %v", b.AttackPhase())
+	if b.State().Phase != PhaseNone || b.State().AttackSeq != 2 {
+		t.Fatalf("an attack 100 ticks old is still on: %v", b.State().Phase)
 	}
 	// A knock-down cuts an attack short.
 	if err := b.FollowRemoteState(punch(PhaseActive, 3), 1*TickDuration); err != nil {
@@ -836,8 +837,8 @@ func TestFollowRemoteStateRunsAttacksOn(t *testing.T) {
 	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionDown, Facing: FacingLeft, AttackSeq: 3}, 1*TickDuration); err != nil {
 		t.Fatal(err)
 	}
-	if b.AttackPhase() != PhaseNone || b.Action() != ActionDown {
-		t.Fatalf("knocked down mid-punch: %v %v", b.Action(), b.AttackPhase())
+	if b.State().Phase != PhaseNone || b.Action() != ActionDown {
+		t.Fatalf("knocked down mid-punch: %v %v", b.Action(), b.State().Phase)
 	}
 	if err := b.FollowRemoteState(FighterState{HP: 40, Action: ActionUnknown, Facing: FacingLeft}, 1*TickDuration); !errors.Is(err, ErrOutOfRange) {
 		t.Errorf("invalid state: %v", err)

@@ -176,7 +176,7 @@ const (
 	ActionWalk             // walking left or right
 	ActionJump             // in the air after a jump
 	ActionBlock            // crouching with arms up; hits do less damage
-	ActionPunch            // a punch in progress (see Fighter.AttackPhase)
+	ActionPunch            // a punch in progress (its phase: FighterState.Phase)
 	ActionKick             // a kick in progress
 	ActionDown             // fallen, limp
 	ActionGettingUp        // standing back up
@@ -198,7 +198,8 @@ func (a Action) String() string {
 // isValid reports whether a is a defined, non-zero action.
 func (a Action) isValid() bool { return a > ActionUnknown && a < numActions }
 
-// AttackPhase is the phase of a punch or kick.
+// AttackPhase is the phase of a punch or kick (FighterState.Phase, from
+// Fighter.State).
 type AttackPhase uint8
 
 const (

@@ -3,6 +3,8 @@ package physics
 import (
 	"math"
 	"testing"
+
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 func newWorld(t testing.TB) *World {
@@ -49,7 +51,7 @@ func steps(w *World, n int) {
 func deg(rad float64) float64 { return rad * 180 / math.Pi }
 
 // torsoAngle returns the fighter's torso angle wrapped to [-π, π).
-func torsoAngle(f *Fighter) float64 { return wrapAngle(f.Object().readBody(0).Angle) }
+func torsoAngle(f *Fighter) float64 { return angle.Wrap(f.Object().readBody(0).Angle) }
 
 // hipPoint returns the world position of the fighter's hip joint.
 func hipPoint(f *Fighter) Vec2 {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 func TestWriteStateValidates(t *testing.T) {
@@ -155,7 +157,7 @@ func TestWriteStateRoundTrip(t *testing.T) {
 	}
 	st = f.Object().ReadState(nil)
 	for i := range st {
-		st[i].Angle = wrapAngle(st[i].Angle + 2*math.Pi*float64(i%3-1))
+		st[i].Angle = angle.Wrap(st[i].Angle + 2*math.Pi*float64(i%3-1))
 	}
 	if err := f.Object().WriteState(st); err != nil {
 		t.Fatal(err)

@@ -66,23 +66,4 @@ func (r Rect) Contains(p Vec2) bool {
 // Size returns the width and height of r.
 func (r Rect) Size() Vec2 { return r.Max.Sub(r.Min) }
 
-// wrapAngle maps a to the half-open interval [-π, π).
-func wrapAngle(a float64) float64 {
-	if a >= -math.Pi && a < math.Pi {
-		return a
-	}
-	a = math.Mod(a+math.Pi, 2*math.Pi)
-	if a < 0 {
-		a += 2 * math.Pi
-	}
-	a -= math.Pi
-	if a >= math.Pi { // rounding at the top edge
-		a = -math.Pi
-	}
-	return a
-}
-
-// AngleDiff returns the shortest signed difference a-b, in [-π, π).
-func AngleDiff(a, b float64) float64 { return wrapAngle(a - b) }
-
 func sincos(a float64) (s, c float64) { return math.Sincos(a) }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/ByteArena/box2d"
+
+	"github.com/ragsync/ragsync/internal/angle"
 )
 
 func TestWorldConfigDefaultsAndValidation(t *testing.T) {
@@ -341,7 +343,7 @@ func TestSpeedsAndAnglesStayInLimits(t *testing.T) {
 	// A spinning body's angle is unwound by whole turns.
 	body.M_sweep.A = 2 * math.Pi * 20.25
 	w.Step()
-	if a := ball.readBody(0).Angle; math.Abs(a) > 2*math.Pi*unwindTurns || math.Abs(AngleDiff(a, math.Pi/2)) > 0.5 {
+	if a := ball.readBody(0).Angle; math.Abs(a) > 2*math.Pi*unwindTurns || math.Abs(angle.Diff(a, math.Pi/2)) > 0.5 {
 		t.Errorf("angle not unwound: %v", a)
 	}
 }

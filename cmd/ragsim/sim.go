@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/ragsync/ragsync"
@@ -238,9 +239,8 @@ func (p *peer) tick() {
 	p.recordDamage(g)
 	fr := frame{g: g, t: p.master.Now()}
 	rep := p.match.Replicator()
-	reg := rep.Registry()
 	for i, id := range objectIDs {
-		m := reg.Mode(id)
+		m := rep.Mode(id)
 		fr.owned[i] = m == ownership.ModeOwned
 		fr.remote[i] = m == ownership.ModeRemote
 		o := p.world.Object(id)
@@ -414,7 +414,7 @@ func measure(res *Result, a, b *peer) {
 			var ok [len(objectIDs)]bool
 			for k := range objectIDs {
 				if f.remote[k] {
-					ok[k] = owner.trueAt(k, f.g, &tru)
+					ok[k] = trueAt(owner, k, gameTime, f.g, clocksync.GameTime(3*tickLen/time.Microsecond), &tru)
 				}
 			}
 			for k := range objectIDs {
@@ -530,7 +530,7 @@ func trueError(a, b *peer, lag time.Duration, errs *[]float64) (sq float64, n in
 			f := &cp.frames[i]
 			var tru objPos
 			for k := range objectIDs {
-				if !f.remote[k] || !owner.trueAtMaster(k, f.t-lag, &tru) {
+				if !f.remote[k] || !trueAt(owner, k, masterTime, f.t-lag, 3*tickLen, &tru) {
 					continue
 				}
 				for bi := range f.p.n[k] {
@@ -557,7 +557,7 @@ func bodyError(a, b *peer) (sq float64, n int) {
 			f := &cp.frames[i]
 			var tru objPos
 			for k := range objectIDs {
-				if !f.remote[k] || !owner.trueAtMaster(k, f.t, &tru) {
+				if !f.remote[k] || !trueAt(owner, k, masterTime, f.t, 3*tickLen, &tru) {
 					continue
 				}
 				for bi := range f.body.n[k] {
@@ -571,59 +571,28 @@ func bodyError(a, b *peer) (sq float64, n int) {
 	return sq, n
 }
 
-// trueAtMaster interpolates the owner's positions of object k at master
-// time t from its recorded ticks, if it owned the object at both
-// surrounding ticks.
-func (p *peer) trueAtMaster(k int, t time.Duration, dst *objPos) bool {
-	i, _ := slices.BinarySearchFunc(p.frames, t, func(f frame, t time.Duration) int {
-		switch {
-		case f.t < t:
-			return -1
-		case f.t > t:
-			return 1
-		}
-		return 0
-	})
-	if i == 0 || i >= len(p.frames) {
-		return false
-	}
-	f0, f1 := &p.frames[i-1], &p.frames[i]
-	if !f0.owned[k] || !f1.owned[k] || f1.t-f0.t > 3*tickLen {
-		return false
-	}
-	w := 1.0
-	if f1.t != f0.t {
-		w = float64(t-f0.t) / float64(f1.t-f0.t)
-	}
-	dst.n[k] = f1.p.n[k]
-	for bi := range f1.p.n[k] {
-		dst.pos[k][bi] = f0.p.pos[k][bi].Add(f1.p.pos[k][bi].Sub(f0.p.pos[k][bi]).Scale(w))
-	}
-	return true
-}
+// masterTime and gameTime are the two clocks a frame is stamped with, for
+// trueAt.
+func masterTime(f *frame) time.Duration    { return f.t }
+func gameTime(f *frame) clocksync.GameTime { return f.g }
 
-// trueAt interpolates the owner's positions of object k at game time g from
-// its recorded ticks, if it owned the object at both surrounding ticks.
-func (p *peer) trueAt(k int, g clocksync.GameTime, dst *objPos) bool {
-	i, _ := slices.BinarySearchFunc(p.frames, g, func(f frame, g clocksync.GameTime) int {
-		switch {
-		case f.g < g:
-			return -1
-		case f.g > g:
-			return 1
-		}
-		return 0
-	})
+// trueAt interpolates owner p's positions of object k at time t from its
+// recorded ticks, on the clock key reads from each (masterTime or
+// gameTime), if it owned the object at both surrounding ticks and they are
+// at most maxGap apart.
+func trueAt[T ~int64](p *peer, k int, key func(*frame) T, t, maxGap T, dst *objPos) bool {
+	i := sort.Search(len(p.frames), func(i int) bool { return key(&p.frames[i]) >= t })
 	if i == 0 || i >= len(p.frames) {
 		return false
 	}
 	f0, f1 := &p.frames[i-1], &p.frames[i]
-	if !f0.owned[k] || !f1.owned[k] || f1.g-f0.g > clocksync.GameTime(3*tickLen/time.Microsecond) {
+	t0, t1 := key(f0), key(f1)
+	if !f0.owned[k] || !f1.owned[k] || t1-t0 > maxGap {
 		return false
 	}
 	w := 1.0
-	if f1.g != f0.g {
-		w = float64(g-f0.g) / float64(f1.g-f0.g)
+	if t1 != t0 {
+		w = float64(t-t0) / float64(t1-t0)
 	}
 	dst.n[k] = f1.p.n[k]
 	for bi := range f1.p.n[k] {

@@ -48,7 +48,8 @@ const (
 	// MaxReportChanges bounds the HP changes of one report (HP only goes
 	// down during a round, so a fighter of MaxHP 100 has at most 100).
 	MaxReportChanges = 200
-	// MaxReportHP bounds the HP values of a report (physics.MaxWireHP).
+	// MaxReportHP bounds the HP values of a report (the most a physics
+	// snapshot carries, physics.FighterConfig.MaxHP).
 	MaxReportHP = 1000
 	// MaxRoundLength bounds the round length a message may announce.
 	MaxRoundLength = time.Hour

@@ -169,10 +169,9 @@ func (g *Game) drawWorld(screen *ebiten.Image, pl *game.Player) {
 		hw := float32(0.45*c.scale) * float32(max(0.3, 1-p.Y/4))
 		b.quad(dst, sx-hw, sy-3, sx+hw, sy-3, sx+hw*0.8, sy+4, sx-hw*0.8, sy+4, colShadow)
 	}
-	reg := rep.Registry()
 	for _, id := range []physics.ObjectID{game.CrateID, game.BallID} {
 		o := w.Object(id)
-		owner, _ := reg.Owner(id)
+		owner, _ := rep.Owner(id)
 		col := colPropOff
 		if owner == 1 || owner == 2 {
 			col = colProp[owner]
