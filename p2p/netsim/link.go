@@ -124,9 +124,6 @@ func (l *Link) SetConfig(cfg Config) error {
 	return nil
 }
 
-// Config returns the link's configuration.
-func (l *Link) Config() Config { return l.cfg }
-
 // Stats returns the link's counters.
 func (l *Link) Stats() Stats {
 	s := l.stats
