@@ -176,11 +176,13 @@
 // pairing has ended), 409 token_used (a newer request with the same token
 // replaced this one), 429 too_many_conns, 503 too_many_relays or
 // shutting_down, 504 peer_timeout. An established stream lives on until
-// either side closes it, it idles for Config.RelayIdleTimeout, or the
-// server shuts down. The server copies each direction through one bounded
-// buffer (Config.RelayBufferBytes), so a reader that stops reading stalls
-// its sender by TCP flow control; when either side closes, both
-// connections are closed. DialRelay is the client side.
+// either side closes it, no byte has moved in either direction for
+// Config.RelayIdleTimeout, or the server shuts down. The server copies each
+// direction through one bounded buffer (Config.RelayBufferBytes); a
+// player that stops reading first stalls its sender by TCP flow control,
+// and once a write to it has waited Config.WriteTimeout the stream is
+// closed. When either side closes, both connections are closed. DialRelay
+// is the client side.
 //
 // Re-attaching: a token may be used again until its pairing ends (a player
 // leaves the room or disconnects) or it expires. There is at most one

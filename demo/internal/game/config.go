@@ -51,8 +51,7 @@ type Config struct {
 	ICE         []string
 	LAN         bool
 	// Prefer is the transport policy (-prefer): TransportUnknown, the
-	// default ("ping": the lower 3-probe ping wins, near-ties go to
-	// WebRTC); p2p.TransportWebRTC ("webrtc": TCP only as a
+	// default ("ping": see p2p.Config.Prefer); p2p.TransportWebRTC ("webrtc": TCP only as a
 	// fallback); or p2p.TransportTCP ("tcp").
 	Prefer      p2p.TransportKind
 	RoundLength time.Duration
@@ -111,7 +110,7 @@ Flags:
 	var ice stringList
 	fs.Var(&ice, "ice", "STUN/TURN server URL for WebRTC (repeatable), e.g. stun:stun.example.org:3478 or turn:USER:PASS@host:3478 (USER and PASS percent-encoded: %3A for ':', %40 for '@'); none by default")
 	fs.BoolVar(&c.LAN, "lan", false, "gather WebRTC candidates on every interface even with a loopback -signal (the host of a game between two machines needs it)")
-	prefer := fs.String("prefer", "ping", "transport policy: ping (WebRTC as soon as it answers a probe unless the relay answered faster, else the lower 3-probe ping; pings within 5 ms or 10% are a tie, which WebRTC wins), webrtc (TCP relay only as a fallback), or tcp")
+	prefer := fs.String("prefer", "ping", "transport policy: ping (WebRTC as soon as its channel opens if the relay is not open yet, or answers a probe unless the relay answered faster; else the lower 3-probe ping; pings within 5 ms or 10% are a tie, which WebRTC wins), webrtc (TCP relay only as a fallback), or tcp")
 	fs.DurationVar(&c.RoundLength, "round", DefaultRoundLength, "length of a round (the host's counts)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the bots and the network impairment")
 	fs.BoolVar(&c.Verbose, "v", false, "debug logs (sessions, pion)")
