@@ -117,12 +117,21 @@
 // pins the relay's TLS instead of the DTLS fingerprint (see Security).
 // Natively, peer-reflexive and host candidate pairs are accepted at once
 // (pion waits 1 s for a peer-reflexive one by default; a browser's
-// candidates arrive as peer-reflexive behind mDNS names), and the
-// session's key is made, and in a browser a first RTCPeerConnection
-// warmed up, while waiting for a peer. In a browser the relay's TLS
-// handshake (pure Go, on the page's one thread) waits until the session
-// runs, or 1 s at most, so that it does not hold up the answers to
-// WebRTC's first probes. Writers of other clients:
+// candidates arrive as peer-reflexive behind mDNS names), offers and
+// answers carry the candidates gathered within 20 ms, and the session's
+// key is made while waiting for a peer. In a browser, Connect and
+// CreateRoom make the WebRTC offer before joining and send it with the
+// join (signaling's early offers, at most 3 s of waiting for it): the
+// server makes a quick-match player who brings one the offerer, unless
+// the one waiting brought one too, and hands the offer to the answerer
+// with the pairing. Every step of an answer in a page waits for its one
+// thread, behind its frames, while a Go answerer answers within
+// milliseconds; as the offerer the page only applies the answer. The
+// early offer has no candidates of the pairing's ICE servers (the
+// signaling server's TURN): those serve if WebRTC is renegotiated (see
+// Signaling during the match). Also in a browser, the relay's TLS handshake (pure Go, on
+// the page's one thread) waits until the session runs, or 1 s at most, so
+// that it does not hold up WebRTC's setup. Writers of other clients:
 // PROTOCOL.md at the repository's root is the checklist.
 //
 // # Wire format
@@ -263,7 +272,12 @@
 // # Signaling during the match
 //
 // The session keeps its signaling connection for the whole match: WebRTC
-// is renegotiated over it. When it drops (a network blip, a server
+// is renegotiated over it. When the WebRTC path has failed for 2 s while
+// the relay works (4 s when no path answers), or its PeerConnection
+// closed, the offerer makes a new PeerConnection, with the pairing's ICE
+// servers, and sends its offer; the answerer replaces its own on an offer
+// with a new SDP session id. At most one every 2 s (Stats.WebRTCRenewals).
+// When the signaling connection drops (a network blip, a server
 // restart), the session connects again, with backoff (200 ms doubling to
 // 2 s), and takes its place back in the pairing with its relay token
 // (signaling.Client.Rejoin; a server restarted with the same secret
