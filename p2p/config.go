@@ -81,7 +81,8 @@ type Config struct {
 	UDP4Only bool
 	// WebRTCTimeout is how long to wait for the data channel to open before
 	// settling on TCP. Zero means 5s. Once the relay is open, the offerer
-	// waits at most a fifth of it (1 s) more. WebRTC keeps trying in the
+	// waits for WebRTC until a fifth of it (1 s) after the pairing at
+	// most. WebRTC keeps trying in the
 	// background (the offerer negotiates a new PeerConnection when one
 	// fails, or has not connected within 10 s); when it opens and pings as
 	// well, the session moves to it.
@@ -98,8 +99,8 @@ type Config struct {
 	// TCPTimeout bounds one attempt at dialling the relay, the peer
 	// attaching to it and the TLS handshake. Zero means 10s. A relay that
 	// fails or drops is dialled again, after 100 ms doubling up to 1 s.
-	// Once WebRTC is open, the offerer waits at most a fifth of it (2 s)
-	// more for the relay before choosing.
+	// With TCP preferred, once WebRTC is open the offerer waits for the
+	// relay until a fifth of it (2 s) after the pairing at most.
 	TCPTimeout time.Duration
 	// RelayDialer, if set, opens the TCP connections to the relay (the
 	// signaling server's address), e.g. through a proxy, or in tests an

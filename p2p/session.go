@@ -1301,16 +1301,18 @@ func (s *Session) tickLinks(now time.Duration) {
 	if s.role == signaling.RoleOfferer && s.cfg.Prefer != TransportTCP && s.links[0].up() {
 		resolved = true
 	}
-	// Once one transport is open, the other gets a fifth of its own
-	// timeout more (1 s for WebRTC by default): on a long, lossy link the
-	// session starts on the open one rather than wait for the other's
-	// retransmissions, and moves to the other when it opens and pings as
-	// well (see decide). On a LAN both open within milliseconds.
+	// With one transport open, the other has until a fifth of its own
+	// timeout after the pairing (1 s for WebRTC by default): on a long,
+	// lossy link the session starts on the open one rather than wait for
+	// the other's retransmissions, and moves to the other when it opens
+	// and pings as well (see decide); a transport that opens later than
+	// that (a browser's relay, whose TLS waits, see relayTLSDefer) is used
+	// at once. On a LAN both open within milliseconds.
 	for i := range s.links {
 		o := &s.links[1-i]
 		if s.links[i].up() && o.state == LinkConnecting {
 			timeout := s.linksDeadline[1-i] - s.start
-			if now-s.links[i].upAt >= timeout/5 {
+			if now-s.start >= timeout/5 {
 				resolved = true
 			}
 		}
