@@ -236,6 +236,8 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 		}
 	} else if nat.Switches == 0 && nat.Transport != "webrtc" {
 		t.Errorf("native peer on %s, never on WebRTC", nat.Transport)
+	} else if strings.Contains(last.Path, "unknown") {
+		t.Errorf("the browser does not know its candidate types: %s", last.Path)
 	}
 	t.Logf("connect time (pairing to running): browser %.0f ms, native %.0f ms; browser %s, native %s",
 		last.ConnectMs, nat.ConnectMs, last.Path, nat.Path)

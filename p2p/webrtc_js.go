@@ -30,9 +30,108 @@ func newPeerConnection(cfg *Config, _ *identity) (*webrtc.PeerConnection, error)
 	return pc, nil
 }
 
-// watchSelectedPair: the browser does not report the selected pair
-// through pion's js build; Stats shows CandidateUnknown.
-func (t *rtcTransport) watchSelectedPair() {}
+// watchSelectedPair records the types of the selected candidate pair when
+// the connection is up (pion's js build does not report it): from the ICE
+// transport's getSelectedCandidatePair where the browser has it
+// (Chromium), else from getStats' selected pair. Until then, or if neither
+// says, Stats shows CandidateUnknown.
+func (t *rtcTransport) watchSelectedPair() {
+	pc := t.pc.JSValue()
+	onChange := js.FuncOf(func(js.Value, []js.Value) any {
+		if pc.Get("connectionState").String() == "connected" {
+			go t.readSelectedPair(pc) // getStats is a promise: not in the event handler
+		}
+		return nil
+	})
+	pc.Call("addEventListener", "connectionstatechange", onChange)
+	go func() {
+		<-t.ctx.Done()
+		pc.Call("removeEventListener", "connectionstatechange", onChange)
+		onChange.Release()
+	}()
+}
+
+func (t *rtcTransport) readSelectedPair(pc js.Value) {
+	set := func(local, remote string) {
+		t.localCand.Store(uint32(candidateTypeOf(local)))
+		t.remoteCand.Store(uint32(candidateTypeOf(remote)))
+	}
+	if sctp := pc.Get("sctp"); sctp.Truthy() {
+		if ice := sctp.Get("transport").Get("iceTransport"); ice.Truthy() && ice.Get("getSelectedCandidatePair").Type() == js.TypeFunction {
+			if p := ice.Call("getSelectedCandidatePair"); p.Truthy() {
+				set(p.Get("local").Get("type").String(), p.Get("remote").Get("type").String())
+				return
+			}
+		}
+	}
+	report, err := await(pc.Call("getStats"))
+	if err != nil {
+		t.log.Debug("p2p: webrtc: getStats", "err", err)
+		return
+	}
+	var pair js.Value
+	each := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		v := args[0]
+		switch v.Get("type").String() {
+		case "transport":
+			if id := v.Get("selectedCandidatePairId"); id.Truthy() {
+				pair = report.Call("get", id)
+			}
+		case "candidate-pair":
+			if !pair.Truthy() && v.Get("nominated").Truthy() && v.Get("state").String() == "succeeded" {
+				pair = v
+			}
+		}
+		return nil
+	})
+	report.Call("forEach", each)
+	each.Release()
+	if !pair.Truthy() {
+		return
+	}
+	l, r := report.Call("get", pair.Get("localCandidateId")), report.Call("get", pair.Get("remoteCandidateId"))
+	if l.Truthy() && r.Truthy() {
+		set(l.Get("candidateType").String(), r.Get("candidateType").String())
+	}
+}
+
+// candidateTypeOf maps an RTCIceCandidateType.
+func candidateTypeOf(s string) CandidateType {
+	switch s {
+	case "host":
+		return CandidateHost
+	case "srflx":
+		return CandidateSrflx
+	case "prflx":
+		return CandidatePrflx
+	case "relay":
+		return CandidateRelay
+	}
+	return CandidateUnknown
+}
+
+// await waits for a JavaScript promise (from a goroutine, not an event
+// handler).
+func await(p js.Value) (js.Value, error) {
+	type result struct {
+		v   js.Value
+		err error
+	}
+	ch := make(chan result, 1)
+	ok := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		ch <- result{v: args[0]}
+		return nil
+	})
+	fail := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		ch <- result{err: errors.New(args[0].Call("toString").String())}
+		return nil
+	})
+	defer ok.Release()
+	defer fail.Release()
+	p.Call("then", ok, fail)
+	r := <-ch
+	return r.v, r.err
+}
 
 // localSDP adds the fingerprint of the session's certificate to a
 // description the browser made: its DTLS certificate is the browser's,
