@@ -118,7 +118,10 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 	status := "the rival is gone"
 	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
 		ls := pl.Session().Stats()
-		status = fmt.Sprintf("%s | rtt %.1f ms", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
+		status = game.PathOf(&ls) + " | rtt -" // no round trip on this path yet (it just came back)
+		if ls.RTT.Samples > 0 {
+			status = fmt.Sprintf("%s | rtt %.1f ms", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
+		}
 	}
 	g.say(status, 20, 44, 1, colDim, false)
 	keys := "F1 net HUD  F2 ghost  F3/H controls  Esc quit"
@@ -383,9 +386,13 @@ func netLines(a *game.App, pl *game.Player, dst []hudLine) []hudLine {
 	if !ls.ClockSynced {
 		conv = " (not converged)"
 	}
+	rtt := "RTT  none yet on this path"
+	if ls.RTT.Samples > 0 {
+		rtt = fmt.Sprintf("RTT  last %.2f  min %.2f  smoothed %.2f  p95 %.2f ms", ms(ls.RTT.Last), ms(ls.RTT.Min), ms(ls.RTT.Smoothed), ms(ls.RTT.P95))
+	}
 	dst = append(dst,
 		hudLine{fmt.Sprintf("%s  (switches %d, %s)", path, ls.Switches, ls.State), pathCol},
-		hudLine{fmt.Sprintf("RTT  last %.2f  min %.2f  smoothed %.2f  p95 %.2f ms", ms(ls.RTT.Last), ms(ls.RTT.Min), ms(ls.RTT.Smoothed), ms(ls.RTT.P95)), nil},
+		hudLine{rtt, nil},
 		hudLine{fmt.Sprintf("jitter in %.2f  out %.2f ms | link loss %.1f%% (total %.1f%%) | rival states lost %.1f%% (by sequence number)",
 			ms(ls.Jitter), ms(ls.JitterOut), 100*ls.LossRecent, 100*ls.Loss, 100*d.StateLoss()), nil},
 		hudLine{fmt.Sprintf("rival states %.1f ms old +/- %.1f on arrival (game clock) | rival sends %.0f states/s", ms(age), ms(ageJ), d.StateRate()), nil},
