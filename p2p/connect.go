@@ -24,7 +24,10 @@ const QuickMatch = ""
 // is QuickMatch, or a room code: the room is joined if it exists (created by
 // the other player, with CreateRoom or with Connect and the same code) and
 // created with that code otherwise, so two players who agreed on a code can
-// both Connect with it, in either order (the creator is the offerer). It returns when the session has chosen its first transport:
+// both Connect with it, in either order (the creator is the offerer, but
+// in a browser Connect brings an early offer, which makes it the offerer
+// against a Go player; see In a browser). It returns when the session has
+// chosen its first transport:
 // the offerer after probing, the answerer when the offerer's choice arrives.
 // ctx bounds the whole of it; the session itself lives until Close or a
 // disconnect.
@@ -83,7 +86,9 @@ type Room struct {
 
 // CreateRoom creates a private room on the signaling server and returns
 // it; give Code to the other player, who passes it to Connect. Then call
-// Room.Connect to wait for them. The creator is the offerer.
+// Room.Connect to wait for them. The creator is the offerer, unless only
+// the joiner brings an early offer (a browser against a Go creator; see
+// In a browser).
 func CreateRoom(ctx context.Context, signalingURL string, cfg Config) (*Room, error) {
 	c, err := cfg.withDefaults(signalingURL)
 	if err != nil {

@@ -122,9 +122,9 @@
 // key is made while waiting for a peer. In a browser, Connect and
 // CreateRoom make the WebRTC offer before joining and send it with the
 // join (signaling's early offers, at most 3 s of waiting for it): the
-// server makes a quick-match player who brings one the offerer, unless
-// the one waiting brought one too, and hands the offer to the answerer
-// with the pairing. Every step of an answer in a page waits for its one
+// server makes a player who brings one the offerer, even if it arrives
+// second in quick match or joins a room, unless the other player brought
+// one too, and hands the offer to the answerer with the pairing. Every step of an answer in a page waits for its one
 // thread, behind its frames, while a Go answerer answers within
 // milliseconds; as the offerer the page only applies the answer. The
 // early offer has no candidates of the pairing's ICE servers (the

@@ -75,6 +75,9 @@ func TestEarlyOffer(t *testing.T) {
 			t.Fatalf("connect: joiner %v, creator %v", err, errC)
 		}
 		t.Cleanup(func() { creator.Close(); joiner.Close() })
-		check(t, creator, joiner)
+		check(t, joiner, creator)
+		if rtc := joiner.rtc.Load(); rtc == nil || rtc.early == nil {
+			t.Error("the joiner's PeerConnection is not its early offer's")
+		}
 	})
 }

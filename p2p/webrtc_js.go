@@ -261,9 +261,9 @@ func (c *jsChannel) Close() error {
 	return err
 }
 
-// descGatherWait: in a browser an answer (a joiner's, see earlyOffers)
-// goes at once, its candidates trickled: waiting for them would take more
-// turns of the page's thread.
+// descGatherWait: in a browser an answer (to another browser that also
+// brought an early offer, see earlyOffers) goes at once, its candidates
+// trickled: waiting for them would take more turns of the page's thread.
 const descGatherWait = 0
 
 // earlyOffers: in a browser Connect makes its offer before it joins and

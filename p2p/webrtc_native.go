@@ -121,9 +121,9 @@ func candidateType(c *webrtc.ICECandidate) CandidateType {
 const descGatherWait = 20 * time.Millisecond
 
 // earlyOffers: natively Connect sends no early offer. A Go answerer
-// answers within milliseconds of the offer, so the waiting player stays
-// the offerer, and a browser, which brings one, offers to a Go player
-// (see signaling's Roles).
+// answers within milliseconds of the offer, so between Go players the
+// usual roles hold, and a browser, which brings one, offers to a Go
+// player (see signaling's Roles).
 const earlyOffers = false
 
 // relayTLSDefer: natively the relay's TLS handshake does not wait for the

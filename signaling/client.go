@@ -230,8 +230,9 @@ func (c *Client) Limits() Limits { return c.limits }
 // QuickMatch an early offer: a WebRTC offer made before the pairing. If
 // this client becomes the offerer, the server sends it to the answerer
 // right after paired, as if it had been sent then, and the offerer sends
-// no other; a quick-match player with an early offer is the offerer
-// unless the one waiting brought one too (see the package doc, Roles). A
+// no other. A player with an early offer is the offerer, even if it joins
+// a room or arrives second in quick match, unless the other player
+// brought one too (see the package doc, Roles). A
 // client slow to answer, such as a browser page, connects faster as the
 // offerer with its offer ready. The offer is used by one request; ""
 // clears it.
@@ -251,8 +252,9 @@ func (c *Client) takeOffer() string {
 }
 
 // CreateRoom creates a private room with this client as its first player
-// (the offerer) and returns the code to give to the other player. The
-// pairing arrives later as EventPaired.
+// (the offerer, unless only the joiner brings an early offer: SetOffer)
+// and returns the code to give to the other player. The pairing arrives
+// later as EventPaired, with the role.
 func (c *Client) CreateRoom(ctx context.Context) (RoomCode, error) {
 	m, err := c.request(ctx, Message{Type: TypeCreate, SDP: c.takeOffer()}, TypeJoined)
 	if err != nil {
@@ -262,15 +264,16 @@ func (c *Client) CreateRoom(ctx context.Context) (RoomCode, error) {
 }
 
 // JoinRoom joins the room with the given code as its second player (the
-// answerer). It returns once the server has accepted; the pairing arrives
-// as EventPaired right after. A malformed code fails without a round trip
+// answerer, unless only this client brings an early offer: SetOffer). It
+// returns once the server has accepted; the pairing arrives as
+// EventPaired right after. A malformed code fails without a round trip
 // (ErrBadRoomCode); ErrRoomNotFound and ErrRoomFull come from the server.
 func (c *Client) JoinRoom(ctx context.Context, code string) error {
 	rc, err := ParseRoomCode(code)
 	if err != nil {
 		return err
 	}
-	_, err = c.request(ctx, Message{Type: TypeJoin, Room: rc}, TypeJoined)
+	_, err = c.request(ctx, Message{Type: TypeJoin, Room: rc, SDP: c.takeOffer()}, TypeJoined)
 	return err
 }
 
@@ -278,7 +281,9 @@ func (c *Client) JoinRoom(ctx context.Context, code string) error {
 // that code if there is none, so two players who agreed on a code can both
 // call it, in either order. It returns the role this client got: the
 // creator is the offerer and waits for EventPaired; the joiner is the
-// answerer and EventPaired follows at once. A malformed code fails without
+// answerer and EventPaired follows at once; but a joiner that alone
+// brings an early offer (SetOffer) is the offerer, and the role in
+// EventPaired is the one that counts. A malformed code fails without
 // a round trip (ErrBadRoomCode); ErrRoomFull and ErrTooManyRooms come from
 // the server.
 func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error) {

@@ -31,7 +31,8 @@
 //
 //	create     sdp?            create a private room; you are its offerer.    reply: joined
 //	join       room, create, sdp?
-//	                           join a room by code; you are its answerer.     reply: joined, then paired to both
+//	                           join a room by code; you are its answerer      reply: joined, then paired to both
+//	                           (its offerer if only you bring an early offer).
 //	                           With "create":true and no such room, it is created with that code
 //	                           and you are its offerer (two players who agreed on a code both send
 //	                           this, in either order).                           reply: joined
@@ -47,7 +48,8 @@
 // Server → client:
 //
 //	welcome    v, limits       first message on every connection
-//	joined     room, role      you are in room as role (offerer|answerer), not yet paired if offerer
+//	joined     room, role      you are in room as role (offerer|answerer), not yet paired if you created
+//	                           it (then role is offerer, unless the joiner brings an early offer)
 //	queued                     you are in the quick-match queue
 //	paired     room, role, token, ice_servers
 //	                           the room has two players; token is your relay token;
@@ -83,10 +85,13 @@
 // before the pairing. The server keeps it while the player waits; if the
 // player is the offerer of the pairing, the answerer gets it as an offer
 // message right after paired, and the offerer sends no offer of its own
-// (trickled candidates gathered after it follow as usual). In quick match
-// a player who brings an early offer is the offerer even if the other
-// waited longer, unless that one brought one too; a joiner's early offer
-// (join of an existing room) is discarded, as is the answerer's. A client
+// (trickled candidates gathered after it follow as usual). A player who
+// brings an early offer is the offerer even if the other waited longer
+// (quick match) or created the room, unless that one brought one too;
+// then the usual rule holds and the answerer's early offer is discarded.
+// The role in a creator's joined is therefore the role it has if the
+// joiner brings no early offer: the role in paired is the one that
+// counts. A client
 // slow to answer, such as a browser page (every step of an answer waits
 // for the page's one thread), connects faster as the offerer with its offer
 // made while it waited; p2p does this in a browser. An early offer holds no

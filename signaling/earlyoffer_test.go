@@ -9,8 +9,9 @@ import (
 )
 
 // TestEarlyOffer: an offer that comes with quick, create or join reaches
-// the answerer right after paired, and in quick match makes its sender
-// the offerer unless the waiting player brought one too.
+// the answerer right after paired, and makes its sender the offerer
+// (arriving second in quick match, or joining a room) unless the other
+// player brought one too.
 func TestEarlyOffer(t *testing.T) {
 	leaktest.Check(t)
 	_, url := startServer(t, Config{})
@@ -68,7 +69,7 @@ func TestEarlyOffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.SetOffer(offB) // a joiner's early offer is discarded
+		b.SetOffer(offB) // both brought one: the creator offers, b's is discarded
 		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != RoleAnswerer {
 			t.Fatalf("join: %v %v", role, err)
 		}
@@ -78,6 +79,30 @@ func TestEarlyOffer(t *testing.T) {
 			t.Fatalf("joiner got %q", ev.SDP)
 		}
 		exchange(t, a, b)
+	})
+
+	t.Run("joiner's", func(t *testing.T) {
+		// Only the joiner brings an early offer: it offers, and the
+		// creator (told offerer in joined) is told answerer in paired.
+		a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+		code, err := a.CreateRoom(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetOffer(offB)
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != RoleOfferer {
+			t.Fatalf("join: %v %v, want the offerer", role, err)
+		}
+		if p := next(t, a, EventPaired).Pairing; p.Role != RoleAnswerer {
+			t.Fatalf("creator paired as %v", p.Role)
+		}
+		if p := next(t, b, EventPaired).Pairing; p.Role != RoleOfferer {
+			t.Fatalf("joiner paired as %v", p.Role)
+		}
+		if ev := next(t, a, EventOffer); ev.SDP != offB {
+			t.Fatalf("creator got %q", ev.SDP)
+		}
+		exchange(t, b, a)
 	})
 
 	t.Run("join creating", func(t *testing.T) {

@@ -708,9 +708,9 @@ func (s *Server) createRoom(c *client, ref MsgType, code RoomCode, offer string)
 	s.log.Info("signaling: room created", "room", r.code, "client", c.id, "chosen_code", code != "")
 }
 
-// handleJoin joins c to the room code (or creates it, with create). An
-// early offer is kept only if c creates the room: a joiner is the
-// answerer.
+// handleJoin joins c to the room code (or creates it, with create). The
+// room's creator is the offerer, unless only the joiner brought an early
+// offer (see the package doc, Roles).
 func (s *Server) handleJoin(c *client, code RoomCode, create bool, offer string, t0 time.Time) {
 	if s.busy(c, TypeJoin) {
 		return
@@ -739,7 +739,14 @@ func (s *Server) handleJoin(c *client, code RoomCode, create bool, offer string,
 	}
 	r.players[1] = c
 	c.room = r
-	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleAnswerer})
+	role := RoleAnswerer
+	if offer != "" && r.players[0].offer == "" {
+		// Only the joiner brought an early offer: it offers.
+		r.players = [2]*client{c, r.players[0]}
+		c.offer = offer
+		role = RoleOfferer
+	}
+	c.send(&Message{Type: TypeJoined, Room: r.code, Role: role})
 	s.pair(r, t0)
 }
 
