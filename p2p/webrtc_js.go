@@ -279,8 +279,11 @@ const descGatherWait = 0
 const earlyOffers = true
 
 // relayTLSDefer: in a browser the relay's TLS handshake (pure Go in wasm,
-// tens to hundreds of ms of CPU on the page's one thread) waits until the
-// session runs, or at most this long: while it runs the page answers
-// nothing, and WebRTC's first probes, answered late, decided the start.
-// A page whose WebRTC does not connect reaches its relay this much later.
-const relayTLSDefer = time.Second
+// tens of ms of CPU on the page's one thread, more the first time) waits
+// until the session runs, or at most this long: while it runs the page
+// handles nothing else, and WebRTC's setup, done well within this on a
+// LAN, would wait behind it. A page whose WebRTC does not connect still
+// has its relay ready by the time the session stops waiting for WebRTC (a
+// fifth of Config.WebRTCTimeout after the pairing, 1 s): with UDP blocked
+// on loopback it runs on the relay about 1.1 s after pairing.
+const relayTLSDefer = 700 * time.Millisecond
