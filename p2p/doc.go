@@ -129,10 +129,11 @@
 // milliseconds; as the offerer the page only applies the answer. The
 // early offer has no candidates of the pairing's ICE servers (the
 // signaling server's TURN): those serve if WebRTC is renegotiated (see
-// Signaling during the match). Also in a browser, the relay's TLS handshake (pure Go, on
-// the page's one thread) waits until the session runs, or 1 s at most, so
-// that it does not hold up WebRTC's setup. Writers of other clients:
-// PROTOCOL.md at the repository's root is the checklist.
+// Signaling during the match). Also in a browser, the relay's TLS
+// handshake (pure Go, on the page's one thread) waits until the session
+// runs, or 700 ms at most, so that it does not hold up WebRTC's setup.
+// Writers of other clients: PROTOCOL.md at the repository's root is the
+// checklist.
 //
 // # Wire format
 //
