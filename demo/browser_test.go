@@ -338,7 +338,7 @@ type cdpMsg struct {
 }
 
 // openChromium starts Chromium and opens url in it. A browser that dies
-// or hangs while starting (seen twice in some hundred starts on a loaded
+// or hangs while starting (seen twice in a few dozen starts on a loaded
 // machine: a child crashed, the browser answered nothing) is killed and
 // started once more, with a fresh profile.
 func openChromium(t *testing.T, dir, url string) (*chromium, error) {
