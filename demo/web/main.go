@@ -12,23 +12,18 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 
+	"github.com/ragsync/ragsync/demo/internal/cli"
 	"github.com/ragsync/ragsync/demo/internal/game"
 	"github.com/ragsync/ragsync/demo/internal/ui"
 )
 
 func main() {
-	cfg, err := game.ParseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(2)
+	cfg, code, ok := cli.Parse(os.Args[1:], os.Stderr)
+	if !ok {
+		os.Exit(code)
 	}
 	switch {
 	case !cfg.SignalSet:
