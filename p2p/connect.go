@@ -46,16 +46,9 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 	if err != nil {
 		return nil, err
 	}
-	id := prepareIdentity()
-	offer := startEarlyOffer(ctx, c, id, early)
-	cl, err := signaling.Dial(ctx, signalingURL, c.Signaling)
+	cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
 	if err != nil {
-		offer().close()
 		return nil, err
-	}
-	eo := offer()
-	if eo != nil {
-		cl.SetOffer(eo.sdp)
 	}
 	if room == QuickMatch {
 		err = cl.QuickMatch(ctx)
@@ -94,16 +87,9 @@ func CreateRoom(ctx context.Context, signalingURL string, cfg Config) (*Room, er
 	if err != nil {
 		return nil, err
 	}
-	id := prepareIdentity()
-	offer := startEarlyOffer(ctx, c, id, earlyOffers)
-	cl, err := signaling.Dial(ctx, signalingURL, c.Signaling)
+	cl, id, early, err := dialOffering(ctx, signalingURL, c, earlyOffers)
 	if err != nil {
-		offer().close()
 		return nil, err
-	}
-	early := offer()
-	if early != nil {
-		cl.SetOffer(early.sdp)
 	}
 	code, err := cl.CreateRoom(ctx)
 	if err != nil {
@@ -237,6 +223,24 @@ func prepareIdentity() func() (*identity, error) {
 		r := <-ch
 		return r.id, r.err
 	})
+}
+
+// dialOffering connects to the signaling server while the session's key,
+// and an early offer if early (see earlyOffers), are made; the offer, if
+// any, goes with the client's next join (signaling.Client.SetOffer).
+func dialOffering(ctx context.Context, url string, cfg Config, early bool) (*signaling.Client, func() (*identity, error), *earlyOffer, error) {
+	id := prepareIdentity()
+	offer := startEarlyOffer(ctx, cfg, id, early)
+	cl, err := signaling.Dial(ctx, url, cfg.Signaling)
+	if err != nil {
+		offer().close()
+		return nil, nil, nil, err
+	}
+	eo := offer()
+	if eo != nil {
+		cl.SetOffer(eo.sdp)
+	}
+	return cl, id, eo, nil
 }
 
 // earlyOfferWait bounds how long Connect and CreateRoom wait for the early

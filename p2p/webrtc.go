@@ -72,7 +72,6 @@ type rtcTransport struct {
 	remoteSet    bool
 	pendingCands []webrtc.ICECandidateInit // remote, until the remote description is set
 	descSent     bool                      // our offer or answer has been sent
-	gatherEnd    bool                      // gathered is closed
 	localCands   []webrtc.ICECandidateInit // ours, until it has
 	closed       bool
 	// remoteSession is the session id (o= line) of the offer applied
@@ -80,8 +79,8 @@ type rtcTransport struct {
 	// PeerConnection.
 	remoteSession string
 
-	early    *earlyOffer   // the adopted early offer, if any: start sends nothing
-	gathered chan struct{} // closed at the end of candidates (not for an early offer's)
+	early  *earlyOffer // the adopted early offer, if any: start sends nothing
+	gather gathering   // our candidates' end
 
 	raw      atomic.Pointer[rawChannel]
 	downOnce sync.Once
@@ -111,9 +110,10 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 			return nil, err
 		}
 	}
-	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, id: id, early: early, gathered: make(chan struct{})}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, pc: pc, id: id, early: early, gather: newGathering()}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if early != nil {
+		t.gather = early.gather
 		early.adopt(t)
 	} else {
 		pc.OnICECandidate(func(c *webrtc.ICECandidate) { t.onCandidate(candidateInit(c)) })
@@ -162,11 +162,10 @@ func candidateInit(c *webrtc.ICECandidate) webrtc.ICECandidateInit {
 // has gone: the peer applies a candidate that arrives first to its
 // previous PeerConnection.
 func (t *rtcTransport) onCandidate(c webrtc.ICECandidateInit) {
-	t.mu.Lock()
-	if c.Candidate == "" && !t.gatherEnd {
-		t.gatherEnd = true
-		close(t.gathered)
+	if c.Candidate == "" {
+		t.gather.end()
 	}
+	t.mu.Lock()
 	if !t.descSent {
 		t.localCands = append(t.localCands, c)
 		t.mu.Unlock()
@@ -189,11 +188,11 @@ type earlyOffer struct {
 	dc  *webrtc.DataChannel
 	sdp string // as sent: localSDP of the local description
 
+	gather gathering
+
 	mu    sync.Mutex
 	t     *rtcTransport             // the transport that adopted it
 	cands []webrtc.ICECandidateInit // gathered, until adopted
-	done  chan struct{}             // closed at the end of candidates
-	ended bool
 }
 
 // earlyGatherWait bounds the wait for candidates before an early offer is
@@ -208,7 +207,7 @@ func prepareOffer(ctx context.Context, cfg *Config, id *identity) (*earlyOffer, 
 	if err != nil {
 		return nil, err
 	}
-	e := &earlyOffer{log: cfg.Logger, pc: pc, dc: dc, done: make(chan struct{})}
+	e := &earlyOffer{log: cfg.Logger, pc: pc, dc: dc, gather: newGathering()}
 	pc.OnICECandidate(func(c *webrtc.ICECandidate) { e.onCandidate(candidateInit(c)) })
 	offer, err := pc.CreateOffer(nil)
 	if err == nil {
@@ -218,14 +217,9 @@ func prepareOffer(ctx context.Context, cfg *Config, id *identity) (*earlyOffer, 
 		e.close()
 		return nil, fmt.Errorf("p2p: webrtc: early offer: %w", err)
 	}
-	t := time.NewTimer(earlyGatherWait)
-	defer t.Stop()
-	select {
-	case <-e.done:
-	case <-t.C:
-	case <-ctx.Done():
+	if err := e.gather.wait(ctx, earlyGatherWait); err != nil {
 		e.close()
-		return nil, ctx.Err()
+		return nil, err
 	}
 	ld := pc.LocalDescription()
 	if ld == nil {
@@ -244,11 +238,35 @@ func (e *earlyOffer) onCandidate(c webrtc.ICECandidateInit) {
 		return
 	}
 	e.cands = append(e.cands, c)
-	if c.Candidate == "" && !e.ended {
-		e.ended = true
-		close(e.done)
-	}
 	e.mu.Unlock()
+	if c.Candidate == "" {
+		e.gather.end()
+	}
+}
+
+// gathering is the end of a PeerConnection's candidates.
+type gathering struct {
+	done chan struct{}
+	end  func() // closes done; later calls do nothing
+}
+
+func newGathering() gathering {
+	done := make(chan struct{})
+	return gathering{done: done, end: sync.OnceFunc(func() { close(done) })}
+}
+
+// wait waits for the end of candidates, at most d; ctx's error if it ends
+// first.
+func (g gathering) wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.done:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // adopt hands the PeerConnection to t, with the candidates gathered so
@@ -327,13 +345,7 @@ func (t *rtcTransport) withCandidates(sdp string) string {
 	if descGatherWait <= 0 {
 		return sdp
 	}
-	timer := time.NewTimer(descGatherWait)
-	defer timer.Stop()
-	select {
-	case <-t.gathered:
-	case <-timer.C:
-	case <-t.ctx.Done():
-	}
+	_ = t.gather.wait(t.ctx, descGatherWait) // closing: the description as it is
 	if ld := t.pc.LocalDescription(); ld != nil {
 		return ld.SDP
 	}

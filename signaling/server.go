@@ -737,17 +737,26 @@ func (s *Server) handleJoin(c *client, code RoomCode, create bool, offer string,
 		c.sendError(&Error{Code: ErrRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
 		return
 	}
-	r.players[1] = c
+	r.players = offererFirst(r.players[0], c, offer)
 	c.room = r
 	role := RoleAnswerer
-	if offer != "" && r.players[0].offer == "" {
-		// Only the joiner brought an early offer: it offers.
-		r.players = [2]*client{c, r.players[0]}
-		c.offer = offer
+	if r.players[0] == c {
 		role = RoleOfferer
 	}
 	c.send(&Message{Type: TypeJoined, Room: r.code, Role: role})
 	s.pair(r, t0)
+}
+
+// offererFirst orders the two players of a pairing, the offerer first:
+// first (who waited in the queue or created the room), unless only second
+// brought an early offer (offer); then second, keeping that offer for the
+// pairing (see the package doc, Roles).
+func offererFirst(first, second *client, offer string) [2]*client {
+	if offer != "" && first.offer == "" {
+		second.offer = offer
+		return [2]*client{second, first}
+	}
+	return [2]*client{first, second}
 }
 
 // handleQuick queues c, or pairs it with the player waiting. The offerer
@@ -780,11 +789,7 @@ func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
 	r.quick = true
 	r.holder = w.addr // its queue place was charged to it
 	r.since = w.queuedAt
-	r.players = [2]*client{w, c}
-	if offer != "" && w.offer == "" {
-		r.players = [2]*client{c, w}
-		c.offer = offer
-	}
+	r.players = offererFirst(w, c, offer)
 	w.room, c.room = r, r
 	c.send(&Message{Type: TypeQueued})
 	s.pair(r, t0)
