@@ -18,7 +18,7 @@ import (
 
 func TestClientAddr(t *testing.T) {
 	s, err := NewServer(Config{Logger: testLogger(t), TrustedProxies: []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("fd00::/8"),
+		netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("fd00::/8"),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +33,11 @@ func TestClientAddr(t *testing.T) {
 		{"direct v6 grouped by /64", "[2001:db8:1:2:aaaa::1]:5000", nil, "2001:db8:1:2::"},
 		{"v4-mapped v6", "[::ffff:203.0.113.7]:5000", nil, "203.0.113.7"},
 		{"proxy", "127.0.0.1:40000", []string{"198.51.100.1"}, "198.51.100.1"},
-		{"proxy chain, forged left part", "10.1.1.1:40000", []string{"192.0.2.66, 198.51.100.1, 10.2.2.2"}, "198.51.100.1"},
-		{"several header lines", "10.1.1.1:40000", []string{"192.0.2.66", "198.51.100.1", "10.2.2.2"}, "198.51.100.1"},
+		{"proxy chain, forged left part", "127.1.1.1:40000", []string{"192.0.2.66, 198.51.100.1, 127.2.2.2"}, "198.51.100.1"},
+		{"several header lines", "127.1.1.1:40000", []string{"192.0.2.66", "198.51.100.1", "127.2.2.2"}, "198.51.100.1"},
 		{"port and brackets", "127.0.0.1:1", []string{"[2001:db8::1]:443"}, "2001:db8::"},
 		{"ip with port", "127.0.0.1:1", []string{"198.51.100.1:1234"}, "198.51.100.1"},
-		{"only proxies", "10.1.1.1:1", []string{"10.3.3.3, 10.2.2.2"}, "10.3.3.3"},
+		{"only proxies", "127.1.1.1:1", []string{"127.3.3.3, 127.2.2.2"}, "127.3.3.3"},
 		{"proxy without header", "127.0.0.1:1", nil, ""},
 		{"proxy with junk", "127.0.0.1:1", []string{"198.51.100.1, unknown"}, ""},
 		{"in-memory peer", "pipe", nil, "invalid IP"},

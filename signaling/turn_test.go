@@ -195,7 +195,7 @@ func TestTURNCredentialsAndPeers(t *testing.T) {
 	clk := newFakeClock()
 	s, err := NewServer(Config{Logger: testLogger(t), Now: clk.Now, TURN: &TURNConfig{
 		ListenUDP: "127.0.0.1:0", RelayIP: netip.MustParseAddr("127.0.0.1"), RelayBind: netip.MustParseAddr("127.0.0.1"),
-		AllowPeers: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")},
+		AllowPeers: []netip.Prefix{netip.MustParsePrefix("127.9.0.0/16")},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +221,11 @@ func TestTURNCredentialsAndPeers(t *testing.T) {
 	if _, _, ok := tr.auth(ra); ok {
 		t.Error("expired credentials accepted")
 	}
+	// Only the permission is asked: nothing is sent to these addresses.
+	// Private, link-local and other special ranges are refused unless
+	// AllowPeers opens them (here a loopback range).
 	for ip, want := range map[string]bool{
-		"127.0.0.1": true, "10.9.1.2": true, "198.51.100.7": true, "2001:db8::1": true,
+		"127.0.0.1": true, "127.9.1.2": true, "198.51.100.7": true, "2001:db8::1": true,
 		"127.0.0.2": false, "10.0.0.1": false, "192.168.1.1": false, "169.254.1.1": false,
 		"100.64.0.1": false, "0.0.0.0": false, "224.0.0.1": false, "::1": false, "fd00::1": false, "fe80::1": false,
 	} {
