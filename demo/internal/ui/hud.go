@@ -118,10 +118,11 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 	status := "the rival is gone"
 	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
 		ls := pl.Session().Stats()
-		status = game.PathOf(&ls) + " | rtt -" // no round trip on this path yet (it just came back)
+		rtt := "-" // no round trip on this path yet (it just came back)
 		if ls.RTT.Samples > 0 {
-			status = fmt.Sprintf("%s | rtt %.1f ms", game.PathOf(&ls), float64(ls.RTT.Smoothed)/1e6)
+			rtt = fmt.Sprintf("%.1f ms", float64(ls.RTT.Smoothed)/1e6)
 		}
+		status = game.PathOf(&ls) + " | rtt " + rtt
 	}
 	g.say(status, 20, 44, 1, colDim, false)
 	keys := "F1 net HUD  F2 ghost  F3/H controls  Esc quit"
