@@ -35,6 +35,19 @@ func countKind(evs []Event, kind EventKind) int {
 	return n
 }
 
+// side is one session of a pair, named, with its events so far: for the
+// checks a test runs on both.
+type side struct {
+	who string
+	s   *Session
+	evs []Event
+}
+
+// bothSides is the offerer a and the answerer b with their events so far.
+func bothSides(a, b *Session, ea, eb *eventLog) []side {
+	return []side{{"offerer", a, ea.snapshot()}, {"answerer", b, eb.snapshot()}}
+}
+
 // TestSessionPausedPeerDoesNotFlap: the answerer stops answering on every
 // path for 2 s (a stopped process). The offerer sees an interruption, not
 // a path failure: no transport switch on either side, and the session
@@ -55,10 +68,8 @@ func TestSessionPausedPeerDoesNotFlap(t *testing.T) {
 				pref := func(c *Config) { c.Prefer = tc.prefer }
 				np := newNetPair(t, 5*time.Millisecond, pref, pref)
 				a, b := np.a, np.b
-				ea, eb := collectEvents(a), collectEvents(b)
-				tr := startTraffic(a, b, 16*time.Millisecond)
+				ea, eb, tr := np.runTraffic(t)
 				defer tr.halt()
-				tr.waitBoth(t, 20)
 				time.Sleep(2 * time.Second) // a settled session
 				p := tc.pause(np)
 				p.Store(true)
@@ -66,11 +77,7 @@ func TestSessionPausedPeerDoesNotFlap(t *testing.T) {
 				p.Store(false)
 				time.Sleep(5 * time.Second)
 				tr.waitBoth(t, 20)
-				for _, c := range []struct {
-					who string
-					s   *Session
-					evs []Event
-				}{{"offerer", a, ea.snapshot()}, {"answerer", b, eb.snapshot()}} {
+				for _, c := range bothSides(a, b, ea, eb) {
 					st := c.s.Stats()
 					if st.Switches != 0 || countKind(c.evs, EventTransportChanged) != 0 || st.Transport != tc.prefer {
 						t.Errorf("%s: %d switches, on %v: %v", c.who, st.Switches, st.Transport, c.evs)
@@ -111,21 +118,15 @@ func TestSessionOwnStallsDoNotSwitch(t *testing.T) {
 		clk := &stallClock{}
 		np := newNetPair(t, 5*time.Millisecond, func(c *Config) { preferWebRTC(c); c.Clock = clk }, preferWebRTC)
 		a, b := np.a, np.b
-		ea, eb := collectEvents(a), collectEvents(b)
-		tr := startTraffic(a, b, 16*time.Millisecond)
+		ea, eb, tr := np.runTraffic(t)
 		defer tr.halt()
-		tr.waitBoth(t, 20)
 		for range 6 {
 			time.Sleep(5 * time.Second)
 			clk.off.Add(int64(500 * time.Millisecond))
 		}
 		time.Sleep(2 * time.Second)
 		tr.waitBoth(t, 20)
-		for _, c := range []struct {
-			who string
-			s   *Session
-			evs []Event
-		}{{"offerer", a, ea.snapshot()}, {"answerer", b, eb.snapshot()}} {
+		for _, c := range bothSides(a, b, ea, eb) {
 			if st := c.s.Stats(); st.Switches != 0 || st.Transport != TransportWebRTC {
 				t.Errorf("%s: %d switches, on %v: %v", c.who, st.Switches, st.Transport, c.evs)
 			}
@@ -246,11 +247,7 @@ func TestSignalingServerRestart(t *testing.T) {
 				waitUntil(t, "both rejoined on signaling", func() bool {
 					return a.Stats().SignalingReconnects > 0 && b.Stats().SignalingReconnects > 0
 				})
-				for _, c := range []struct {
-					who string
-					s   *Session
-					evs []Event
-				}{{"offerer", a, ea.snapshot()}, {"answerer", b, eb.snapshot()}} {
+				for _, c := range bothSides(a, b, ea, eb) {
 					if c.s.Err() != nil || index(c.evs, EventDisconnected, 0) >= 0 {
 						t.Errorf("%s: %v; events %v", c.who, c.s.Err(), c.evs)
 					}
@@ -356,10 +353,8 @@ func TestWebRTCRecoversAfterLongOutage(t *testing.T) {
 		if a.Stats().Transport != TransportWebRTC {
 			t.Fatalf("initial transport %v", a.Stats().Transport)
 		}
-		ea, eb := collectEvents(a), collectEvents(b)
-		tr := startTraffic(a, b, 16*time.Millisecond)
+		ea, eb, tr := np.runTraffic(t)
 		defer tr.halt()
-		tr.waitBoth(t, 20)
 		time.Sleep(2 * time.Second)
 		before := a.Stats().WebRTC.RTT
 		np.cut.Store(true)

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -79,13 +80,29 @@ func startSignalingStop(t testing.TB) (string, func()) {
 // startSignalingServer is startSignalingStop that also returns the server.
 func startSignalingServer(t testing.TB) (string, *signaling.Server, func()) {
 	t.Helper()
-	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
+	return startSignalingServerWith(t, signaling.Config{}, nil)
+}
+
+// startSignalingServerWith is startSignalingServer for a server with cfg
+// (a nil Logger discards), served over TLS with tlsCfg if it is not nil
+// (the URL is then https://).
+func startSignalingServerWith(t testing.TB, cfg signaling.Config, tlsCfg *tls.Config) (string, *signaling.Server, func()) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	srv, err := signaling.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	scheme := "http://"
+	if tlsCfg != nil {
+		l = tls.NewListener(l, tlsCfg)
+		scheme = "https://"
 	}
 	done := make(chan struct{})
 	go func() {
@@ -106,7 +123,7 @@ func startSignalingServer(t testing.TB) (string, *signaling.Server, func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return "http://" + l.Addr().String(), srv, stop
+	return scheme + l.Addr().String(), srv, stop
 }
 
 // memListener is an in-memory net.Listener: dial returns one end of a

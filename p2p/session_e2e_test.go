@@ -72,6 +72,25 @@ func (tr *traffic) drain(a, b *Session) {
 	tr.recvB.Add(int64(b.Poll(func([]byte) {})))
 }
 
+// runTraffic collects both sessions' events and starts traffic between
+// them (a message every 16 ms each way), and returns once 20 messages went
+// each way. The caller halts the traffic; if the messages never come,
+// runTraffic halts it before the test fails.
+func (np *netPair) runTraffic(t *testing.T) (ea, eb *eventLog, tr *traffic) {
+	t.Helper()
+	ea, eb = collectEvents(np.a), collectEvents(np.b)
+	tr = startTraffic(np.a, np.b, 16*time.Millisecond)
+	flowing := false
+	defer func() {
+		if !flowing {
+			tr.halt()
+		}
+	}()
+	tr.waitBoth(t, 20)
+	flowing = true
+	return ea, eb, tr
+}
+
 func TestSessionQuickMatch(t *testing.T) {
 	leaktest.Check(t)
 	url := startSignaling(t)
@@ -224,9 +243,7 @@ func TestSessionFailoverOnKill(t *testing.T) {
 		if a.Stats().Transport != TransportWebRTC {
 			t.Fatalf("initial transport %v", a.Stats().Transport)
 		}
-		ea, eb := collectEvents(a), collectEvents(b)
-		tr := startTraffic(a, b, 16*time.Millisecond)
-		tr.waitBoth(t, 20) // traffic flows both ways over WebRTC
+		ea, eb, tr := np.runTraffic(t) // traffic flows both ways over WebRTC
 
 		killedAt := a.now() - a.start
 		a.rtc.Load().raw.Load().rw.Close() // the data channel dies under the offerer
@@ -257,11 +274,9 @@ func TestSessionFailoverOnSilenceAndBack(t *testing.T) {
 	leaktest.Check(t)
 	synctest.Test(t, func(t *testing.T) {
 		np := newNetPair(t, 5*time.Millisecond, preferWebRTC, preferWebRTC)
-		a, b := np.a, np.b
-		ea, eb := collectEvents(a), collectEvents(b)
-		tr := startTraffic(a, b, 16*time.Millisecond)
+		a := np.a
+		ea, eb, tr := np.runTraffic(t)
 		defer tr.halt()
-		tr.waitBoth(t, 20)
 
 		cutAt := a.now() - a.start
 		np.cut.Store(true)

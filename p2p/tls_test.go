@@ -1,15 +1,12 @@
 package p2p
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -56,30 +53,12 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 func TestSignalingOverTLS(t *testing.T) {
 	leaktest.Check(t)
 	cert, pool := selfSigned(t)
-	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() {
-		served <- srv.Serve(tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("signaling server: %v", err)
-		}
-	})
+	url, _, _ := startSignalingServerWith(t, signaling.Config{},
+		&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	t.Cleanup(tr.CloseIdleConnections)
 	cfg := cfgWith(func(c *Config) { c.Signaling.HTTPClient = &http.Client{Transport: tr} })
-	a, b := pairByRoom(t, "https://"+l.Addr().String(), cfg, cfg)
+	a, b := pairByRoom(t, url, cfg, cfg)
 	tra := startTraffic(a, b, 16*time.Millisecond)
 	defer tra.halt()
 	tra.waitBoth(t, 20)

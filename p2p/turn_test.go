@@ -1,11 +1,8 @@
 package p2p
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"testing"
 	"time"
@@ -137,28 +134,9 @@ func TestWebRTCThroughTURN(t *testing.T) {
 	leaktest.Check(t)
 	turnAddr := freeUDPPort(t)
 	lo := netip.MustParseAddr("127.0.0.1")
-	srv, err := signaling.NewServer(signaling.Config{
-		Logger: slog.New(slog.DiscardHandler),
-		TURN:   &signaling.TURNConfig{ListenUDP: turnAddr.String(), RelayIP: lo, RelayBind: lo},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("signaling server: %v", err)
-		}
-	})
-	url := "http://" + l.Addr().String()
+	url, _, _ := startSignalingServerWith(t, signaling.Config{
+		TURN: &signaling.TURNConfig{ListenUDP: turnAddr.String(), RelayIP: lo, RelayBind: lo},
+	}, nil)
 
 	std, err := stdnet.NewNet()
 	if err != nil {

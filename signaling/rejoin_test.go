@@ -120,14 +120,7 @@ func TestRejoinGraceRunsOut(t *testing.T) {
 // again in their room and roles, though the new server never saw them.
 func TestRejoinAfterRestart(t *testing.T) {
 	leaktest.Check(t)
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	s1, url1 := startServer(t, Config{Secret: secret})
-	a, b := dial(t, url1, ClientConfig{}), dial(t, url1, ClientConfig{})
-	pa, pb := pairByCode(t, a, b)
-	if err := s1.Shutdown(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	_, url2 := startServer(t, Config{Secret: secret})
+	url2, pa, pb := pairThenRestart(t)
 	b2 := dial(t, url2, ClientConfig{})
 	if role, err := b2.Rejoin(ctxT(t), pb.Token); err != nil || role != RoleAnswerer {
 		t.Fatalf("answerer rejoins first: %v %v", role, err)

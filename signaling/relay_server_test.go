@@ -127,15 +127,8 @@ func TestRelayReattach(t *testing.T) {
 // restart; another secret, or an expired token, is refused.
 func TestRelayTokenAcrossRestart(t *testing.T) {
 	leaktest.Check(t)
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	s1, url1 := startServer(t, Config{Secret: secret})
-	a, b := dial(t, url1, ClientConfig{}), dial(t, url1, ClientConfig{})
-	pa, pb := pairByCode(t, a, b)
-	if err := s1.Shutdown(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	url2, pa, pb := pairThenRestart(t)
 
-	_, url2 := startServer(t, Config{Secret: secret})
 	ra, rb, err := dialRelayPair(t, ClientConfig{}, url2, pa, pb)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +140,7 @@ func TestRelayTokenAcrossRestart(t *testing.T) {
 		t.Fatalf("other secret: %v", err)
 	}
 	late := func() time.Time { return time.Now().Add(13 * time.Hour) }
-	_, url4 := startServer(t, Config{Secret: secret, Now: late})
+	_, url4 := startServer(t, Config{Secret: restartSecret, Now: late})
 	if _, err := DialRelay(ctxT(t), url4, pa.Token, ClientConfig{}); !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired token: %v", err)
 	}

@@ -40,13 +40,7 @@ func (c *fakeClock) Add(d time.Duration) {
 // finds the player.
 func TestRoomCodeKeptAfterLostRival(t *testing.T) {
 	leaktest.Check(t)
-	srv := testServer(t)
-	url := srv.LocalURL()
-	a := testPlayer("a", url, "new")
-	defer a.Close()
-	a.Start()
-	tickUntil(t, "a waits in its room", func() bool { return a.Status() == StatusWaiting && a.Room() != "" }, a)
-	code := a.Room()
+	srv, url, a, code := hostPrivateRoom(t)
 	b := testPlayer("b", url, code)
 	b.Start()
 	tickUntil(t, "a and b play", func() bool { return playing(a) && playing(b) }, a, b)

@@ -35,6 +35,20 @@ func testPlayer(name, url, room string) *Player {
 		P2P: p2p.Config{Prefer: p2p.TransportWebRTC, UDP4Only: true, WebRTCTimeout: time.Minute}})
 }
 
+// hostPrivateRoom starts a server (testServer) and a player "a" that
+// creates a private room on it (-room new), and returns once a waits in
+// its room, with the room's code. a closes with the test.
+func hostPrivateRoom(t *testing.T) (srv *embeddedServer, url string, a *Player, code string) {
+	t.Helper()
+	srv = testServer(t)
+	url = srv.LocalURL()
+	a = testPlayer("a", url, "new")
+	t.Cleanup(a.Close)
+	a.Start()
+	tickUntil(t, "a waits in its room", func() bool { return a.Status() == StatusWaiting && a.Room() != "" }, a)
+	return srv, url, a, a.Room()
+}
+
 // tickUntil runs the players at about 60 Hz until cond holds. It has no
 // time limit of its own, only the test binary's (testwait): a loaded
 // machine pairs and syncs later, not never.
@@ -119,13 +133,7 @@ func TestRivalLostAndNewRival(t *testing.T) {
 // with a clear error, and Confirm retries.
 func TestPrivateRoom(t *testing.T) {
 	leaktest.Check(t)
-	srv := testServer(t)
-	url := srv.LocalURL()
-	a := testPlayer("a", url, "new")
-	defer a.Close()
-	a.Start()
-	tickUntil(t, "a waits in its room", func() bool { return a.Status() == StatusWaiting && a.Room() != "" }, a)
-	code := a.Room()
+	_, url, a, code := hostPrivateRoom(t)
 	b, c := testPlayer("b", url, code), testPlayer("c", url, code)
 	defer b.Close()
 	defer c.Close()
