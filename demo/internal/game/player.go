@@ -71,8 +71,9 @@ type PlayerConfig struct {
 	// Impair, if set, delays/drops what this player sends (netsim pipe).
 	Impair *netsim.Config
 	Seed   uint64
-	// Bot: a physics.Bot drives the fighter (and asks for rematches).
-	Bot          bool
+	// Bot: a bot of that level drives the fighter (and asks for
+	// rematches); BotOff, the zero value: Controls.Fighter does.
+	Bot          BotLevel
 	RoundLength  time.Duration
 	Countdown    time.Duration
 	RematchDelay time.Duration // bots ask for a rematch this long after a result; zero: 3 s
@@ -126,7 +127,7 @@ type Player struct {
 	match  *ragsync.Match
 	rules  *Rules
 	diag   *Diag
-	bot    *physics.Bot
+	bot    *levelBot
 	me     ownership.PeerID
 	fid    physics.ObjectID // own fighter
 	rid    physics.ObjectID // the rival's fighter
@@ -322,7 +323,7 @@ func (p *Player) attach(s *p2p.Session) error {
 	}
 	p.me, p.fid, p.rid = me, m.Fighter().ID(), m.Rival().ID()
 	p.diag = newDiag(p.rid)
-	p.bot = physics.NewBot(p.cfg.Seed + uint64(me))
+	p.bot = newLevelBot(p.cfg.Bot, p.cfg.Seed+uint64(me))
 	p.status, p.err = StatusConnected, nil
 	p.connectedAt = p.cfg.Now()
 	p.results = nil
@@ -475,7 +476,7 @@ func (p *Player) tick(c Controls) {
 	now, ok := p.sess.GameTime()
 	f := p.arena.world.Fighter(p.fid)
 	in := c.Fighter
-	if p.cfg.Bot {
+	if p.cfg.Bot != BotOff {
 		in = p.bot.Input(p.arena.world, p.fid, p.rid)
 	}
 	if !ok || !p.rules.CanFight(now) || f.Action() == physics.ActionKO {
@@ -508,7 +509,7 @@ func (p *Player) tick(c Controls) {
 		p.log.Info("round over", "result", res.String())
 	}
 	if res, ok := p.rules.Result(); ok && !p.rules.WantsRematch() {
-		if c.Confirm || (p.cfg.Bot && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
+		if c.Confirm || (p.cfg.Bot != BotOff && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
 			p.rules.Rematch()
 			p.log.Info("rematch asked", "after", res.String())
 		}

@@ -95,7 +95,7 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		case peer == me:
 			who = "you"
 		case g.app.RivalIsBot():
-			who = "bot"
+			who = "bot, " + g.app.Config().Bot.String()
 		}
 		label := fmt.Sprintf("P%d (%s)  %d/%d", peer, who, hp, f.MaxHP())
 		x := float32(20)
@@ -307,8 +307,8 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	cfg := a.Config()
 	room := pl.Room()
 	switch {
-	case cfg.Bot:
-		add("Starting a bot rival...", colText)
+	case cfg.Bot != game.BotOff:
+		add("Starting a bot rival ("+cfg.Bot.String()+")...", colText)
 	case cfg.Room == "new" && room == "":
 		add("Creating a private room...", colText)
 	case pl.NobodyInRoom():
@@ -325,7 +325,7 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	} else {
 		add("signaling server "+a.SignalURL(), colDim)
 	}
-	if cfg.Bot {
+	if cfg.Bot != game.BotOff {
 		return
 	}
 	roomArg := ""
