@@ -109,12 +109,13 @@ fuzz: deps
 	done
 
 # The demo and its window program (demo/window, the only part that links
-# Ebiten), built in one go build into $(DEMO_BIN) (gitignored); ./demo finds
-# demo-window next to itself. No web build: `make web` adds the browser demo.
+# Ebiten), built into $(DEMO_BIN) (gitignored; go build relinks neither
+# when it is up to date); ./demo finds demo-window next to itself. No web
+# build: `make web` adds the browser demo.
 DEMO_BIN := $(CURDIR)/.bin
 demo: deps-demo
-	$(GO) build -o $(DEMO_BIN)/ ./demo ./demo/window
-	mv -f $(DEMO_BIN)/window $(DEMO_BIN)/demo-window
+	$(GO) build -o $(DEMO_BIN)/demo-window ./demo/window
+	$(GO) build -o $(DEMO_BIN)/demo ./demo
 	$(DEMO_BIN)/demo $(ARGS)
 
 clean:

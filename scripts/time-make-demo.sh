@@ -55,7 +55,7 @@ while :; do
 	fi
 	sleep 0.1
 done
-kill -TERM -- -$pid 2>/dev/null || true
+kill -TERM -$pid 2>/dev/null || kill -TERM $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 echo "$start $end" | awk '{printf "%.1f\n", $2-$1}'
 INNER
