@@ -134,7 +134,8 @@ type Player struct {
 	now    clocksync.GameTime
 	synced bool
 
-	connectedAt time.Time
+	connectedAt  time.Time
+	silentWarned bool // warned that the rival sends no states (see RivalSilent)
 	results     []Result
 	msgBuf      []byte
 	lastEvent   string
@@ -325,6 +326,7 @@ func (p *Player) attach(s *p2p.Session) error {
 	p.diag = newDiag(p.rid)
 	p.bot = newLevelBot(p.cfg.Bot, p.cfg.Seed+uint64(me))
 	p.status, p.err = StatusConnected, nil
+	p.silentWarned = false
 	p.connectedAt = p.cfg.Now()
 	p.results = nil
 	st := s.Stats()
@@ -521,7 +523,20 @@ func (p *Player) tick(c Controls) {
 		p.msgBuf = msg[:0]
 	}
 	p.diag.tickUpdate(p.match, p.sess, p.now, p.cfg.Now(), &p.link.seqs)
+	switch silent := p.diag.StatesSilent(); {
+	case p.diag.RivalSilent() && !p.silentWarned:
+		p.silentWarned = true
+		p.log.Warn("the rival sends no game states: its fighter stays frozen (another game, or a client that only pings?)",
+			"for", silent.Round(time.Millisecond), "states_received", p.match.Stats().Replicator.PacketsIn)
+	case !p.diag.RivalSilent() && p.silentWarned:
+		p.silentWarned = false
+		p.log.Info("the rival's game states arrive again")
+	}
 }
+
+// RivalSilent reports whether a paired rival has sent no state packets
+// for SilentRivalAfter (the session may still be alive: its pings come).
+func (p *Player) RivalSilent() bool { return p.silentWarned }
 
 // Accessors for drawing and the HUD (read-only, from the game loop).
 

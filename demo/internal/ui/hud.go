@@ -118,9 +118,9 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 	status := "the rival is gone"
 	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
 		ls := pl.Session().Stats()
-		rtt := "-" // no round trip on this path yet (it just came back)
-		if ls.RTT.Samples > 0 {
-			rtt = fmt.Sprintf("%.1f ms", float64(ls.RTT.Smoothed)/1e6)
+		rtt := "measuring" // no round trip on this path yet (it just came back)
+		if d, _, ok := activeRTT(&ls); ok {
+			rtt = fmt.Sprintf("%.1f ms", float64(d)/1e6)
 		}
 		status = game.PathOf(&ls) + " | rtt " + rtt
 	}
@@ -370,6 +370,32 @@ func wrap(s string, n int) string {
 	return b.String()
 }
 
+// activeLink returns the statistics of the session's active transport.
+func activeLink(ls *p2p.Stats) *p2p.LinkStats {
+	if ls.Transport == p2p.TransportTCP {
+		return &ls.TCP
+	}
+	return &ls.WebRTC
+}
+
+// activeRTT is the round trip to show for the active transport: the
+// smoothed figure of its pings; until it has one (the session leaves out
+// round trips that span a stall of this process, which a busy machine
+// running a relayed match has often), the largest of its last three pings,
+// then its initial probes. ok is false if it has none of them.
+func activeRTT(ls *p2p.Stats) (d time.Duration, how string, ok bool) {
+	l := activeLink(ls)
+	switch {
+	case ls.RTT.Samples > 0:
+		return ls.RTT.Smoothed, "smoothed", true
+	case l.Last3Max > 0:
+		return l.Last3Max, "max of the last 3 pings", true
+	case l.ProbeMax > 0:
+		return l.ProbeMax, "initial probes", true
+	}
+	return 0, "", false
+}
+
 // netLines builds the net HUD's figures (from Update, hudEvery ticks).
 func netLines(a *game.App, pl *game.Player, dst []hudLine) []hudLine {
 	ls := pl.Session().Stats()
@@ -387,9 +413,15 @@ func netLines(a *game.App, pl *game.Player, dst []hudLine) []hudLine {
 	if !ls.ClockSynced {
 		conv = " (not converged)"
 	}
-	rtt := "RTT  none yet on this path"
-	if ls.RTT.Samples > 0 {
+	var rtt string
+	switch d, how, ok := activeRTT(&ls); {
+	case ls.RTT.Samples > 0:
 		rtt = fmt.Sprintf("RTT  last %.2f  min %.2f  smoothed %.2f  p95 %.2f ms", ms(ls.RTT.Last), ms(ls.RTT.Min), ms(ls.RTT.Smoothed), ms(ls.RTT.P95))
+	case ok:
+		rtt = fmt.Sprintf("RTT  %.2f ms (%s)", ms(d), how)
+	default:
+		l := activeLink(&ls)
+		rtt = fmt.Sprintf("RTT  measuring: %d pings sent, %d answered on this path", l.PingsSent, l.PongsReceived)
 	}
 	dst = append(dst,
 		hudLine{fmt.Sprintf("%s  (switches %d, %s)", path, ls.Switches, ls.State), pathCol},

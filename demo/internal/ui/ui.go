@@ -214,6 +214,12 @@ func (g *Game) drawAll(screen *ebiten.Image) {
 		return
 	}
 	g.drawRoundBanner(screen, pl)
+	if pl.Status() == game.StatusConnected && pl.RivalSilent() {
+		g.panel(screen, []hudLine{{"The rival sends no game states", colWarn},
+			{fmt.Sprintf("for %.0f s: its fighter stays frozen. It answers pings, so it is connected: another game, or a client that does not play?",
+				pl.Diag().StatesSilent().Seconds()), colDim}},
+			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
+	}
 	if pl.Status() == game.StatusInterrupted {
 		g.panel(screen, []hudLine{{"Connection interrupted - waiting for the rival...", colWarn},
 			{"Nothing has arrived from the rival for a moment; the match resumes by itself if it comes back.", colDim}},
