@@ -78,15 +78,18 @@ test: vet lint web test-wasm
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 # The web build of the demo, embedded by demo/webdist into cmd/signal and
-# the demo: the wasm (gzip -9; served with Content-Encoding: gzip) and the
-# loader of the Go that built it.
+# the demo: the wasm (gzip -9; served with Content-Encoding: gzip) under a
+# name with its content's hash, demo.HASH.wasm.gz (cached for a year), and
+# the loader of the Go that built it. All gitignored.
 WEB := demo/webdist/static
 WASM_EXEC := $(shell $(GO) env GOROOT)/lib/wasm
 web: check-go
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o $(WEB)/demo.wasm ./demo/web
 	gzip -9 -n -f $(WEB)/demo.wasm
+	rm -f $(WEB)/demo.*.wasm.gz
+	h=$$(sha256sum $(WEB)/demo.wasm.gz | cut -c1-16) && mv $(WEB)/demo.wasm.gz $(WEB)/demo.$$h.wasm.gz
 	cp $(WASM_EXEC)/wasm_exec.js $(WEB)/wasm_exec.js
-	@ls -l $(WEB)/demo.wasm.gz
+	@ls -l $(WEB)/demo.*.wasm.gz
 
 # Pure-logic packages' tests, compiled to js/wasm and run by Node
 # (go_js_wasm_exec). The others need sockets or a browser.
