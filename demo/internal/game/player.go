@@ -136,12 +136,12 @@ type Player struct {
 
 	connectedAt  time.Time
 	silentWarned bool // warned that the rival sends no states (see RivalSilent)
-	results     []Result
-	msgBuf      []byte
-	lastEvent   string
-	events      uint64
-	timeline    []TimelineEvent // the session's events, for the summary
-	closers     sync.WaitGroup  // sessions closing in the background
+	results      []Result
+	msgBuf       []byte
+	lastEvent    string
+	events       uint64
+	timeline     []TimelineEvent // the session's events, for the summary
+	closers      sync.WaitGroup  // sessions closing in the background
 }
 
 // NewPlayer returns a player; call Start to begin pairing.

@@ -273,7 +273,7 @@ func headsTop(pl *game.Player, c camera) float64 {
 // at least this wide (so a lone fighter is not a giant).
 const (
 	frameSide  = 1.7
-	frameAbove = 2.0 // the sky the round banners go in, clear of the heads
+	frameAbove = 2.0  // the sky the round banners go in, clear of the heads
 	frameBelow = 0.75 // ground shown below the feet
 	frameMinW  = 7.5
 )
