@@ -187,12 +187,7 @@ type Session struct {
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
 
-	evMu          sync.Mutex
-	events        chan Event
-	evClosed      bool
-	evScratch     []Event
-	eventsMerged  uint64
-	eventsDropped uint64
+	ev *eventQueue // the Events channel
 
 	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
 	readyErr  error         // under mu
@@ -274,7 +269,7 @@ func newSession(p sessionParams) (*Session, error) {
 		closeSig: p.closeSig,
 		sendBuf:  make([]byte, 0, wire.HeaderLen+p.cfg.MaxMessageSize),
 		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:   make(chan Event, max(p.cfg.EventBuffer, minEventBuffer)),
+		ev:       newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		closing:  make(chan struct{}),
@@ -740,7 +735,13 @@ func (s *Session) Room() string { return s.room }
 // where every transition ended up, and the last event
 // (EventDisconnected) is never lost. The channel is closed when the
 // session ends (after EventDisconnected, or on Close).
-func (s *Session) Events() <-chan Event { return s.events }
+func (s *Session) Events() <-chan Event { return s.ev.ch }
+
+// emit queues ev, stamped with the session time.
+func (s *Session) emit(ev Event) {
+	ev.At = s.now() - s.start
+	s.ev.emit(ev)
+}
 
 // Done is closed when the session has ended (Close, or the peer
 // disconnected). Err then says why.
@@ -757,100 +758,6 @@ func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.endErr
-}
-
-// emit delivers an event without blocking. When the channel is full it
-// takes the queued events back, merges neighbours that a later one
-// summarises (see mergeEvents) and queues the result: a transition is
-// folded into a later one, never dropped.
-func (s *Session) emit(ev Event) {
-	ev.At = s.now() - s.start
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	if s.evClosed {
-		return
-	}
-	select {
-	case s.events <- ev:
-		return
-	default:
-	}
-	q := s.evScratch[:0]
-drain:
-	for len(q) < cap(s.events) {
-		select {
-		case e := <-s.events:
-			q = append(q, e)
-		default:
-			break drain
-		}
-	}
-	q = append(q, ev)
-	var merged, dropped int
-	q, merged, dropped = mergeEvents(q, cap(s.events))
-	s.eventsMerged += uint64(merged)
-	s.eventsDropped += uint64(dropped)
-	for _, e := range q {
-		s.events <- e // fits: len(q) <= cap, and only emit sends
-	}
-	clear(q)
-	s.evScratch = q[:0]
-}
-
-// mergeEvents shortens q to at most n events by merging neighbours into
-// the later one, which then says where things ended up:
-//
-//   - transport-changed A→B then B→C: one transport-changed A→C;
-//   - interrupted then resumed: resumed (its Silence says how long);
-//   - resumed then interrupted, or twice the same state: the later one;
-//   - transport-down then transport-up of one transport (or up then
-//     down): the later one.
-//
-// Each merge adds the events folded in to the survivor's Merged. If no
-// neighbours can be merged (never in practice: at most two transitions of
-// each kind in a row can be unmergeable), the oldest event that is not
-// EventDisconnected is dropped and counted.
-func mergeEvents(q []Event, n int) (out []Event, merged, dropped int) {
-	for len(q) > n {
-		i := mergeable(q)
-		if i < 0 {
-			j := 0
-			for j < len(q)-1 && q[j].Kind == EventDisconnected {
-				j++
-			}
-			q = append(q[:j], q[j+1:]...)
-			dropped++
-			continue
-		}
-		a, b := q[i], q[i+1]
-		if a.Kind == EventTransportChanged && b.Kind == EventTransportChanged {
-			b.From = a.From
-		}
-		b.Merged += a.Merged + 1
-		q[i+1] = b
-		q = append(q[:i], q[i+1:]...)
-		merged++
-	}
-	return q, merged, dropped
-}
-
-// mergeable returns the index of the first event that the next one
-// summarises, or -1.
-func mergeable(q []Event) int {
-	for i := 0; i+1 < len(q); i++ {
-		a, b := q[i], q[i+1]
-		switch {
-		case a.Kind == EventDisconnected || b.Kind == EventDisconnected:
-		case a.Kind == EventTransportChanged && b.Kind == EventTransportChanged:
-			return i
-		case (a.Kind == EventInterrupted || a.Kind == EventResumed) && (b.Kind == EventInterrupted || b.Kind == EventResumed):
-			return i
-		case (a.Kind == EventTransportUp || a.Kind == EventTransportDown) && (b.Kind == EventTransportUp || b.Kind == EventTransportDown) &&
-			a.Transport == b.Transport:
-			return i
-		}
-	}
-	return -1
 }
 
 // ---- linkHandler ----
@@ -1622,10 +1529,7 @@ func (s *Session) teardown() {
 	}
 	// Nothing emits once the session has ended (the handlers check the
 	// phase), so the channel can be closed.
-	s.evMu.Lock()
-	s.evClosed = true
-	close(s.events)
-	s.evMu.Unlock()
+	s.ev.close()
 	close(s.done)
 }
 
@@ -1810,10 +1714,7 @@ func (s *Session) Stats() Stats {
 	if t := s.tcp.Load(); t != nil {
 		st.SendDropped += t.superseded()
 	}
-	s.evMu.Lock()
-	st.EventsMerged = s.eventsMerged
-	st.EventsDropped = s.eventsDropped
-	s.evMu.Unlock()
+	st.EventsMerged, st.EventsDropped = s.ev.counts()
 	return st
 }
 
