@@ -17,7 +17,7 @@ func TestMalformedInput(t *testing.T) {
 	leaktest.Check(t)
 	a, b := newPipeSessions(t, Config{MaxMessageSize: 100})
 	ping := clockwire.AppendPing(nil, clockwire.Ping{Seq: 1, T1: time.Second, Leader: true})
-	tcp := a.tcp.Load()
+	tcp := a.tr.tcp.Load()
 	for _, g := range []struct {
 		name string
 		msg  []byte
@@ -47,7 +47,7 @@ func TestMalformedInput(t *testing.T) {
 	}
 	// A ping claiming to come from the leader, sent to the leader: two
 	// leaders cannot agree on a game clock.
-	if err := b.tcp.Load().send(append([]byte{0x12, 0, 0, 0, 1}, ping...)); err != nil {
+	if err := b.tr.tcp.Load().send(append([]byte{0x12, 0, 0, 0, 1}, ping...)); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the role conflict counted", func() bool { return a.Stats().Malformed >= 1 })

@@ -124,38 +124,21 @@ type Session struct {
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
 
-	rtc      atomic.Pointer[rtcTransport] // the current PeerConnection (nil without WebRTC)
-	rtcOn    bool                         // WebRTC is enabled here
-	tcp      atomic.Pointer[tcpTransport]
-	linkPtr  [2]atomic.Pointer[linkBox] // open links, by kind.idx()
+	tr       transports                   // the two transports
 	closeSig func()                     // closes the signaling client
 	sig      signaler                   // nil without signaling (tests)
 	id       *identity                  // this session's key and certificate
 	peerFP   []byte                     // under mu: the peer's pinned fingerprint
 	pinned   chan struct{}              // closed once peerFP is set
 
-	// Data path.
-	sendMu      sync.Mutex
-	sendBuf     []byte
-	dataSeq     uint32
-	sent        uint64
-	sendDropped uint64
-	txRate      stats.RateMeter // under sendMu (all messages sent)
-	txLink      [2]uint64       // under sendMu: messages sent per link
-	txLinkB     [2]uint64
-	active      atomic.Uint32
-	ended       atomic.Bool
-
-	ring *msgRing
+	data   *dataPath // send, receive, sequence and loss accounting
+	active atomic.Uint32
+	ended  atomic.Bool
 
 	mu            sync.Mutex
 	phase         phase
 	state         ConnState
 	links         [2]linkState
-	seq           stats.SeqTracker
-	rxRate        stats.RateMeter
-	lossBase      [2]uint64 // expected, received at the last rate window
-	lossRecent    float64
 	malformed     uint64
 	lastRecv      time.Duration
 	silentSince   time.Duration // when an interruption started
@@ -173,8 +156,6 @@ type Session struct {
 	switches      int
 	choiceReason  string
 	ctrlSeq       uint32
-	enabled       uint8              // our transports, as in the hello message
-	cancelTCP     context.CancelFunc // stops dialling the relay
 	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
 	peerErrors    uint64             // the peer's clock messages that break the protocol
 	lastPeerErr   string             // the last of them
@@ -199,9 +180,6 @@ type Session struct {
 	ctx       context.Context // canceled when the session ends
 	cancel    context.CancelFunc
 }
-
-// linkBox lets an interface value live in an atomic.Pointer.
-type linkBox struct{ l link }
 
 // sessionParams is what newSession needs besides the config; Connect fills
 // it from the signaling client, tests from in-process pipes.
@@ -267,8 +245,7 @@ func newSession(p sessionParams) (*Session, error) {
 		clock:    p.clock,
 		cal:      cal,
 		closeSig: p.closeSig,
-		sendBuf:  make([]byte, 0, wire.HeaderLen+p.cfg.MaxMessageSize),
-		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
+		data:     newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
 		ev:       newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
@@ -287,7 +264,6 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.role == signaling.RoleOfferer {
 		s.pol = &s.off.pathPolicy
 	}
-	s.seq.Begin(0) // the peer's first data message is number 0
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
@@ -308,31 +284,31 @@ func newSession(p sessionParams) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.rtc.Store(rtc)
-		s.rtcOn = true
+		s.tr.rtc.Store(rtc)
+		s.tr.rtcOn = true
 	}
 	if p.cfg.DisableTCP || p.dialTCP == nil {
 		s.links[1].state = LinkDisabled
 	}
 	for i := range s.links {
 		if s.links[i].state != LinkDisabled {
-			s.enabled |= 1 << i
+			s.tr.enabled |= 1 << i
 		}
 	}
 	var tcpCtx context.Context
-	tcpCtx, s.cancelTCP = context.WithCancel(s.ctx)
+	tcpCtx, s.tr.cancelTCP = context.WithCancel(s.ctx)
 	s.wg.Add(1)
 	go s.loop()
 	if s.links[1].state == LinkConnecting {
 		s.wg.Add(1)
 		go s.relayLoop(tcpCtx, p.dialTCP)
 	} else {
-		s.cancelTCP()
+		s.tr.cancelTCP()
 	}
 	if p.role == signaling.RoleOfferer && p.sig != nil {
 		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
 		var err error
-		if rtc := s.rtc.Load(); rtc != nil {
+		if rtc := s.tr.rtc.Load(); rtc != nil {
 			err = rtc.start(ctx)
 		} else {
 			// No WebRTC here: the offer only carries the fingerprint that
@@ -341,7 +317,7 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 		cancel()
 		if err != nil {
-			if s.rtcOn {
+			if s.tr.rtcOn {
 				s.onDown(TransportWebRTC, err)
 			} else {
 				s.log.Warn("p2p: sending the fingerprint failed", "err", err)
@@ -386,7 +362,7 @@ func (s *Session) handleOffer(ctx context.Context, sdp string) error {
 	if err := s.peerSDP(sdp); err != nil {
 		return err
 	}
-	rtc := s.rtc.Load()
+	rtc := s.tr.rtc.Load()
 	if rtc == nil || isRelayOnlySDP(sdp) {
 		if isRelayOnlySDP(sdp) {
 			s.peerHasNoWebRTC()
@@ -427,7 +403,7 @@ func (s *Session) handleAnswer(sdp string) error {
 		s.peerHasNoWebRTC()
 		return nil
 	}
-	rtc := s.rtc.Load()
+	rtc := s.tr.rtc.Load()
 	if rtc == nil {
 		return nil
 	}
@@ -440,7 +416,7 @@ func (s *Session) handleAnswer(sdp string) error {
 
 // handleCandidate adds a trickled remote candidate.
 func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
-	if rtc := s.rtc.Load(); rtc != nil {
+	if rtc := s.tr.rtc.Load(); rtc != nil {
 		rtc.handleCandidate(c)
 	}
 }
@@ -482,7 +458,7 @@ type rtcHandler struct {
 }
 
 func (h *rtcHandler) onUp(k TransportKind) {
-	if h.s.rtc.Load() == h.t {
+	if h.s.tr.rtc.Load() == h.t {
 		h.s.onUp(k)
 	}
 }
@@ -492,7 +468,7 @@ func (h *rtcHandler) onMalformed(k TransportKind)         { h.s.onMalformed(k) }
 
 // rtcDown reports WebRTC down if t is the current transport.
 func (s *Session) rtcDown(t *rtcTransport, err error) {
-	if s.rtc.Load() == t {
+	if s.tr.rtc.Load() == t {
 		s.onDown(TransportWebRTC, err)
 	}
 }
@@ -500,7 +476,7 @@ func (s *Session) rtcDown(t *rtcTransport, err error) {
 // replaceRTC closes the current PeerConnection (in the background) and
 // makes a new one, reporting WebRTC down with why.
 func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
-	if old := s.rtc.Load(); old != nil {
+	if old := s.tr.rtc.Load(); old != nil {
 		s.rtcDown(old, why)
 	}
 	t, err := s.newRTC(nil)
@@ -514,8 +490,8 @@ func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
 		_ = t.close()
 		return nil, ErrClosed
 	}
-	old := s.rtc.Swap(t)
-	s.linkPtr[0].Store(nil)
+	old := s.tr.rtc.Swap(t)
+	s.tr.setOpen(TransportWebRTC, nil)
 	s.mu.Unlock()
 	if old != nil {
 		s.wg.Add(1)
@@ -533,7 +509,7 @@ func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
 // rtcRetry at most, for as long as it takes). Called with mu held.
 func (s *Session) maybeRenewRTC(now time.Duration) {
 	ls := &s.links[0]
-	if s.role != signaling.RoleOfferer || !s.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
+	if s.role != signaling.RoleOfferer || !s.tr.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
 		return
 	}
 	why := ""
@@ -640,7 +616,7 @@ func (s *Session) relayLoop(ctx context.Context, dial func(context.Context) (net
 			_ = t.close()
 			return
 		}
-		s.tcp.Store(t)
+		s.tr.tcp.Store(t)
 		s.mu.Unlock()
 		s.onUp(TransportTCP) // before reading, so that replies have a link
 		t.start()
@@ -763,13 +739,7 @@ func (s *Session) Err() error {
 // ---- linkHandler ----
 
 func (s *Session) onUp(k TransportKind) {
-	var l link
-	switch k {
-	case TransportWebRTC:
-		l = s.rtc.Load()
-	case TransportTCP:
-		l = s.tcp.Load()
-	}
+	l := s.tr.current(k)
 	now := s.now()
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
@@ -786,11 +756,11 @@ func (s *Session) onUp(k TransportKind) {
 	}
 	s.pol.path(k).setUp(now, true)
 	running := s.phase == phaseRunning
-	s.linkPtr[k.idx()].Store(&linkBox{l: l})
+	s.tr.setOpen(k, l)
 	// Tell the peer which transports we have, so that it does not wait for
 	// one we disabled.
 	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
-	b = wire.AppendControl(b, wire.Control{Kind: wire.CtrlHello, Enabled: s.enabled})
+	b = wire.AppendControl(b, wire.Control{Kind: wire.CtrlHello, Enabled: s.tr.enabled})
 	s.loopBuf = b
 	s.xmit(k, b)
 	if s.phase == phaseLinks {
@@ -823,7 +793,7 @@ func (s *Session) onDown(k TransportKind, err error) {
 	ls.err = err.Error()
 	running := s.phase == phaseRunning && wasUp
 	s.pol.path(k).setUp(s.now(), false)
-	s.linkPtr[k.idx()].Store(nil)
+	s.tr.setOpen(k, nil)
 	s.mu.Unlock()
 	s.log.Debug("p2p: transport down", "transport", k.String(), "err", err)
 	if running {
@@ -856,11 +826,8 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		}
 		s.mu.Lock()
 		s.received(k, now, len(p))
-		res := s.seq.Add(h.Seq)
 		s.mu.Unlock()
-		if res.Deliver() {
-			s.ring.push(payload)
-		}
+		s.data.deliver(h.Seq, payload)
 	case wire.MsgPing:
 		// Answer at once, on the link it came in on. The calibrator stamps
 		// t2 and t3.
@@ -913,7 +880,7 @@ func (s *Session) received(k TransportKind, now time.Duration, n int) {
 	ls.hadRecv = true
 	ls.rx++
 	ls.rxB += uint64(n)
-	s.rxRate.Add(n)
+	s.data.received(n)
 	s.lastRecv = now
 	if s.state == StateInterrupted {
 		s.state = StateConnected
@@ -998,8 +965,8 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 				ls.peerDisabled = true
 				ls.state = LinkDown
 				ls.err = "disabled by the peer"
-				if ls.kind == TransportTCP && s.cancelTCP != nil {
-					s.cancelTCP()
+				if ls.kind == TransportTCP && s.tr.cancelTCP != nil {
+					s.tr.cancelTCP()
 				}
 			}
 		}
@@ -1053,16 +1020,8 @@ func (s *Session) sendControlLocked(c wire.Control) {
 
 // xmit sends a non-data message on link k, counting it.
 func (s *Session) xmit(k TransportKind, p []byte) {
-	b := s.linkPtr[k.idx()].Load()
-	if b == nil {
-		return
-	}
-	if b.l.send(p) == nil {
-		s.sendMu.Lock()
-		s.txRate.Add(len(p))
-		s.txLink[k.idx()]++
-		s.txLinkB[k.idx()] += uint64(len(p))
-		s.sendMu.Unlock()
+	if l := s.tr.get(k); l != nil {
+		s.data.sendOther(l, p)
 	}
 }
 
@@ -1143,19 +1102,7 @@ func (s *Session) tick(now time.Duration) {
 		s.log.Debug("p2p: local stall", "for", now-s.lastTick)
 	}
 	s.lastTick, s.ticked = now, true
-	s.sendMu.Lock()
-	s.txRate.Update(now)
-	s.sendMu.Unlock()
-	if s.rxRate.Update(now) {
-		// A rate window just closed: recent loss over it.
-		e, r := s.seq.Expected(), s.seq.Received()
-		de, dr := e-s.lossBase[0], r-s.lossBase[1]
-		s.lossRecent = 0
-		if de > 0 && dr < de {
-			s.lossRecent = float64(de-dr) / float64(de)
-		}
-		s.lossBase = [2]uint64{e, r}
-	}
+	s.data.tick(now)
 	for i := range s.links {
 		ls := &s.links[i]
 		// Once the session runs, a WebRTC that is still connecting keeps
@@ -1511,19 +1458,14 @@ func (s *Session) teardown() {
 	}
 	s.mu.Unlock()
 	if closedByUs {
-		s.flushBye()
+		s.tr.flush(100 * time.Millisecond)
 	}
-	s.linkPtr[0].Store(nil)
-	s.linkPtr[1].Store(nil)
+	s.tr.setOpen(TransportWebRTC, nil)
+	s.tr.setOpen(TransportTCP, nil)
 	s.mu.Lock()
-	rtc := s.rtc.Swap(nil)
+	rtc := s.tr.rtc.Swap(nil)
 	s.mu.Unlock()
-	if rtc != nil {
-		_ = rtc.close()
-	}
-	if t := s.tcp.Load(); t != nil {
-		_ = t.close()
-	}
+	s.tr.closeBoth(rtc)
 	if s.closeSig != nil {
 		s.closeSig()
 	}
@@ -1531,24 +1473,6 @@ func (s *Session) teardown() {
 	// phase), so the channel can be closed.
 	s.ev.close()
 	close(s.done)
-}
-
-// flushBye gives the bye messages a moment to leave.
-func (s *Session) flushBye() {
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		pending := false
-		if r := s.rtc.Load().rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
-			pending = true
-		}
-		if t := s.tcp.Load(); t != nil && t.unwritten() {
-			pending = true
-		}
-		if !pending {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // Close ends the session: it tells the peer (a bye message on every open
@@ -1589,40 +1513,8 @@ func (s *Session) Send(p []byte) error {
 	if s.ended.Load() {
 		return s.endError()
 	}
-	s.sendMu.Lock()
-	b := s.sendLink()
-	if b == nil {
-		s.sendDropped++
-		s.sendMu.Unlock()
-		return nil
-	}
-	buf := wire.AppendHeader(s.sendBuf[:0], wire.Header{Type: wire.MsgData, Seq: s.dataSeq})
-	buf = append(buf, p...)
-	if err := b.l.sendData(buf); err != nil {
-		s.sendDropped++
-		s.sendMu.Unlock()
-		return nil
-	}
-	s.dataSeq++
-	s.sent++
-	s.txRate.Add(len(buf))
-	s.txLink[b.l.kind().idx()]++
-	s.txLinkB[b.l.kind().idx()] += uint64(len(buf))
-	s.sendMu.Unlock()
+	s.data.send(s.tr.sendLink(TransportKind(s.active.Load())), p)
 	return nil
-}
-
-// sendLink returns the active link if it is open, else the other one if
-// that is open (the answerer's emergency path while the offerer decides).
-func (s *Session) sendLink() *linkBox {
-	k := TransportKind(s.active.Load())
-	if k == TransportUnknown {
-		return nil
-	}
-	if b := s.linkPtr[k.idx()].Load(); b != nil {
-		return b
-	}
-	return s.linkPtr[k.other().idx()].Load()
 }
 
 func (s *Session) endError() error {
@@ -1640,17 +1532,7 @@ func (s *Session) endError() error {
 // a bounded queue (Config.RecvQueue; when it is full the oldest are
 // dropped, counted in Stats.RecvOverflow), also after the session ended.
 func (s *Session) Poll(fn func(p []byte)) int {
-	s.ring.consMu.Lock()
-	defer s.ring.consMu.Unlock()
-	n := 0
-	for {
-		m, ok := s.ring.popSwap()
-		if !ok {
-			return n
-		}
-		fn(m)
-		n++
-	}
+	return s.data.poll(fn)
 }
 
 // Stats returns a snapshot of the link statistics. It does not allocate.
@@ -1668,20 +1550,10 @@ func (s *Session) Stats() Stats {
 		st.SinceLastRecv = now - s.lastRecv
 		st.ConnectTime = s.readyAt - s.start
 	}
-	st.Received = s.seq.Received()
-	st.Expected = s.seq.Expected()
-	st.Lost = s.seq.Lost()
-	st.Loss = s.seq.Loss()
-	st.LossRecent = s.lossRecent
-	st.Duplicates = s.seq.Duplicates()
-	st.Reordered = s.seq.Reordered()
-	st.Late = s.seq.Late()
 	st.Malformed = s.malformed
 	st.RelayRejected = s.relayRejected
 	st.SignalingReconnects = uint64(s.sigRejoined.Load())
 	st.WebRTCRenewals = s.rtcRenewals
-	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
-	st.RxBytesPerSec = s.rxRate.BytesPerSec()
 	cs := s.cal.Stats()
 	if est := cs.Estimate; est.Samples > 0 {
 		st.ClockOffset = est.OffsetAt(now)
@@ -1698,20 +1570,12 @@ func (s *Session) Stats() Stats {
 		ls := st.Link(a)
 		st.RTT, st.Jitter, st.JitterOut = ls.RTT, ls.Jitter, ls.JitterOut
 	}
-	if rtc := s.rtc.Load(); rtc != nil {
+	if rtc := s.tr.rtc.Load(); rtc != nil {
 		st.LocalCandidate, st.RemoteCandidate = rtc.candidates()
 	}
-	st.RecvOverflow = s.ring.droppedCount()
 	st.RelayWebSocket = s.cfg.RelayWebSocket
-	s.sendMu.Lock()
-	st.Sent = s.sent
-	st.SendDropped = s.sendDropped
-	st.TxPacketsPerSec = s.txRate.PacketsPerSec()
-	st.TxBytesPerSec = s.txRate.BytesPerSec()
-	st.WebRTC.TxPackets, st.WebRTC.TxBytes = s.txLink[0], s.txLinkB[0]
-	st.TCP.TxPackets, st.TCP.TxBytes = s.txLink[1], s.txLinkB[1]
-	s.sendMu.Unlock()
-	if t := s.tcp.Load(); t != nil {
+	s.data.stats(&st)
+	if t := s.tr.tcp.Load(); t != nil {
 		st.SendDropped += t.superseded()
 	}
 	st.EventsMerged, st.EventsDropped = s.ev.counts()

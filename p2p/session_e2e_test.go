@@ -246,7 +246,7 @@ func TestSessionFailoverOnKill(t *testing.T) {
 		ea, eb, tr := np.runTraffic(t) // traffic flows both ways over WebRTC
 
 		killedAt := a.now() - a.start
-		a.rtc.Load().raw.Load().rw.Close() // the data channel dies under the offerer
+		a.tr.rtc.Load().raw.Load().rw.Close() // the data channel dies under the offerer
 		evA := ea.waitFor(t, "offerer failover", changedTo(TransportTCP))
 		evB := eb.waitFor(t, "answerer failover", changedTo(TransportTCP))
 		tr.waitBoth(t, 50) // traffic goes on after the failover, both ways
