@@ -195,9 +195,9 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		cl.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.life.wg.Add(1)
 	go s.pumpSignaling(sig, early)
-	if err := s.waitReady(ctx); err != nil {
+	if err := s.life.waitReady(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -366,15 +366,15 @@ const (
 // its transports; it gives up only when the server says the pairing has
 // ended.
 func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
-	defer s.wg.Done()
+	defer s.life.wg.Done()
 	cl := l.cl.Load()
 	for _, ev := range early {
 		s.signalEvent(cl, ev)
 	}
 	for {
-		ev, err := cl.Recv(s.ctx)
+		ev, err := cl.Recv(s.life.ctx)
 		if err != nil {
-			if s.ctx.Err() != nil || errors.Is(err, signaling.ErrClosed) {
+			if s.life.ctx.Err() != nil || errors.Is(err, signaling.ErrClosed) {
 				return
 			}
 			s.log.Info("p2p: signaling connection lost; reconnecting, the session goes on", "err", err)
@@ -391,8 +391,8 @@ func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
 // pairing; nil when the session ended or the pairing has.
 func (s *Session) resignal(l *sigLink) *signaling.Client {
 	backoff := resignalMin
-	for s.ctx.Err() == nil {
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+	for s.life.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
 		cl, err := signaling.Dial(ctx, l.url, l.cfg)
 		if err == nil {
 			_, err = cl.Rejoin(ctx, l.token)
@@ -416,7 +416,7 @@ func (s *Session) resignal(l *sigLink) *signaling.Client {
 		}
 		s.log.Debug("p2p: signaling reconnect failed", "err", err, "retry_in", backoff)
 		select {
-		case <-s.ctx.Done():
+		case <-s.life.ctx.Done():
 			return nil
 		case <-time.After(backoff):
 		}
@@ -428,7 +428,7 @@ func (s *Session) resignal(l *sigLink) *signaling.Client {
 func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 	switch ev.Kind {
 	case signaling.EventOffer:
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
 		if err := s.handleOffer(ctx, ev.SDP); err != nil {
 			s.log.Warn("p2p: the peer's offer", "err", err)
 		}
@@ -457,10 +457,10 @@ func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 		if ev.Reason == "dropped" {
 			return
 		}
-		s.wg.Add(1)
+		s.life.wg.Add(1)
 		go func() {
-			defer s.wg.Done()
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
+			defer s.life.wg.Done()
+			ctx, cancel := context.WithTimeout(s.life.ctx, s.cfg.TCPTimeout)
 			defer cancel()
 			_ = cl.Leave(ctx)
 		}()
@@ -473,10 +473,10 @@ func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 		}
 		// A new player in our room after the peer left: not ours.
 		s.log.Info("p2p: ignoring a new pairing during the session")
-		s.wg.Add(1)
+		s.life.wg.Add(1)
 		go func() {
-			defer s.wg.Done()
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
+			defer s.life.wg.Done()
+			ctx, cancel := context.WithTimeout(s.life.ctx, s.cfg.TCPTimeout)
 			defer cancel()
 			_ = cl.Leave(ctx)
 		}()

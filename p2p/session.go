@@ -133,7 +133,6 @@ type Session struct {
 
 	data   *dataPath // send, receive, sequence and loss accounting
 	active atomic.Uint32
-	ended  atomic.Bool
 
 	mu            sync.Mutex
 	phase         phase
@@ -164,21 +163,12 @@ type Session struct {
 	rtcAttemptAt  time.Duration      // offerer: when the last one was
 	rtcRenewals   uint64             // new PeerConnections negotiated after the first
 	sigRejoined   atomic.Int64       // times the signaling connection was re-established
-	endErr        error
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
 
 	ev *eventQueue // the Events channel
 
-	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
-	readyErr  error         // under mu
-	readyDone bool          // under mu: ready is closed
-	done      chan struct{} // closed when the session has ended
-	closing   chan struct{} // closed by Close
-	closeOnce sync.Once
-	wg        sync.WaitGroup
-	ctx       context.Context // canceled when the session ends
-	cancel    context.CancelFunc
+	life *lifecycle // ready, end, goroutines
 }
 
 // sessionParams is what newSession needs besides the config; Connect fills
@@ -247,9 +237,7 @@ func newSession(p sessionParams) (*Session, error) {
 		closeSig: p.closeSig,
 		data:     newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
 		ev:       newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
-		ready:    make(chan struct{}),
-		done:     make(chan struct{}),
-		closing:  make(chan struct{}),
+		life:     newLifecycle(),
 		loopBuf:  make([]byte, 0, 256),
 		state:    StateConnecting,
 	}
@@ -264,7 +252,6 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.role == signaling.RoleOfferer {
 		s.pol = &s.off.pathPolicy
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
@@ -296,17 +283,17 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 	}
 	var tcpCtx context.Context
-	tcpCtx, s.tr.cancelTCP = context.WithCancel(s.ctx)
-	s.wg.Add(1)
+	tcpCtx, s.tr.cancelTCP = context.WithCancel(s.life.ctx)
+	s.life.wg.Add(1)
 	go s.loop()
 	if s.links[1].state == LinkConnecting {
-		s.wg.Add(1)
+		s.life.wg.Add(1)
 		go s.relayLoop(tcpCtx, p.dialTCP)
 	} else {
 		s.tr.cancelTCP()
 	}
 	if p.role == signaling.RoleOfferer && p.sig != nil {
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
 		var err error
 		if rtc := s.tr.rtc.Load(); rtc != nil {
 			err = rtc.start(ctx)
@@ -494,9 +481,9 @@ func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
 	s.tr.setOpen(TransportWebRTC, nil)
 	s.mu.Unlock()
 	if old != nil {
-		s.wg.Add(1)
+		s.life.wg.Add(1)
 		go func() {
-			defer s.wg.Done()
+			defer s.life.wg.Done()
 			_ = old.close()
 		}()
 	}
@@ -537,9 +524,9 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 	s.rtcAttemptAt = now
 	s.rtcRenewals++
 	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why)
-	s.wg.Add(1)
+	s.life.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.life.wg.Done()
 		defer func() {
 			s.mu.Lock()
 			s.rtcRenewing = false
@@ -554,7 +541,7 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 			ls.state = LinkConnecting
 		}
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
 		defer cancel()
 		if err := t.start(ctx); err != nil {
 			s.rtcDown(t, err)
@@ -591,7 +578,7 @@ const (
 // dials again (with backoff) until the session ends or the peer turns out
 // to have no relay. Each attempt is bounded by Config.TCPTimeout.
 func (s *Session) relayLoop(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
-	defer s.wg.Done()
+	defer s.life.wg.Done()
 	backoff := relayRetryMin
 	for ctx.Err() == nil {
 		t, err := s.dialRelay(ctx, dial)
@@ -652,7 +639,7 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 	if relayTLSDefer > 0 {
 		t := time.NewTimer(relayTLSDefer)
 		select {
-		case <-s.ready:
+		case <-s.life.ready:
 		case <-t.C:
 		case <-ctx.Done():
 		}
@@ -721,19 +708,17 @@ func (s *Session) emit(ev Event) {
 
 // Done is closed when the session has ended (Close, or the peer
 // disconnected). Err then says why.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} { return s.life.done }
 
 // Err returns why the session ended (ErrClosed, or an error wrapping
 // ErrDisconnected), or nil while it runs.
 func (s *Session) Err() error {
 	select {
-	case <-s.done:
+	case <-s.life.done:
 	default:
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.endErr
+	return s.life.endErr
 }
 
 // ---- linkHandler ----
@@ -1035,8 +1020,7 @@ func (s *Session) becomeRunning(now time.Duration) {
 		s.links[i].probe.running = false
 	}
 	s.log.Debug("p2p: session running", "transport", TransportKind(s.active.Load()).String(), "reason", s.choiceReason)
-	s.readyDone = true
-	close(s.ready)
+	s.life.settle(nil)
 }
 
 // failConnect ends the connecting phase with an error. Called with mu held.
@@ -1049,13 +1033,7 @@ func (s *Session) endLocked(err error, reason string, silence time.Duration) {
 	}
 	wasRunning := s.phase == phaseRunning
 	s.phase = phaseEnded
-	s.endErr = err
-	s.ended.Store(true)
-	if !s.readyDone { // still connecting: Connect fails with err
-		s.readyErr = err
-		s.readyDone = true
-		close(s.ready)
-	}
+	s.life.end(err) // still connecting: Connect fails with err
 	if errors.Is(err, ErrClosed) {
 		s.state = StateClosed
 	} else {
@@ -1064,22 +1042,21 @@ func (s *Session) endLocked(err error, reason string, silence time.Duration) {
 			s.emit(Event{Kind: EventDisconnected, Reason: reason, Silence: silence, Err: err})
 		}
 	}
-	s.cancel()
 }
 
 // loop runs the session's timers until it ends, then tears it down.
 func (s *Session) loop() {
-	defer s.wg.Done()
+	defer s.life.wg.Done()
 	t := time.NewTicker(tickInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-		case <-s.closing:
+		case <-s.life.closing:
 			s.mu.Lock()
 			s.endLocked(ErrClosed, "", 0)
 			s.mu.Unlock()
-		case <-s.ctx.Done():
+		case <-s.life.ctx.Done():
 		}
 		s.mu.Lock()
 		if s.phase == phaseEnded {
@@ -1452,7 +1429,7 @@ func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
 // teardown closes everything once the loop has seen the session end.
 func (s *Session) teardown() {
 	s.mu.Lock()
-	closedByUs := errors.Is(s.endErr, ErrClosed)
+	closedByUs := errors.Is(s.life.endErr, ErrClosed)
 	if closedByUs {
 		s.sendControlLocked(wire.Control{Kind: wire.CtrlBye, Reason: wire.ByeClosed})
 	}
@@ -1472,7 +1449,7 @@ func (s *Session) teardown() {
 	// Nothing emits once the session has ended (the handlers check the
 	// phase), so the channel can be closed.
 	s.ev.close()
-	close(s.done)
+	close(s.life.done)
 }
 
 // Close ends the session: it tells the peer (a bye message on every open
@@ -1481,10 +1458,7 @@ func (s *Session) teardown() {
 // queued can be drained with Poll after Close. It is idempotent and
 // returns nil.
 func (s *Session) Close() error {
-	s.closeOnce.Do(func() {
-		close(s.closing)
-		s.wg.Wait()
-	})
+	s.life.close()
 	return nil
 }
 
@@ -1510,21 +1484,13 @@ func (s *Session) Send(p []byte) error {
 	if len(p) > s.cfg.MaxMessageSize {
 		return &MessageSizeError{Size: len(p), Limit: s.cfg.MaxMessageSize}
 	}
-	if s.ended.Load() {
-		return s.endError()
+	if s.life.ended.Load() {
+		return s.life.err()
 	}
 	s.data.send(s.tr.sendLink(TransportKind(s.active.Load())), p)
 	return nil
 }
 
-func (s *Session) endError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.endErr == nil {
-		return ErrClosed
-	}
-	return s.endErr
-}
 
 // Poll hands every received message to fn, oldest first, and returns how
 // many it handed over. It never blocks; p is valid only during the call.
@@ -1600,15 +1566,5 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.SinceLastRecv = -1
 	if ls.hadRecv {
 		out.SinceLastRecv = now - ls.lastRecv
-	}
-}
-
-// waitReady waits for the initial transport choice.
-func (s *Session) waitReady(ctx context.Context) error {
-	select {
-	case <-s.ready:
-		return s.readyErr
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
