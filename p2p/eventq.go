@@ -126,4 +126,3 @@ func mergeable(q []Event) int {
 	}
 	return -1
 }
-

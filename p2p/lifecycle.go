@@ -16,8 +16,8 @@ type lifecycle struct {
 	readyOnce sync.Once
 	readyErr  error // set before ready is closed
 
-	ended  atomic.Bool // set once the session has ended
-	endErr error       // set before ended
+	ended  atomic.Bool   // set once the session has ended
+	endErr error         // set before ended
 	done   chan struct{} // closed when the session is torn down
 
 	closing   chan struct{} // closed by Close

@@ -124,12 +124,12 @@ type Session struct {
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
 
-	tr       transports                   // the two transports
-	closeSig func()                     // closes the signaling client
-	sig      signaler                   // nil without signaling (tests)
-	id       *identity                  // this session's key and certificate
-	peerFP   []byte                     // under mu: the peer's pinned fingerprint
-	pinned   chan struct{}              // closed once peerFP is set
+	tr       transports    // the two transports
+	closeSig func()        // closes the signaling client
+	sig      signaler      // nil without signaling (tests)
+	id       *identity     // this session's key and certificate
+	peerFP   []byte        // under mu: the peer's pinned fingerprint
+	pinned   chan struct{} // closed once peerFP is set
 
 	data   *dataPath // send, receive, sequence and loss accounting
 	active atomic.Uint32
@@ -143,26 +143,20 @@ type Session struct {
 	silentSince   time.Duration // when an interruption started
 	readyAt       time.Duration
 	linksDeadline [2]time.Duration
-	awaitDeadline time.Duration
-	epoch         uint32 // offerer: the epoch of its last decision
-	acked         bool   // offerer: the answerer acknowledged epoch
-	nextSelect    time.Duration
-	off           offererPolicy  // the offerer's transport policy
-	ans           answererPolicy // the answerer's
-	pol           *pathPolicy    // the one of this role: evidence about the paths
-	lastTick      time.Duration  // when the loop last ran (stall detection)
-	ticked        bool           // lastTick is set
+	pol           rolePolicy    // the transport policy of this peer's role
+	lastTick      time.Duration // when the loop last ran (stall detection)
+	ticked        bool          // lastTick is set
 	switches      int
 	choiceReason  string
 	ctrlSeq       uint32
-	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
-	peerErrors    uint64             // the peer's clock messages that break the protocol
-	lastPeerErr   string             // the last of them
-	goodbye       string             // the signaling server said the peer left ("" if not, or it is back)
-	rtcRenewing   bool               // offerer: a new PeerConnection is being made
-	rtcAttemptAt  time.Duration      // offerer: when the last one was
-	rtcRenewals   uint64             // new PeerConnections negotiated after the first
-	sigRejoined   atomic.Int64       // times the signaling connection was re-established
+	relayRejected uint64        // relay streams whose TLS refused a record or the handshake
+	peerErrors    uint64        // the peer's clock messages that break the protocol
+	lastPeerErr   string        // the last of them
+	goodbye       string        // the signaling server said the peer left ("" if not, or it is back)
+	rtcRenewing   bool          // offerer: a new PeerConnection is being made
+	rtcAttemptAt  time.Duration // offerer: when the last one was
+	rtcRenewals   uint64        // new PeerConnections negotiated after the first
+	sigRejoined   atomic.Int64  // times the signaling connection was re-established
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
 
@@ -214,7 +208,13 @@ func newSession(p sessionParams) (*Session, error) {
 		p.clock = newWallClock()
 	}
 	cc := p.cfg.ClockSync
-	cc.Leader = p.role == signaling.RoleOfferer
+	start := p.clock.Now()
+	pol := newRolePolicy(p.role, policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
+		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer},
+		// The answerer gives up waiting for the offerer's choice after the
+		// offerer's longest wait plus its probes, with a margin.
+		start+max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)+4*p.cfg.ProbeTimeout+2*time.Second)
+	cc.Leader = pol.leader()
 	cal, err := clocksync.NewCalibrator(cc, p.clock)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
@@ -244,22 +244,13 @@ func newSession(p sessionParams) (*Session, error) {
 	for i := range s.pongBufs {
 		s.pongBufs[i] = make([]byte, 0, 256)
 	}
-	s.start = s.clock.Now()
-	pc := policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
-		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}
-	s.off.cfg, s.ans.cfg = pc, pc
-	s.pol = &s.ans.pathPolicy
-	if p.role == signaling.RoleOfferer {
-		s.pol = &s.off.pathPolicy
-	}
+	s.start = start
+	s.pol = pol
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
 	s.rtcAttemptAt = s.start
 	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
-	// The answerer gives up waiting for the offerer's choice after the
-	// offerer's longest wait plus its probes, with a margin.
-	s.awaitDeadline = s.start + max(s.cfg.WebRTCTimeout, s.cfg.TCPTimeout) + 4*s.cfg.ProbeTimeout + 2*time.Second
 
 	if p.peerFP != nil {
 		s.pin(p.peerFP)
@@ -292,7 +283,7 @@ func newSession(p sessionParams) (*Session, error) {
 	} else {
 		s.tr.cancelTCP()
 	}
-	if p.role == signaling.RoleOfferer && p.sig != nil {
+	if s.pol.leader() && p.sig != nil {
 		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
 		var err error
 		if rtc := s.tr.rtc.Load(); rtc != nil {
@@ -343,7 +334,7 @@ func (s *Session) peerSDP(sdp string) error {
 
 // handleOffer handles the offerer's SDP (answerer only).
 func (s *Session) handleOffer(ctx context.Context, sdp string) error {
-	if s.role != signaling.RoleAnswerer {
+	if s.pol.leader() {
 		return fmt.Errorf("p2p: unexpected offer for the %s", s.role)
 	}
 	if err := s.peerSDP(sdp); err != nil {
@@ -380,7 +371,7 @@ func (s *Session) handleOffer(ctx context.Context, sdp string) error {
 
 // handleAnswer handles the answerer's SDP (offerer only).
 func (s *Session) handleAnswer(sdp string) error {
-	if s.role != signaling.RoleOfferer {
+	if !s.pol.leader() {
 		return fmt.Errorf("p2p: unexpected answer for the %s", s.role)
 	}
 	if err := s.peerSDP(sdp); err != nil {
@@ -496,7 +487,7 @@ func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
 // rtcRetry at most, for as long as it takes). Called with mu held.
 func (s *Session) maybeRenewRTC(now time.Duration) {
 	ls := &s.links[0]
-	if s.role != signaling.RoleOfferer || !s.tr.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
+	if !s.pol.leader() || !s.tr.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
 		return
 	}
 	why := ""
@@ -510,8 +501,8 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 			why = "did not connect"
 		}
 	case LinkUp:
-		if failed, since, _ := s.pol.failed(now, TransportWebRTC); failed {
-			works := s.pol.worksSince(TransportTCP, since)
+		if failed, since, _ := s.pol.paths().failed(now, TransportWebRTC); failed {
+			works := s.pol.paths().worksSince(TransportTCP, since)
 			if works && now-since >= rtcFailedFor || now-since >= rtcSilentFor {
 				why = fmt.Sprintf("pings unanswered for %v", (now - since).Round(time.Millisecond))
 			}
@@ -648,7 +639,7 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 	s.mu.Lock()
 	peerFP := s.peerFP
 	s.mu.Unlock()
-	tc, err := relayTLS(ctx, raw, s.role == signaling.RoleOfferer, s.id, peerFP)
+	tc, err := relayTLS(ctx, raw, s.pol.leader(), s.id, peerFP)
 	if err != nil {
 		raw.Close()
 		if isTLSFailure(err) || errors.Is(err, errPeerCertificate) {
@@ -739,7 +730,7 @@ func (s *Session) onUp(k TransportKind) {
 		// A path that comes back starts its round-trip figures afresh.
 		ls.rtt = clocksync.RTTEstimator{}
 	}
-	s.pol.path(k).setUp(now, true)
+	s.pol.paths().path(k).setUp(now, true)
 	running := s.phase == phaseRunning
 	s.tr.setOpen(k, l)
 	// Tell the peer which transports we have, so that it does not wait for
@@ -777,7 +768,7 @@ func (s *Session) onDown(k TransportKind, err error) {
 	ls.state = LinkDown
 	ls.err = err.Error()
 	running := s.phase == phaseRunning && wasUp
-	s.pol.path(k).setUp(s.now(), false)
+	s.pol.paths().path(k).setUp(s.now(), false)
 	s.tr.setOpen(k, nil)
 	s.mu.Unlock()
 	s.log.Debug("p2p: transport down", "transport", k.String(), "err", err)
@@ -888,9 +879,9 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	ls.pongs++
 	// A round trip that spans a stall of this process, or an outage, is
 	// left out of the round-trip figures (see pathPolicy.answered).
-	if s.pol.answered(k, t4, pg.T1, rtt) {
+	if s.pol.paths().answered(k, t4, pg.T1, rtt) {
 		ls.rtt.Add(t4, rtt)
-		s.pol.setRTT(k, ls.rtt.Stats(t4).Smoothed)
+		s.pol.paths().setRTT(k, ls.rtt.Stats(t4).Smoothed)
 	}
 	ls.jout.Add(pg.T2 - pg.T1)
 	ls.jin.Add(t4 - pg.T3)
@@ -913,15 +904,14 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 	}
 	switch c.Kind {
 	case wire.CtrlSelect:
-		if s.role != signaling.RoleAnswerer {
+		tr := TransportKind(c.Transport)
+		from := TransportKind(s.active.Load())
+		adopt, ack, ok := s.pol.onSelect(now, c.Epoch, tr)
+		if !ok {
 			s.malformed++
 			return
 		}
-		tr := TransportKind(c.Transport)
-		from := TransportKind(s.active.Load())
-		first := !s.ans.seen
-		changed, ack := s.ans.onSelect(now, c.Epoch, tr)
-		if first && s.ans.seen || changed {
+		if adopt {
 			s.active.Store(uint32(tr))
 			if s.phase != phaseRunning {
 				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", tr)
@@ -938,9 +928,7 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 			s.sendControlLocked(wire.Control{Kind: wire.CtrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
 		}
 	case wire.CtrlSelectAck:
-		if s.role == signaling.RoleOfferer && c.Epoch == s.epoch {
-			s.acked = true
-		}
+		s.pol.onSelectAck(c.Epoch)
 	case wire.CtrlBye:
 		s.endLocked(fmt.Errorf("%w: the peer closed the session", ErrDisconnected), "the peer closed the session", 0)
 	case wire.CtrlHello:
@@ -963,8 +951,8 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 		// earlyChoice) repeats its select now rather than at the next
 		// PingInterval, in case the first one arrived before the peer's
 		// channel could take it.
-		if s.role == signaling.RoleOfferer && s.phase == phaseRunning && !s.acked {
-			s.sendSelect(now)
+		if s.phase == phaseRunning {
+			s.sendSelect(now, true)
 		}
 	}
 }
@@ -1075,7 +1063,7 @@ func (s *Session) tick(now time.Duration) {
 	// stall of this process: what it did not hear meanwhile is no
 	// evidence against a path (see the policies).
 	if s.ticked && now-s.lastTick > tickInterval+stallSlack {
-		s.pol.stalled(s.lastTick, now)
+		s.pol.paths().stalled(s.lastTick, now)
 		s.log.Debug("p2p: local stall", "for", now-s.lastTick)
 	}
 	s.lastTick, s.ticked = now, true
@@ -1093,8 +1081,8 @@ func (s *Session) tick(now time.Duration) {
 			}
 		}
 		// A probe unanswered past its grace breaks the path's streak.
-		if e := s.pol.path(ls.kind); e.streak > 0 {
-			if _, ok := s.pol.onset(now, e); ok {
+		if e := s.pol.paths().path(ls.kind); e.streak > 0 {
+			if _, ok := s.pol.paths().onset(now, e); ok {
 				e.streak = 0
 			}
 		}
@@ -1129,7 +1117,7 @@ func (s *Session) tickLinks(now time.Duration) {
 	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
 		resolved = true
 	}
-	if s.role == signaling.RoleOfferer && s.cfg.Prefer != TransportTCP && s.links[0].up() {
+	if s.pol.startsEarly(&s.links) {
 		resolved = true
 	}
 	// With one transport open, the other has until a fifth of its own
@@ -1149,7 +1137,7 @@ func (s *Session) tickLinks(now time.Duration) {
 		}
 	}
 	if !resolved {
-		if s.role == signaling.RoleAnswerer && now > s.awaitDeadline {
+		if s.pol.overdue(now) {
 			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
 		}
 		return
@@ -1191,7 +1179,7 @@ func (s *Session) tickProbe(now time.Duration) {
 		pr := &ls.probe
 		// The offerer started probing WebRTC before the relay opened (see
 		// tickLinks): a relay that opens before the choice is probed too.
-		if i == 1 && s.role == signaling.RoleOfferer && !pr.running && pr.n == 0 && ls.up() {
+		if s.pol.probesLate(ls.kind) && !pr.running && pr.n == 0 && ls.up() {
 			pr.running = true
 		}
 		if !pr.running {
@@ -1225,134 +1213,34 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.t1 = s.sendPing(ls.kind, now)
 		}
 	}
-	if s.role == signaling.RoleAnswerer {
-		if done {
-			s.phase = phaseAwait
-		}
-		if now > s.awaitDeadline {
-			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
-		}
-		return
-	}
-	if !done {
-		if k, reason := s.earlyChoice(); k != TransportUnknown {
-			s.choiceReason = reason
-			s.decide(now, k)
-			s.becomeRunning(now)
-		}
-		return
-	}
-	k, reason := s.initialChoice()
-	if k == TransportUnknown && s.links[1].state == LinkConnecting {
-		// WebRTC lost its probes while the relay is still connecting: wait
-		// for the relay (or its deadline, see tick).
-		return
-	}
-	if k == TransportUnknown {
-		s.failConnect(s.noTransportErr("every probe was lost"))
-		return
-	}
-	s.choiceReason = reason
-	s.decide(now, k)
-	s.becomeRunning(now)
-}
-
-// earlyChoice lets the offerer start on WebRTC before the probes are
-// done. When the relay is not being probed (still connecting, or down),
-// it has no evidence to compare with: the offerer starts on WebRTC as soon
-// as its data channel is open, whose SCTP handshake crossed the path both
-// ways, so a probe round trip would add only a ping figure, at the cost of
-// a round trip through the peer (in a browser, through the page's one
-// thread, behind its frames). Waiting for the relay would cost its connect
-// time. Once running, the relay is probed as the standby when it opens,
-// and the session moves to it if it pings better (see decide), as after
-// any initial choice. With both links probing, or TCP preferred, the
-// 3-probe rule decides (initialChoice), except that the offerer starts on
-// WebRTC once it answered a probe, unless the relay already answered one
-// faster by the switch margin: one answered probe shows the path works,
-// and a relay that pings better over the next seconds takes over as after
-// any choice.
-func (s *Session) earlyChoice() (TransportKind, string) {
-	w, t := &s.links[0], &s.links[1]
-	if s.cfg.Prefer == TransportTCP || !w.up() {
-		return TransportUnknown, ""
-	}
-	if !t.probe.running && t.probe.n == 0 {
-		return TransportWebRTC, fmt.Sprintf("webrtc's data channel is open while tcp is %v: starting on webrtc, judging tcp once it opens", s.whyNot(t))
-	}
-	if w.probe.n-w.probe.lost < 1 {
-		return TransportUnknown, ""
-	}
-	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
-		for _, r := range ls.probe.res[:ls.probe.n] {
-			if r > 0 {
-				m, ok = max(m, r), true
-			}
-		}
-		return m, ok
-	}
-	rtt, _ := answeredMax(w)
-	trtt, ok := answeredMax(t)
-	if ok && trtt+max(s.cfg.SwitchMargin, rtt/10) < rtt {
-		return TransportUnknown, "" // the 3-probe rule decides
-	}
-	return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) and tcp pinged no better so far: starting on webrtc, judging tcp in the background", rtt)
-}
-
-// initialChoice applies the 3-probe rule to the probe results: a transport
-// that answered at least one probe is usable; with Config.Prefer set and
-// usable, it wins; otherwise the lower 3-probe maximum wins, ties to WebRTC.
-func (s *Session) initialChoice() (TransportKind, string) {
-	usable := func(ls *linkState) bool { return ls.up() && ls.probe.n == 3 && ls.probe.lost < 3 }
-	w, t := &s.links[0], &s.links[1]
-	wu, tu := usable(w), usable(t)
+	o := s.pol.afterProbes(now, &s.links, done)
 	switch {
-	case !wu && !tu:
-		return TransportUnknown, ""
-	case wu && !tu:
-		return TransportWebRTC, fmt.Sprintf("only webrtc works (3-probe ping %v; tcp %v)", w.probe.max, s.whyNot(t))
-	case tu && !wu:
-		return TransportTCP, fmt.Sprintf("only tcp works (3-probe ping %v; webrtc %v)", t.probe.max, s.whyNot(w))
+	case o.fail != "":
+		s.failConnect(s.noTransportErr(o.fail))
+	case o.await:
+		s.phase = phaseAwait
+	case o.k != TransportUnknown:
+		s.choiceReason = o.reason
+		s.decide(now, o.k, false)
+		s.becomeRunning(now)
 	}
-	if p := s.cfg.Prefer; p != TransportUnknown {
-		return p, fmt.Sprintf("preferred by config (3-probe ping webrtc %v, tcp %v)", w.probe.max, t.probe.max)
-	}
-	margin := max(s.cfg.SwitchMargin, w.probe.max/10)
-	if t.probe.max+margin < w.probe.max {
-		return TransportTCP, fmt.Sprintf("lower 3-probe ping: tcp %v < webrtc %v by more than %v", t.probe.max, w.probe.max, margin)
-	}
-	if t.probe.max < w.probe.max {
-		return TransportWebRTC, fmt.Sprintf("3-probe pings within %v count as a tie, which webrtc wins: webrtc %v, tcp %v", margin, w.probe.max, t.probe.max)
-	}
-	return TransportWebRTC, fmt.Sprintf("lower or equal 3-probe ping: webrtc %v <= tcp %v", w.probe.max, t.probe.max)
 }
 
-func (s *Session) whyNot(ls *linkState) string {
-	switch {
-	case ls.state == LinkDisabled:
-		return "disabled"
-	case ls.state == LinkUp && ls.probe.lost == 3:
-		return "lost all 3 probes"
-	case ls.err != "":
-		return ls.state.String() + ": " + ls.err
-	}
-	return ls.state.String()
-}
-
-// decide makes k the active transport under a new epoch and starts telling
-// the answerer (offerer only). Called with mu held.
-func (s *Session) decide(now time.Duration, k TransportKind) {
-	s.epoch++
-	s.acked = false
+// decide makes k the active transport (again: a switch) and tells the
+// peer, if this role does (see rolePolicy.choose). Called with mu held.
+func (s *Session) decide(now time.Duration, k TransportKind, again bool) {
 	s.active.Store(uint32(k))
-	s.off.switched(now, k)
-	s.nextSelect = now
-	s.sendSelect(now)
+	if c, ok := s.pol.choose(now, k, again); ok {
+		s.sendControlLocked(c)
+	}
 }
 
-func (s *Session) sendSelect(now time.Duration) {
-	s.sendControlLocked(wire.Control{Kind: wire.CtrlSelect, Epoch: s.epoch, Transport: uint8(s.active.Load())})
-	s.nextSelect = now + s.cfg.PingInterval
+// sendSelect repeats the offerer's select when due (or force) until the
+// answerer acknowledges it. Called with mu held.
+func (s *Session) sendSelect(now time.Duration, force bool) {
+	if c, ok := s.pol.selectDue(now, force); ok {
+		s.sendControlLocked(c)
+	}
 }
 
 // sendPing sends a timestamped ping on link k and returns its t1.
@@ -1367,7 +1255,7 @@ func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 		t1 = pg.T1
 	}
 	ls.pings++
-	s.pol.path(k).probeSent(t1)
+	s.pol.paths().path(k).probeSent(t1)
 	s.xmit(k, b)
 	return t1
 }
@@ -1375,7 +1263,7 @@ func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 func (s *Session) tickRunning(now time.Duration) {
 	// Liveness over all transports. Time this process stood still is not
 	// the peer's silence.
-	silence := now - s.pol.stall.after(s.lastRecv)
+	silence := now - s.pol.paths().stall.after(s.lastRecv)
 	switch {
 	case silence >= s.cfg.DisconnectAfter:
 		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
@@ -1395,22 +1283,18 @@ func (s *Session) tickRunning(now time.Duration) {
 			ErrDisconnected, s.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.goodbye, silence)
 		return
 	}
-	s.pol.observe(now)
+	s.pol.paths().observe(now)
 	s.maybeRenewRTC(now)
-	if s.role == signaling.RoleOfferer {
-		if k, why := s.off.decide(now); k != TransportUnknown {
-			s.switchTo(now, k, why)
-		}
-		if !s.acked && now >= s.nextSelect {
-			s.sendSelect(now)
-		}
+	if k, why := s.pol.decide(now); k != TransportUnknown {
+		s.switchTo(now, k, why)
 	}
+	s.sendSelect(now, false)
 	// Pings: the active transport when the calibrator wants one but at
 	// least every PingInterval; the standby as the policy says.
 	calDue := now >= s.cal.NextPing()
 	for i := range s.links {
 		ls := &s.links[i]
-		if ls.up() && s.pol.probeDue(now, ls.kind, calDue) {
+		if ls.up() && s.pol.paths().probeDue(now, ls.kind, calDue) {
 			s.sendPing(ls.kind, now)
 		}
 	}
@@ -1419,9 +1303,8 @@ func (s *Session) tickRunning(now time.Duration) {
 func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
 	from := TransportKind(s.active.Load())
 	s.switches++
-	s.off.switches++
 	s.choiceReason = reason
-	s.decide(now, k)
+	s.decide(now, k, true)
 	s.log.Info("p2p: transport changed", "from", from.String(), "to", k.String(), "reason", reason)
 	s.emit(Event{Kind: EventTransportChanged, From: from, Transport: k, Reason: reason})
 }
@@ -1491,7 +1374,6 @@ func (s *Session) Send(p []byte) error {
 	return nil
 }
 
-
 // Poll hands every received message to fn, oldest first, and returns how
 // many it handed over. It never blocks; p is valid only during the call.
 // Use it once per game tick. It does not allocate. Messages wait for it in
@@ -1552,11 +1434,11 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.Kind = ls.kind
 	out.State = ls.state
 	out.Err = ls.err
-	out.Healthy = ls.up() && s.pol.healthy(now, ls.kind)
+	out.Healthy = ls.up() && s.pol.paths().healthy(now, ls.kind)
 	out.Probe = ls.probe.res
 	out.ProbeMax = ls.probe.max
 	out.ProbeLost = ls.probe.lost
-	out.Last3Max = s.pol.path(ls.kind).max3()
+	out.Last3Max = s.pol.paths().path(ls.kind).max3()
 	out.RTT = ls.rtt.Stats(now)
 	out.Jitter = ls.jin.Value()
 	out.JitterOut = ls.jout.Value()
