@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/internal/clockwire"
@@ -124,12 +121,8 @@ type Session struct {
 	start time.Duration
 	cal   *clocksync.Calibrator // under mu
 
-	tr       transports    // the two transports
-	closeSig func()        // closes the signaling client
-	sig      signaler      // nil without signaling (tests)
-	id       *identity     // this session's key and certificate
-	peerFP   []byte        // under mu: the peer's pinned fingerprint
-	pinned   chan struct{} // closed once peerFP is set
+	tr  transports // the two transports
+	sig *sigPump   // signaling: identities, negotiation, renegotiation, rejoin
 
 	data   *dataPath // send, receive, sequence and loss accounting
 	active atomic.Uint32
@@ -149,14 +142,10 @@ type Session struct {
 	switches      int
 	choiceReason  string
 	ctrlSeq       uint32
-	relayRejected uint64        // relay streams whose TLS refused a record or the handshake
-	peerErrors    uint64        // the peer's clock messages that break the protocol
-	lastPeerErr   string        // the last of them
-	goodbye       string        // the signaling server said the peer left ("" if not, or it is back)
-	rtcRenewing   bool          // offerer: a new PeerConnection is being made
-	rtcAttemptAt  time.Duration // offerer: when the last one was
-	rtcRenewals   uint64        // new PeerConnections negotiated after the first
-	sigRejoined   atomic.Int64  // times the signaling connection was re-established
+	relayRejected uint64 // relay streams whose TLS refused a record or the handshake
+	peerErrors    uint64 // the peer's clock messages that break the protocol
+	lastPeerErr   string // the last of them
+	goodbye       string // the signaling server said the peer left ("" if not, or it is back)
 	loopBuf       []byte
 	pongBufs      [2][]byte // per reader goroutine
 
@@ -225,21 +214,18 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 	}
 	s := &Session{
-		id:       p.id,
-		sig:      p.sig,
-		pinned:   make(chan struct{}),
-		cfg:      p.cfg,
-		role:     p.role,
-		room:     p.room,
-		log:      p.cfg.Logger.With("role", p.role.String()),
-		clock:    p.clock,
-		cal:      cal,
-		closeSig: p.closeSig,
-		data:     newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
-		ev:       newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
-		life:     newLifecycle(),
-		loopBuf:  make([]byte, 0, 256),
-		state:    StateConnecting,
+		sig:     &sigPump{sig: p.sig, closeSig: p.closeSig, id: p.id, pinned: make(chan struct{})},
+		cfg:     p.cfg,
+		role:    p.role,
+		room:    p.room,
+		log:     p.cfg.Logger.With("role", p.role.String()),
+		clock:   p.clock,
+		cal:     cal,
+		data:    newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
+		ev:      newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
+		life:    newLifecycle(),
+		loopBuf: make([]byte, 0, 256),
+		state:   StateConnecting,
 	}
 	for i := range s.pongBufs {
 		s.pongBufs[i] = make([]byte, 0, 256)
@@ -249,11 +235,11 @@ func newSession(p sessionParams) (*Session, error) {
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
-	s.rtcAttemptAt = s.start
+	s.sig.attemptAt = s.start
 	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
 
 	if p.peerFP != nil {
-		s.pin(p.peerFP)
+		s.sig.pin(p.peerFP)
 	}
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
@@ -291,7 +277,7 @@ func newSession(p sessionParams) (*Session, error) {
 		} else {
 			// No WebRTC here: the offer only carries the fingerprint that
 			// pins the relay.
-			err = p.sig.sendOffer(ctx, relayOnlySDP(s.id.fp))
+			err = p.sig.sendOffer(ctx, relayOnlySDP(s.sig.id.fp))
 		}
 		cancel()
 		if err != nil {
@@ -305,369 +291,7 @@ func newSession(p sessionParams) (*Session, error) {
 	return s, nil
 }
 
-// pin sets the peer's certificate fingerprint, the first time; it reports
-// whether fp is the pinned one.
-func (s *Session) pin(fp []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.peerFP == nil {
-		s.peerFP = bytes.Clone(fp)
-		close(s.pinned)
-		return true
-	}
-	return bytes.Equal(s.peerFP, fp)
-}
-
-// peerSDP checks the fingerprint of an SDP from the peer and pins it. An
-// SDP with another fingerprint than the pinned one is refused: the peer
-// keeps its certificate for the whole session.
-func (s *Session) peerSDP(sdp string) error {
-	fp, err := sdpFingerprint(sdp)
-	if err != nil {
-		return err
-	}
-	if !s.pin(fp) {
-		return fmt.Errorf("p2p: refusing an SDP whose fingerprint %s is not the peer's (%s)", fingerprintLine(fp), fingerprintLine(s.peerFP))
-	}
-	return nil
-}
-
-// handleOffer handles the offerer's SDP (answerer only).
-func (s *Session) handleOffer(ctx context.Context, sdp string) error {
-	if s.pol.leader() {
-		return fmt.Errorf("p2p: unexpected offer for the %s", s.role)
-	}
-	if err := s.peerSDP(sdp); err != nil {
-		return err
-	}
-	rtc := s.tr.rtc.Load()
-	if rtc == nil || isRelayOnlySDP(sdp) {
-		if isRelayOnlySDP(sdp) {
-			s.peerHasNoWebRTC()
-		}
-		if s.sig == nil {
-			return nil
-		}
-		return s.sig.sendAnswer(ctx, relayOnlySDP(s.id.fp))
-	}
-	if prev := rtc.remoteSessionID(); prev != "" && sdpSessionID(sdp) != prev {
-		// The offerer made a new PeerConnection (its WebRTC path failed):
-		// so do we.
-		s.log.Info("p2p: webrtc: the peer renegotiates with a new PeerConnection")
-		var err error
-		if rtc, err = s.replaceRTC(errPeerRenegotiates); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.rtcRenewals++
-		s.mu.Unlock()
-	}
-	if err := rtc.handleOffer(ctx, sdp); err != nil {
-		s.rtcDown(rtc, err)
-		return err
-	}
-	return nil
-}
-
-// handleAnswer handles the answerer's SDP (offerer only).
-func (s *Session) handleAnswer(sdp string) error {
-	if !s.pol.leader() {
-		return fmt.Errorf("p2p: unexpected answer for the %s", s.role)
-	}
-	if err := s.peerSDP(sdp); err != nil {
-		return err
-	}
-	if isRelayOnlySDP(sdp) {
-		s.peerHasNoWebRTC()
-		return nil
-	}
-	rtc := s.tr.rtc.Load()
-	if rtc == nil {
-		return nil
-	}
-	if err := rtc.handleAnswer(sdp); err != nil {
-		s.rtcDown(rtc, err)
-		return err
-	}
-	return nil
-}
-
-// handleCandidate adds a trickled remote candidate.
-func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
-	if rtc := s.tr.rtc.Load(); rtc != nil {
-		rtc.handleCandidate(c)
-	}
-}
-
-// WebRTC recovery: errors that replace a PeerConnection.
-var (
-	errRenegotiating    = errors.New("p2p: webrtc: the path failed; negotiating a new PeerConnection")
-	errPeerRenegotiates = errors.New("p2p: webrtc: the peer negotiates a new PeerConnection")
-)
-
-// rtcRetry is the least time between two new PeerConnections the offerer
-// negotiates; rtcFailedFor is how long the WebRTC path must have failed
-// (its pings unanswered) before it does, when the other path works, and
-// rtcSilentFor when no path answers (the peer may be paused).
-const (
-	rtcRetry      = 2 * time.Second
-	rtcFailedFor  = 2 * time.Second
-	rtcSilentFor  = 4 * time.Second
-	rtcConnectFor = 10 * time.Second
-)
-
-// newRTC makes a WebRTC transport (a PeerConnection) for this session, or
-// one on the early offer's.
-func (s *Session) newRTC(early *earlyOffer) (*rtcTransport, error) {
-	h := &rtcHandler{s: s}
-	t, err := newRTCTransport(&s.cfg, s.role, s.sig, h, s.id, early)
-	if err != nil {
-		return nil, err
-	}
-	h.t = t
-	return t, nil
-}
-
-// rtcHandler passes a WebRTC transport's callbacks to the session, which
-// ignores the opening and closing of a transport it has replaced.
-type rtcHandler struct {
-	s *Session
-	t *rtcTransport
-}
-
-func (h *rtcHandler) onUp(k TransportKind) {
-	if h.s.tr.rtc.Load() == h.t {
-		h.s.onUp(k)
-	}
-}
-func (h *rtcHandler) onDown(k TransportKind, err error)   { h.s.rtcDown(h.t, err) }
-func (h *rtcHandler) onMessage(k TransportKind, p []byte) { h.s.onMessage(k, p) }
-func (h *rtcHandler) onMalformed(k TransportKind)         { h.s.onMalformed(k) }
-
-// rtcDown reports WebRTC down if t is the current transport.
-func (s *Session) rtcDown(t *rtcTransport, err error) {
-	if s.tr.rtc.Load() == t {
-		s.onDown(TransportWebRTC, err)
-	}
-}
-
-// replaceRTC closes the current PeerConnection (in the background) and
-// makes a new one, reporting WebRTC down with why.
-func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
-	if old := s.tr.rtc.Load(); old != nil {
-		s.rtcDown(old, why)
-	}
-	t, err := s.newRTC(nil)
-	if err != nil {
-		s.log.Warn("p2p: webrtc: new peer connection", "err", err)
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.phase == phaseEnded {
-		s.mu.Unlock()
-		_ = t.close()
-		return nil, ErrClosed
-	}
-	old := s.tr.rtc.Swap(t)
-	s.tr.setOpen(TransportWebRTC, nil)
-	s.mu.Unlock()
-	if old != nil {
-		s.life.wg.Add(1)
-		go func() {
-			defer s.life.wg.Done()
-			_ = old.close()
-		}()
-	}
-	return t, nil
-}
-
-// maybeRenewRTC is the offerer's WebRTC recovery: when the path has
-// failed for long enough, or the PeerConnection closed or never
-// connected, it negotiates a new PeerConnection over signaling (every
-// rtcRetry at most, for as long as it takes). Called with mu held.
-func (s *Session) maybeRenewRTC(now time.Duration) {
-	ls := &s.links[0]
-	if !s.pol.leader() || !s.tr.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
-		return
-	}
-	why := ""
-	switch ls.state {
-	case LinkDown:
-		why = "down: " + ls.err
-	case LinkConnecting:
-		// pion's ICE gives up on its own after iceDisconnected+iceFailed
-		// (then the link is down); this is a safety net.
-		if now-s.rtcAttemptAt >= rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
-			why = "did not connect"
-		}
-	case LinkUp:
-		if failed, since, _ := s.pol.paths().failed(now, TransportWebRTC); failed {
-			works := s.pol.paths().worksSince(TransportTCP, since)
-			if works && now-since >= rtcFailedFor || now-since >= rtcSilentFor {
-				why = fmt.Sprintf("pings unanswered for %v", (now - since).Round(time.Millisecond))
-			}
-		}
-	}
-	if why == "" {
-		return
-	}
-	s.rtcRenewing = true
-	s.rtcAttemptAt = now
-	s.rtcRenewals++
-	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why)
-	s.life.wg.Add(1)
-	go func() {
-		defer s.life.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			s.rtcRenewing = false
-			s.mu.Unlock()
-		}()
-		t, err := s.replaceRTC(errRenegotiating)
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		if ls.state == LinkDown {
-			ls.state = LinkConnecting
-		}
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
-		defer cancel()
-		if err := t.start(ctx); err != nil {
-			s.rtcDown(t, err)
-		}
-	}()
-}
-
-// peerHasNoWebRTC marks WebRTC down: the peer's SDP says it has none.
-func (s *Session) peerHasNoWebRTC() {
-	s.mu.Lock()
-	ls := &s.links[0]
-	ls.peerDisabled = true
-	if ls.state == LinkConnecting {
-		ls.state = LinkDown
-		ls.err = "disabled by the peer"
-	}
-	if s.phase == phaseLinks {
-		s.tickLinks(s.now())
-	}
-	s.mu.Unlock()
-}
-
 func (s *Session) now() time.Duration { return s.clock.Now() }
-
-// Relay re-dial backoff: the first retry after relayRetryMin, doubling up
-// to relayRetryMax, so a relay that drops, or a signaling server that
-// restarts, is back within about relayRetryMax of answering again.
-const (
-	relayRetryMin = 100 * time.Millisecond
-	relayRetryMax = time.Second
-)
-
-// relayLoop dials the relay, runs the session over it until it ends, and
-// dials again (with backoff) until the session ends or the peer turns out
-// to have no relay. Each attempt is bounded by Config.TCPTimeout.
-func (s *Session) relayLoop(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
-	defer s.life.wg.Done()
-	backoff := relayRetryMin
-	for ctx.Err() == nil {
-		t, err := s.dialRelay(ctx, dial)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.onDown(TransportTCP, err)
-			s.log.Debug("p2p: relay dial failed", "err", err, "retry_in", backoff)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, relayRetryMax)
-			continue
-		}
-		backoff = relayRetryMin
-		s.mu.Lock()
-		if s.phase == phaseEnded {
-			s.mu.Unlock()
-			_ = t.close()
-			return
-		}
-		s.tr.tcp.Store(t)
-		s.mu.Unlock()
-		s.onUp(TransportTCP) // before reading, so that replies have a link
-		t.start()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return // teardown closes it
-		}
-		_ = t.close()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(relayRetryMin):
-		}
-	}
-}
-
-// dialRelay dials the relay and runs its TLS handshake, once the peer's
-// fingerprint is known.
-func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net.Conn, error)) (*tcpTransport, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.TCPTimeout)
-	defer cancel()
-	raw, err := dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("p2p: tcp relay: %w", err)
-	}
-	select {
-	case <-s.pinned:
-	case <-ctx.Done():
-		raw.Close()
-		return nil, fmt.Errorf("p2p: tcp relay: the peer's fingerprint did not arrive: %w", ctx.Err())
-	}
-	if relayTLSDefer > 0 {
-		t := time.NewTimer(relayTLSDefer)
-		select {
-		case <-s.life.ready:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	}
-	s.mu.Lock()
-	peerFP := s.peerFP
-	s.mu.Unlock()
-	tc, err := relayTLS(ctx, raw, s.pol.leader(), s.id, peerFP)
-	if err != nil {
-		raw.Close()
-		if isTLSFailure(err) || errors.Is(err, errPeerCertificate) {
-			err = fmt.Errorf("%w: %w", errRelayRejected, err)
-		}
-		return nil, err
-	}
-	return newTCPTransport(tc, raw, s.cfg.MaxMessageSize, s), nil
-}
-
-// peerLeftSignaling records that the signaling server said the peer left
-// (reason: "left", "disconnected" or "dropped"). A peer that left and has
-// fallen silent is gone (the session ends within goodbyeSilence); one
-// whose signaling connection merely dropped keeps talking, and the
-// session goes on.
-func (s *Session) peerLeftSignaling(reason string) {
-	s.mu.Lock()
-	s.goodbye = reason
-	s.mu.Unlock()
-}
-
-// peerBackOnSignaling records that the peer is back on the signaling
-// server (paired again after a rejoin).
-func (s *Session) peerBackOnSignaling() {
-	s.mu.Lock()
-	s.goodbye = ""
-	s.mu.Unlock()
-}
 
 // Role returns this peer's role, signaling.RoleOfferer or
 // signaling.RoleAnswerer, which both peers agree on. The offerer decides
@@ -1326,8 +950,8 @@ func (s *Session) teardown() {
 	rtc := s.tr.rtc.Swap(nil)
 	s.mu.Unlock()
 	s.tr.closeBoth(rtc)
-	if s.closeSig != nil {
-		s.closeSig()
+	if s.sig.closeSig != nil {
+		s.sig.closeSig()
 	}
 	// Nothing emits once the session has ended (the handlers check the
 	// phase), so the channel can be closed.
@@ -1400,8 +1024,8 @@ func (s *Session) Stats() Stats {
 	}
 	st.Malformed = s.malformed
 	st.RelayRejected = s.relayRejected
-	st.SignalingReconnects = uint64(s.sigRejoined.Load())
-	st.WebRTCRenewals = s.rtcRenewals
+	st.SignalingReconnects = uint64(s.sig.rejoined.Load())
+	st.WebRTCRenewals = s.sig.renewals
 	cs := s.cal.Stats()
 	if est := cs.Estimate; est.Samples > 0 {
 		st.ClockOffset = est.OffsetAt(now)
