@@ -106,7 +106,7 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 // session goes on.
 func (s *Session) peerLeftSignaling(reason string) {
 	s.mu.Lock()
-	s.goodbye = reason
+	s.live.goodbye = reason
 	s.mu.Unlock()
 }
 
@@ -114,6 +114,6 @@ func (s *Session) peerLeftSignaling(reason string) {
 // server (paired again after a rejoin).
 func (s *Session) peerBackOnSignaling() {
 	s.mu.Lock()
-	s.goodbye = ""
+	s.live.goodbye = ""
 	s.mu.Unlock()
 }

@@ -74,9 +74,10 @@ const (
 
 // linkState is the session's bookkeeping for one transport (under mu).
 type linkState struct {
-	kind  TransportKind
-	state LinkState
-	err   string
+	kind     TransportKind
+	state    LinkState
+	deadline time.Duration // to open, while connecting
+	err      string
 	// peerDisabled: the peer does not have this transport.
 	peerDisabled bool
 	upAt         time.Duration
@@ -119,7 +120,7 @@ type Session struct {
 	log   *slog.Logger
 	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
-	cal   *clocksync.Calibrator // under mu
+	ping  *pinger // pings, pongs and controls; the calibrator (under mu)
 
 	tr  transports // the two transports
 	sig *sigPump   // signaling: identities, negotiation, renegotiation, rejoin
@@ -127,27 +128,14 @@ type Session struct {
 	data   *dataPath // send, receive, sequence and loss accounting
 	active atomic.Uint32
 
-	mu            sync.Mutex
-	phase         phase
-	state         ConnState
-	links         [2]linkState
-	malformed     uint64
-	lastRecv      time.Duration
-	silentSince   time.Duration // when an interruption started
-	readyAt       time.Duration
-	linksDeadline [2]time.Duration
-	pol           rolePolicy    // the transport policy of this peer's role
-	lastTick      time.Duration // when the loop last ran (stall detection)
-	ticked        bool          // lastTick is set
-	switches      int
-	choiceReason  string
-	ctrlSeq       uint32
-	relayRejected uint64 // relay streams whose TLS refused a record or the handshake
-	peerErrors    uint64 // the peer's clock messages that break the protocol
-	lastPeerErr   string // the last of them
-	goodbye       string // the signaling server said the peer left ("" if not, or it is back)
-	loopBuf       []byte
-	pongBufs      [2][]byte // per reader goroutine
+	mu           sync.Mutex
+	phase        phase
+	state        ConnState
+	links        [2]linkState
+	live         liveness   // the peer's presence, the loop's stalls
+	pol          rolePolicy // the transport policy of this peer's role
+	switches     int
+	choiceReason string
 
 	ev *eventQueue // the Events channel
 
@@ -214,29 +202,25 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 	}
 	s := &Session{
-		sig:     &sigPump{sig: p.sig, closeSig: p.closeSig, id: p.id, pinned: make(chan struct{})},
-		cfg:     p.cfg,
-		role:    p.role,
-		room:    p.room,
-		log:     p.cfg.Logger.With("role", p.role.String()),
-		clock:   p.clock,
-		cal:     cal,
-		data:    newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
-		ev:      newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
-		life:    newLifecycle(),
-		loopBuf: make([]byte, 0, 256),
-		state:   StateConnecting,
-	}
-	for i := range s.pongBufs {
-		s.pongBufs[i] = make([]byte, 0, 256)
+		sig:   &sigPump{sig: p.sig, closeSig: p.closeSig, id: p.id, pinned: make(chan struct{})},
+		cfg:   p.cfg,
+		role:  p.role,
+		room:  p.room,
+		log:   p.cfg.Logger.With("role", p.role.String()),
+		clock: p.clock,
+		ping:  newPinger(cal),
+		data:  newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
+		ev:    newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
+		life:  newLifecycle(),
+		state: StateConnecting,
 	}
 	s.start = start
 	s.pol = pol
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
-	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
+	s.links[0].deadline = s.start + s.cfg.WebRTCTimeout
 	s.sig.attemptAt = s.start
-	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
+	s.links[1].deadline = s.start + s.cfg.TCPTimeout
 
 	if p.peerFP != nil {
 		s.sig.pin(p.peerFP)
@@ -359,9 +343,7 @@ func (s *Session) onUp(k TransportKind) {
 	s.tr.setOpen(k, l)
 	// Tell the peer which transports we have, so that it does not wait for
 	// one we disabled.
-	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
-	b = wire.AppendControl(b, wire.Control{Kind: wire.CtrlHello, Enabled: s.tr.enabled})
-	s.loopBuf = b
+	b := s.ping.control(wire.Control{Kind: wire.CtrlHello, Enabled: s.tr.enabled})
 	s.xmit(k, b)
 	if s.phase == phaseLinks {
 		s.tickLinks(now) // start probing at once if this was the last one
@@ -377,7 +359,7 @@ func (s *Session) onDown(k TransportKind, err error) {
 	s.mu.Lock()
 	ls := &s.links[k.idx()]
 	if errors.Is(err, errRelayRejected) {
-		s.relayRejected++
+		s.tr.rejected.Add(1)
 	}
 	if s.phase == phaseEnded || ls.state == LinkDisabled {
 		s.mu.Unlock()
@@ -403,7 +385,7 @@ func (s *Session) onDown(k TransportKind, err error) {
 
 func (s *Session) onMalformed(TransportKind) {
 	s.mu.Lock()
-	s.malformed++
+	s.ping.malformed++
 	s.mu.Unlock()
 }
 
@@ -412,7 +394,7 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 	h, payload, err := wire.ParseHeader(p)
 	if err != nil {
 		s.mu.Lock()
-		s.malformed++
+		s.ping.malformed++
 		s.mu.Unlock()
 		return
 	}
@@ -420,7 +402,7 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 	case wire.MsgData:
 		if len(payload) > s.cfg.MaxMessageSize {
 			s.mu.Lock()
-			s.malformed++
+			s.ping.malformed++
 			s.mu.Unlock()
 			return
 		}
@@ -431,10 +413,8 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 	case wire.MsgPing:
 		// Answer at once, on the link it came in on. The calibrator stamps
 		// t2 and t3.
-		buf := s.pongBufs[k.idx()]
 		s.mu.Lock()
-		buf = wire.AppendHeader(buf[:0], wire.Header{Type: wire.MsgPong, Seq: s.nextCtrlSeq()})
-		buf, err = s.cal.HandlePing(payload, buf)
+		buf, err := s.ping.pong(k, payload)
 		if err != nil {
 			s.badClockMsg(err)
 			s.mu.Unlock()
@@ -442,14 +422,13 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		}
 		s.received(k, now, len(p))
 		s.mu.Unlock()
-		s.pongBufs[k.idx()] = buf
 		s.xmit(k, buf)
 	case wire.MsgPong:
 		pg, err := clockwire.ParsePong(payload)
 		s.mu.Lock()
 		var smp clocksync.Sample
 		if err == nil {
-			smp, err = s.cal.HandlePong(payload)
+			smp, err = s.ping.cal.HandlePong(payload)
 		}
 		if err != nil {
 			s.badClockMsg(err)
@@ -462,7 +441,7 @@ func (s *Session) onMessage(k TransportKind, p []byte) {
 		c, err := wire.ParseControl(payload)
 		s.mu.Lock()
 		if err != nil {
-			s.malformed++
+			s.ping.malformed++
 			s.mu.Unlock()
 			return
 		}
@@ -481,17 +460,12 @@ func (s *Session) received(k TransportKind, now time.Duration, n int) {
 	ls.rx++
 	ls.rxB += uint64(n)
 	s.data.received(n)
-	s.lastRecv = now
+	s.live.lastRecv = now
 	if s.state == StateInterrupted {
 		s.state = StateConnected
-		silence := now - s.silentSince
+		silence := now - s.live.silentSince
 		s.emit(Event{Kind: EventResumed, Silence: silence})
 	}
-}
-
-func (s *Session) nextCtrlSeq() uint32 {
-	s.ctrlSeq++
-	return s.ctrlSeq
 }
 
 // pong processes an answered ping: the pong's timestamps and the sample
@@ -532,7 +506,7 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 		from := TransportKind(s.active.Load())
 		adopt, ack, ok := s.pol.onSelect(now, c.Epoch, tr)
 		if !ok {
-			s.malformed++
+			s.ping.malformed++
 			return
 		}
 		if adopt {
@@ -587,27 +561,15 @@ func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
 // mu held.
 func (s *Session) badClockMsg(err error) {
 	s.log.Debug("p2p: clock message refused", "err", err)
-	if errors.Is(err, clocksync.ErrMalformed) || errors.Is(err, clocksync.ErrBadTimestamps) || errors.Is(err, clocksync.ErrRoleConflict) {
-		s.malformed++
-	}
-	// A peer that gets the protocol wrong (a third-party client, see
-	// PROTOCOL.md) is told in Stats and the log, once per kind of error,
-	// not left to wonder why the clock never syncs.
-	if errors.Is(err, clocksync.ErrNoGameTime) || errors.Is(err, clocksync.ErrRoleConflict) {
-		s.peerErrors++
-		if msg := err.Error(); msg != s.lastPeerErr {
-			s.lastPeerErr = msg
-			s.log.Warn("p2p: the peer breaks the clock protocol; its pongs are refused", "err", err, "role", s.role.String())
-		}
+	if s.ping.refused(err) {
+		s.log.Warn("p2p: the peer breaks the clock protocol; its pongs are refused", "err", err, "role", s.role.String())
 	}
 }
 
 // sendControlLocked sends c on every open link (through the loop buffer).
 // Called with mu held; transports' sends do not block.
 func (s *Session) sendControlLocked(c wire.Control) {
-	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
-	b = wire.AppendControl(b, c)
-	s.loopBuf = b
+	b := s.ping.control(c)
 	for i := range s.links {
 		if s.links[i].up() {
 			s.xmit(s.links[i].kind, b)
@@ -626,8 +588,8 @@ func (s *Session) xmit(k TransportKind, p []byte) {
 func (s *Session) becomeRunning(now time.Duration) {
 	s.phase = phaseRunning
 	s.state = StateConnected
-	s.readyAt = now
-	s.lastRecv = now
+	s.live.readyAt = now
+	s.live.lastRecv = now
 	for i := range s.links {
 		s.links[i].probe.running = false
 	}
@@ -686,20 +648,19 @@ func (s *Session) tick(now time.Duration) {
 	// A gap between two runs of the loop much longer than its period is a
 	// stall of this process: what it did not hear meanwhile is no
 	// evidence against a path (see the policies).
-	if s.ticked && now-s.lastTick > tickInterval+stallSlack {
-		s.pol.paths().stalled(s.lastTick, now)
-		s.log.Debug("p2p: local stall", "for", now-s.lastTick)
+	if from, ok := s.live.loopRan(now); ok {
+		s.pol.paths().stalled(from, now)
+		s.log.Debug("p2p: local stall", "for", now-from)
 	}
-	s.lastTick, s.ticked = now, true
 	s.data.tick(now)
 	for i := range s.links {
 		ls := &s.links[i]
 		// Once the session runs, a WebRTC that is still connecting keeps
 		// trying; the offerer renews it if it takes too long (see
 		// maybeRenewRTC).
-		if ls.state == LinkConnecting && now >= s.linksDeadline[i] && !(i == 0 && s.phase == phaseRunning) {
+		if ls.state == LinkConnecting && now >= s.links[i].deadline && !(i == 0 && s.phase == phaseRunning) {
 			ls.state = LinkDown
-			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
+			ls.err = fmt.Sprintf("did not connect within %v", s.links[i].deadline-s.start)
 			if i == 0 {
 				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
 			}
@@ -754,7 +715,7 @@ func (s *Session) tickLinks(now time.Duration) {
 	for i := range s.links {
 		o := &s.links[1-i]
 		if s.links[i].up() && o.state == LinkConnecting {
-			timeout := s.linksDeadline[1-i] - s.start
+			timeout := s.links[1-i].deadline - s.start
 			if now-s.start >= timeout/5 {
 				resolved = true
 			}
@@ -871,13 +832,7 @@ func (s *Session) sendSelect(now time.Duration, force bool) {
 // Called with mu held.
 func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 	ls := &s.links[k.idx()]
-	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgPing, Seq: s.nextCtrlSeq()})
-	b = s.cal.AppendPing(b)
-	s.loopBuf = b
-	t1 := now
-	if pg, err := clockwire.ParsePing(b[wire.HeaderLen:]); err == nil {
-		t1 = pg.T1
-	}
+	b, t1 := s.ping.ping(now)
 	ls.pings++
 	s.pol.paths().path(k).probeSent(t1)
 	s.xmit(k, b)
@@ -887,7 +842,7 @@ func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 func (s *Session) tickRunning(now time.Duration) {
 	// Liveness over all transports. Time this process stood still is not
 	// the peer's silence.
-	silence := now - s.pol.paths().stall.after(s.lastRecv)
+	silence := s.live.silence(now, &s.pol.paths().stall)
 	switch {
 	case silence >= s.cfg.DisconnectAfter:
 		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
@@ -895,16 +850,16 @@ func (s *Session) tickRunning(now time.Duration) {
 		return
 	case silence >= s.cfg.InterruptAfter && s.state == StateConnected:
 		s.state = StateInterrupted
-		s.silentSince = s.lastRecv
+		s.live.silentSince = s.live.lastRecv
 		s.emit(Event{Kind: EventInterrupted, Silence: silence})
 	}
 
 	// A fast goodbye: the signaling server said the peer left (closed,
 	// left, or its connection dropped) and nothing has come from it for
 	// goodbyeSilence: it is gone, no need to wait for DisconnectAfter.
-	if s.goodbye != "" && silence >= goodbyeSilence {
+	if s.live.goodbye != "" && silence >= goodbyeSilence {
 		s.endLocked(fmt.Errorf("%w: the peer left the signaling server (%s) and has been silent for %v",
-			ErrDisconnected, s.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.goodbye, silence)
+			ErrDisconnected, s.live.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.live.goodbye, silence)
 		return
 	}
 	s.pol.paths().observe(now)
@@ -915,7 +870,7 @@ func (s *Session) tickRunning(now time.Duration) {
 	s.sendSelect(now, false)
 	// Pings: the active transport when the calibrator wants one but at
 	// least every PingInterval; the standby as the policy says.
-	calDue := now >= s.cal.NextPing()
+	calDue := now >= s.ping.cal.NextPing()
 	for i := range s.links {
 		ls := &s.links[i]
 		if ls.up() && s.pol.paths().probeDue(now, ls.kind, calDue) {
@@ -1017,16 +972,16 @@ func (s *Session) Stats() Stats {
 	st.Transport = TransportKind(s.active.Load())
 	st.ChoiceReason = s.choiceReason
 	st.Switches = s.switches
-	if s.phase == phaseRunning || s.phase == phaseEnded && s.readyAt != 0 {
-		st.Uptime = now - s.readyAt
-		st.SinceLastRecv = now - s.lastRecv
-		st.ConnectTime = s.readyAt - s.start
+	if s.phase == phaseRunning || s.phase == phaseEnded && s.live.readyAt != 0 {
+		st.Uptime = now - s.live.readyAt
+		st.SinceLastRecv = now - s.live.lastRecv
+		st.ConnectTime = s.live.readyAt - s.start
 	}
-	st.Malformed = s.malformed
-	st.RelayRejected = s.relayRejected
+	st.Malformed = s.ping.malformed
+	st.RelayRejected = s.tr.rejected.Load()
 	st.SignalingReconnects = uint64(s.sig.rejoined.Load())
 	st.WebRTCRenewals = s.sig.renewals
-	cs := s.cal.Stats()
+	cs := s.ping.cal.Stats()
 	if est := cs.Estimate; est.Samples > 0 {
 		st.ClockOffset = est.OffsetAt(now)
 		st.ClockUncertainty = est.UncertaintyAt(now)
@@ -1035,7 +990,7 @@ func (s *Session) Stats() Stats {
 	for i := range s.links {
 		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
 	}
-	st.PeerProtocolErrors, st.LastPeerProtocolError = s.peerErrors, s.lastPeerErr
+	st.PeerProtocolErrors, st.LastPeerProtocolError = s.ping.peerErrors, s.ping.lastPeerErr
 	s.mu.Unlock()
 
 	if a := st.Transport; a != TransportUnknown {

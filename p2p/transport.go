@@ -67,6 +67,9 @@ type transports struct {
 	enabled uint8
 	// cancelTCP stops dialling the relay.
 	cancelTCP context.CancelFunc
+	// rejected counts relay streams whose TLS refused a record or the
+	// handshake.
+	rejected atomic.Uint64
 }
 
 // linkBox lets an interface value live in an atomic.Pointer.
