@@ -98,22 +98,3 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 	}
 	return newTCPTransport(tc, raw, s.cfg.MaxMessageSize, s), nil
 }
-
-// peerLeftSignaling records that the signaling server said the peer left
-// (reason: "left", "disconnected" or "dropped"). A peer that left and has
-// fallen silent is gone (the session ends within goodbyeSilence); one
-// whose signaling connection merely dropped keeps talking, and the
-// session goes on.
-func (s *Session) peerLeftSignaling(reason string) {
-	s.mu.Lock()
-	s.live.goodbye = reason
-	s.mu.Unlock()
-}
-
-// peerBackOnSignaling records that the peer is back on the signaling
-// server (paired again after a rejoin).
-func (s *Session) peerBackOnSignaling() {
-	s.mu.Lock()
-	s.live.goodbye = ""
-	s.mu.Unlock()
-}

@@ -295,6 +295,25 @@ func (s *Session) peerHasNoWebRTC() {
 	s.mu.Unlock()
 }
 
+// peerLeftSignaling records that the signaling server said the peer left
+// (reason: "left", "disconnected" or "dropped"). A peer that left and has
+// fallen silent is gone (the session ends within goodbyeSilence); one
+// whose signaling connection merely dropped keeps talking, and the
+// session goes on.
+func (s *Session) peerLeftSignaling(reason string) {
+	s.mu.Lock()
+	s.live.goodbye = reason
+	s.mu.Unlock()
+}
+
+// peerBackOnSignaling records that the peer is back on the signaling
+// server (paired again after a rejoin).
+func (s *Session) peerBackOnSignaling() {
+	s.mu.Lock()
+	s.live.goodbye = ""
+	s.mu.Unlock()
+}
+
 // Signaling reconnection backoff.
 const (
 	resignalMin = 200 * time.Millisecond
