@@ -4,20 +4,23 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+	"testing/synctest"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
 )
 
 func TestPipeSessions(t *testing.T) {
 	leaktest.Check(t)
-	a, b := newPipeSessions(t, Config{})
-	if a.Stats().Transport != TransportTCP || b.Stats().Transport != TransportTCP {
-		t.Fatal("not on tcp")
-	}
-	gotA, gotB := exchange(t, a, b, 300)
-	if gotA != 300 || gotB != 300 {
-		t.Errorf("received %d, %d of 300 over a lossless pipe", gotA, gotB)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := newPipeSessions(t, Config{})
+		if a.Stats().Transport != TransportTCP || b.Stats().Transport != TransportTCP {
+			t.Fatal("not on tcp")
+		}
+		gotA, gotB := exchange(t, a, b, 300)
+		if gotA != 300 || gotB != 300 {
+			t.Errorf("received %d, %d of 300 over a lossless pipe", gotA, gotB)
+		}
+	})
 }
 
 // TestDataPathDoesNotAllocate: Send, the receive path (transport read loop,
@@ -61,19 +64,21 @@ func TestDataPathDoesNotAllocate(t *testing.T) {
 
 func TestSendErrors(t *testing.T) {
 	leaktest.Check(t)
-	a, _ := newPipeSessions(t, Config{MaxMessageSize: 100})
-	err := a.Send(make([]byte, 101))
-	var se *MessageSizeError
-	if !errors.As(err, &se) || se.Size != 101 || se.Limit != 100 || !errors.Is(err, ErrMessageTooLarge) {
-		t.Errorf("oversized Send: %v", err)
-	}
-	if n := a.Poll(func([]byte) { t.Error("a message from nowhere") }); n != 0 {
-		t.Errorf("Poll on an empty queue: %d", n)
-	}
-	a.Close()
-	if err := a.Send(nil); err != ErrClosed {
-		t.Errorf("Send after Close: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, _ := newPipeSessions(t, Config{MaxMessageSize: 100})
+		err := a.Send(make([]byte, 101))
+		var se *MessageSizeError
+		if !errors.As(err, &se) || se.Size != 101 || se.Limit != 100 || !errors.Is(err, ErrMessageTooLarge) {
+			t.Errorf("oversized Send: %v", err)
+		}
+		if n := a.Poll(func([]byte) { t.Error("a message from nowhere") }); n != 0 {
+			t.Errorf("Poll on an empty queue: %d", n)
+		}
+		a.Close()
+		if err := a.Send(nil); err != ErrClosed {
+			t.Errorf("Send after Close: %v", err)
+		}
+	})
 }
 
 // TestTCPLatestOnlyByKind: on the TCP fallback, while the writer is busy a
@@ -82,37 +87,39 @@ func TestSendErrors(t *testing.T) {
 // them always does.
 func TestTCPLatestOnlyByKind(t *testing.T) {
 	leaktest.Check(t)
-	a, b := newPipeSessions(t, Config{})
-	const state, game = 'S', 'G'
-	for round := range 20 {
-		for i := range 10 {
-			a.Send([]byte{state, byte(round), byte(i)})
-			if i == 5 {
-				a.Send([]byte{game, byte(round)})
-			}
-		}
-		waitUntil(t, "the TCP writer", func() bool { return tcpWritten(a) })
-	}
-	var games, states int
-	lastState := -1
-	waitUntil(t, "every game message", func() bool {
-		b.Poll(func(p []byte) {
-			switch p[0] {
-			case game:
-				games++
-			case state:
-				states++
-				v := int(p[1])<<8 | int(p[2])
-				if v <= lastState {
-					t.Errorf("state %d after %d", v, lastState)
+	synctest.Test(t, func(t *testing.T) {
+		a, b := newPipeSessions(t, Config{})
+		const state, game = 'S', 'G'
+		for round := range 20 {
+			for i := range 10 {
+				a.Send([]byte{state, byte(round), byte(i)})
+				if i == 5 {
+					a.Send([]byte{game, byte(round)})
 				}
-				lastState = v
 			}
+			waitUntil(t, "the TCP writer", func() bool { return tcpWritten(a) })
+		}
+		var games, states int
+		lastState := -1
+		waitUntil(t, "every game message", func() bool {
+			b.Poll(func(p []byte) {
+				switch p[0] {
+				case game:
+					games++
+				case state:
+					states++
+					v := int(p[1])<<8 | int(p[2])
+					if v <= lastState {
+						t.Errorf("state %d after %d", v, lastState)
+					}
+					lastState = v
+				}
+			})
+			return games == 20 && lastState == 19<<8|9
 		})
-		return games == 20 && lastState == 19<<8|9
+		if st := a.Stats(); st.Sent != 220 || st.SendDropped != uint64(200-states) {
+			t.Errorf("sent %d, dropped %d; %d states arrived", st.Sent, st.SendDropped, states)
+		}
+		t.Logf("%d of 200 states arrived, all 20 game messages", states)
 	})
-	if st := a.Stats(); st.Sent != 220 || st.SendDropped != uint64(200-states) {
-		t.Errorf("sent %d, dropped %d; %d states arrived", st.Sent, st.SendDropped, states)
-	}
-	t.Logf("%d of 200 states arrived, all 20 game messages", states)
 }
