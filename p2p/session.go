@@ -65,32 +65,36 @@ const stallSlack = 40 * time.Millisecond
 //
 // Send, Poll and Stats are safe for concurrent use and do not allocate.
 type Session struct {
+	// Fixed at start.
 	cfg   Config
 	role  signaling.Role
 	room  string
 	log   *slog.Logger
 	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
-	ping  *pinger // pings, pongs and controls; the calibrator (under mu)
 
-	tr  transports // the two transports
-	sig *sigPump   // signaling: identities, negotiation, renegotiation, rejoin
+	// Owned parts, each with its own job (see the package doc's
+	// Internals); those marked "mu" are used with mu held.
+	tr   transports  // the two transports behind the link interface (lock-free)
+	data *dataPath   // send, receive, sequence and loss accounting (own locks)
+	ev   *eventQueue // the Events channel (own lock)
+	sig  *sigPump    // signaling: identities, negotiation, renegotiation, rejoin
+	life *lifecycle  // ready, the end, Close, the goroutines (lock-free)
+	pol  rolePolicy  // mu: the transport policy of this peer's role
+	ping *pinger     // mu: pings, pongs and controls; the clock calibrator
+	live liveness    // mu: the peer's presence, the loop's stalls
 
-	data   *dataPath // send, receive, sequence and loss accounting
+	// active is the transport data is sent on, read lock-free by Send.
 	active atomic.Uint32
 
+	// mu guards the session's bookkeeping; see the lock order in the
+	// package doc.
 	mu           sync.Mutex
 	phase        phase
 	state        ConnState
 	links        [2]linkState
-	live         liveness   // the peer's presence, the loop's stalls
-	pol          rolePolicy // the transport policy of this peer's role
 	switches     int
 	choiceReason string
-
-	ev *eventQueue // the Events channel
-
-	life *lifecycle // ready, end, goroutines
 }
 
 // sessionParams is what newSession needs besides the config; Connect fills
