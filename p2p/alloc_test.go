@@ -28,38 +28,40 @@ func TestPipeSessions(t *testing.T) {
 // allocate nothing in steady state.
 func TestDataPathDoesNotAllocate(t *testing.T) {
 	leaktest.Check(t)
-	a, b := newPipeSessions(t, Config{})
-	state := make([]byte, 200)
-	msg := append([]byte{'G'}, state[1:]...) // another kind: never replaces a state
-	var got int
-	fn := func(p []byte) { got += len(p) }
-	await := func(s *Session) {
-		for s.Poll(fn) == 0 {
-			runtime.Gosched()
+	synctest.Test(t, func(t *testing.T) {
+		a, b := newPipeSessions(t, Config{})
+		state := make([]byte, 200)
+		msg := append([]byte{'G'}, state[1:]...) // another kind: never replaces a state
+		var got int
+		fn := func(p []byte) { got += len(p) }
+		await := func(s *Session) {
+			for s.Poll(fn) == 0 {
+				runtime.Gosched()
+			}
 		}
-	}
-	roundTrip := func() {
-		if err := a.Send(state); err != nil {
-			t.Fatal(err)
+		roundTrip := func() {
+			if err := a.Send(state); err != nil {
+				t.Fatal(err)
+			}
+			await(b)
+			if err := b.Send(msg); err != nil {
+				t.Fatal(err)
+			}
+			await(a)
+			_ = a.Stats()
+			_, _ = b.GameTime()
 		}
-		await(b)
-		if err := b.Send(msg); err != nil {
-			t.Fatal(err)
+		for range 100 { // warm up: buffers, calibrator, rate windows
+			roundTrip()
 		}
-		await(a)
-		_ = a.Stats()
-		_, _ = b.GameTime()
-	}
-	for range 100 { // warm up: buffers, calibrator, rate windows
-		roundTrip()
-	}
-	// This package's code allocates nothing; crypto/tls, which carries
-	// the relay, allocates one small reader object each time it reads
-	// from the stream (tls.Conn.readFromUntil), so at most two per
-	// message received (a record's header, then its body).
-	if n := testing.AllocsPerRun(500, roundTrip); n > 4 {
-		t.Errorf("%v allocations per round (2 messages, Poll, Stats, GameTime), want at most crypto/tls's 4", n)
-	}
+		// This package's code allocates nothing; crypto/tls, which carries
+		// the relay, allocates one small reader object each time it reads
+		// from the stream (tls.Conn.readFromUntil), so at most two per
+		// message received (a record's header, then its body).
+		if n := testing.AllocsPerRun(500, roundTrip); n > 4 {
+			t.Errorf("%v allocations per round (2 messages, Poll, Stats, GameTime), want at most crypto/tls's 4", n)
+		}
+	})
 }
 
 func TestSendErrors(t *testing.T) {
