@@ -118,15 +118,15 @@ type spectatorObject struct {
 // A Spectator allocates nothing per frame once warm. It is not safe for
 // concurrent use.
 type Spectator struct {
-	world    *physics.World
-	cfg      SpectatorConfig
-	sides    [2]spectatorSide
-	spare    *feed.Frame
-	objs     []spectatorObject
-	index    map[physics.ObjectID]int
-	view     SpectatorView
-	free     []*feed.Frame           // frames to decode into
-	kos      [2][]clocksync.GameTime // game times of the knock-outs
+	world *physics.World
+	cfg   SpectatorConfig
+	sides [2]spectatorSide
+	spare *feed.Frame
+	objs  []spectatorObject
+	index map[physics.ObjectID]int
+	view  SpectatorView
+	free  []*feed.Frame           // frames to decode into
+	kos   [2][]clocksync.GameTime // game times of the knock-outs
 
 	origin     time.Time // the first now
 	haveOrigin bool
