@@ -507,8 +507,8 @@ func bracket(frames []*feed.Frame, id physics.ObjectID, t clocksync.GameTime) (a
 }
 
 // propBracket is bracket for an object either side may own: the side whose
-// state at or before t claims the newer ownership epoch wins (a tie as
-// package ownership breaks it: the lower side when id + epoch is even).
+// newest state at or before t claims the newer ownership epoch wins (a tie
+// as package ownership breaks it: side 1 when id + epoch is even).
 func (s *Spectator) propBracket(id physics.ObjectID, t clocksync.GameTime) (a *physics.ObjectState, ta clocksync.GameTime, b *physics.ObjectState, tb clocksync.GameTime) {
 	best, bestEpoch := -1, uint32(0)
 	for k := range s.sides {
@@ -519,8 +519,9 @@ func (s *Spectator) propBracket(id physics.ObjectID, t clocksync.GameTime) (a *p
 			if f.Time() > t {
 				break
 			}
-			if e, ok := f.Epoch(id); ok {
-				ep, have = e, true
+			if findObject(f, id) != nil {
+				ep, _ = f.Epoch(id) // a state without a claim claims epoch 0, as in package ownership
+				have = true
 			}
 		}
 		if !have {

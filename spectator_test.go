@@ -475,3 +475,87 @@ func TestFeedAllocatesNothing(t *testing.T) {
 		t.Errorf("Spectator Push+View: %v allocations", n)
 	}
 }
+
+// A prop both sides send (around a transfer) is shown from the side whose
+// state claims the newer epoch; on equal epochs, by package ownership's
+// tie-break.
+func TestSpectatorPropOwnership(t *testing.T) {
+	rm := playRecorded(t, 90, 5)
+	w := newTestWorld(t)
+	const from = 40 // side 2 claims the crate from this tick on
+	build := func(tieEpoch bool) *Spectator {
+		s := newTestSpectator(t)
+		var f1, f2 feed.Frame
+		base := time.Unix(0, 0)
+		for i := 0; i+1 < len(rm.frames); i += 2 {
+			if err := feed.Decode(rm.frames[i].p, w, &f1); err != nil {
+				t.Fatal(err)
+			}
+			if err := feed.Decode(rm.frames[i+1].p, w, &f2); err != nil {
+				t.Fatal(err)
+			}
+			if i/2 >= from {
+				crate := findObject(&f1, idProp)
+				if crate == nil {
+					t.Fatal("side 1's frame lacks the crate")
+				}
+				moved := physics.ObjectState{ID: idProp, Bodies: slices.Clone(crate.Bodies)}
+				moved.Bodies[0].Pos.X += 1
+				f2.Snapshot.Objects = append(f2.Snapshot.Objects, moved)
+				f2.Claims = append(f2.Claims, feed.Claim{ID: idProp, Epoch: 1})
+				if tieEpoch {
+					f1.Claims[0].Epoch = 1
+				}
+			}
+			now := base.Add(rm.frames[i].t.Duration())
+			for _, f := range []*feed.Frame{&f1, &f2} {
+				p, err := feed.Append(nil, w, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Push(p, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.View(now)
+		}
+		return s
+	}
+	crateX := func(s *Spectator, g clocksync.GameTime) float64 {
+		// The truth of side 1's crate at g is in its frame of that tick.
+		var f feed.Frame
+		for _, fr := range rm.frames {
+			if fr.side == 1 && fr.t == g {
+				if err := feed.Decode(fr.p, w, &f); err != nil {
+					t.Fatal(err)
+				}
+				return findObject(&f, idProp).Bodies[0].Pos.X
+			}
+		}
+		t.Fatalf("no frame at %v", g)
+		return 0
+	}
+	for _, tie := range []bool{false, true} {
+		s := build(tie)
+		v := s.View(time.Unix(0, 0).Add(rm.truthT[len(rm.truthT)-1].Duration()))
+		// The view is 120 ms (7 ticks) behind the last frame: past the transfer.
+		shown := s.Pose(idProp)[0].Pos.X
+		tick := slices.Index(rm.truthT, v.Time)
+		if tick < 0 {
+			// Between ticks: compare with the earlier one, the crate barely moves.
+			tick, _ = slices.BinarySearch(rm.truthT, v.Time)
+			tick--
+		}
+		if tick < from+1 {
+			t.Fatalf("view at tick %d, before the transfer at %d", tick, from)
+		}
+		want := crateX(s, rm.truthT[tick])
+		if !tie {
+			want++ // side 2's newer epoch wins
+		}
+		// Crate id 3 + epoch 1 is even: on a tie side 1 keeps it.
+		if math.Abs(shown-want) > 0.01 {
+			t.Errorf("tie %v: crate shown at x = %.3f, want %.3f", tie, shown, want)
+		}
+	}
+}
