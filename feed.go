@@ -29,9 +29,14 @@ type FeedRound struct {
 // error says which byte and field, and carries the offending value).
 var ErrBadFeedFrame = feed.ErrMalformed
 
-// framePool holds the scratch frames of AppendFeedFrame (a Match has no
-// field for one), so that building a frame allocates nothing once warm.
-var framePool = sync.Pool{New: func() any { return new(feed.Frame) }}
+// feedScratch is AppendFeedFrame's scratch frame (a Match has no field for
+// one), so that building a frame allocates nothing once it has grown. Its
+// lock serializes the encoding of matches on different goroutines (a few
+// microseconds each).
+var feedScratch struct {
+	sync.Mutex
+	f feed.Frame
+}
 
 // AppendFeedFrame appends to dst this peer's spectator feed frame for the
 // last Tick and returns the extended slice: the states of everything this
@@ -51,8 +56,9 @@ func (m *Match) AppendFeedFrame(dst []byte, round FeedRound) ([]byte, error) {
 	if !m.started {
 		return dst, ErrNotSynced
 	}
-	f := framePool.Get().(*feed.Frame)
-	defer framePool.Put(f)
+	feedScratch.Lock()
+	defer feedScratch.Unlock()
+	f := &feedScratch.f
 	st := m.rep.Stats()
 	f.Side = uint8(m.side)
 	f.Round, f.RoundStart, f.RoundLength = round.Round, round.Start, round.Length.Truncate(time.Millisecond)
