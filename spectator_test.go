@@ -559,3 +559,38 @@ func TestSpectatorPropOwnership(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSpectator measures a spectator's work per tick of the match:
+// both players' frames pushed, one view.
+func BenchmarkSpectator(b *testing.B) {
+	rm := playRecorded(b, 600, 9)
+	base := time.Unix(0, 0)
+	var s *Spectator
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := 2 * (i % (len(rm.frames) / 2))
+		if k == 0 {
+			s = newTestSpectator(b)
+		}
+		now := base.Add(rm.frames[k].t.Duration())
+		s.Push(rm.frames[k].p, now)
+		s.Push(rm.frames[k+1].p, now)
+		s.View(now)
+	}
+}
+
+// BenchmarkAppendFeedFrame measures building one player's frame.
+func BenchmarkAppendFeedFrame(b *testing.B) {
+	p := newMatchPair(b, nil)
+	for range 30 {
+		p.tick(b)
+	}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		buf, _ = p.a.AppendFeedFrame(buf[:0], FeedRound{Round: 1})
+	}
+	b.ReportMetric(float64(len(buf)), "bytes/frame")
+}
