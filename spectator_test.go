@@ -594,3 +594,48 @@ func BenchmarkAppendFeedFrame(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(buf)), "bytes/frame")
 }
+
+// Through a half-second blackout of the feed the view holds the last poses
+// and never runs backwards; after it, the view catches up with the feed.
+func TestSpectatorHoldsThroughABlackout(t *testing.T) {
+	rm := playRecorded(t, 300, 13)
+	s := newTestSpectator(t)
+	base := time.Unix(1000, 0)
+	g0 := rm.start
+	blackFrom, blackTo := g0+clocksync.GameTimeOf(2*time.Second), g0+clocksync.GameTimeOf(2500*time.Millisecond)
+	var prev SpectatorView
+	var worst float64
+	next := 0
+	for tick, g := range rm.truthT {
+		now := base.Add(g.Duration() + 30*time.Millisecond)
+		for ; next < len(rm.frames) && rm.frames[next].t <= g; next++ {
+			if f := rm.frames[next]; f.t < blackFrom || f.t >= blackTo {
+				if err := s.Push(f.p, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		v := s.View(now)
+		if tick > 0 && v.Time < prev.Time {
+			t.Fatalf("tick %d: the view ran backwards from %v to %v", tick, prev.Time, v.Time)
+		}
+		if g > blackTo+clocksync.GameTimeOf(time.Second) && v.Seen[0] {
+			want, ok := rm.truthAt(0, v.Time)
+			if ok {
+				pose := s.Pose(idA)
+				worst = max(worst, math.Hypot(pose[0].Pos.X-want.X, pose[0].Pos.Y-want.Y))
+			}
+		}
+		prev = v
+	}
+	if prev.Held == 0 {
+		t.Error("the view never held through the blackout")
+	}
+	if worst > 0.02 {
+		t.Errorf("a second after the blackout the torso is %.1f mm off", 1000*worst)
+	}
+	if lag := rm.truthT[len(rm.truthT)-1].Sub(prev.Time); lag > 200*time.Millisecond {
+		t.Errorf("the view is %v behind the newest frame after the blackout", lag)
+	}
+	t.Logf("held %d views, late %d, worst error after %.2f mm", prev.Held, prev.Late, 1000*worst)
+}
