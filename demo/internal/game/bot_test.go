@@ -1,6 +1,7 @@
 package game
 
 import (
+	"io"
 	"testing"
 	"time"
 
@@ -108,5 +109,31 @@ func TestParseBotLevel(t *testing.T) {
 	}
 	if _, err := ParseBotLevel("expert"); err == nil {
 		t.Error("ParseBotLevel(expert): no error")
+	}
+}
+
+// TestBotFlag: -bot takes a level after a space or '=', and alone is the
+// default level; a word after it that is not a level stays an argument.
+func TestBotFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want BotLevel
+	}{
+		{[]string{"-bot"}, DefaultBotLevel},
+		{[]string{"-bot", "easy"}, BotEasy},
+		{[]string{"-bot=hard"}, BotHard},
+		{[]string{"--bot", "normal", "-headless"}, BotNormal},
+		{[]string{"-bot=1"}, DefaultBotLevel},
+		{[]string{"-headless"}, BotOff},
+	} {
+		c, err := ParseFlags(tc.args, io.Discard)
+		if err != nil || c.Bot != tc.want {
+			t.Errorf("ParseFlags(%q): bot %v, err %v; want %v", tc.args, c.Bot, err, tc.want)
+		}
+	}
+	for _, bad := range [][]string{{"-bot=expert"}, {"-bot", "expert"}} {
+		if _, err := ParseFlags(bad, io.Discard); err == nil {
+			t.Errorf("ParseFlags(%q): no error", bad)
+		}
 	}
 }
