@@ -51,7 +51,9 @@
 //     corridor separating the forward bounds (above) from the backward
 //     bounds (below) over minutes of history: the two-sided form of the
 //     linear-programming skew estimate of Moon, Skelly and Towsley (1999).
-//     While it is uncertain it is weighed against a prior of 0 ± 100 ppm.
+//     While it is uncertain it is weighed against a mixture prior: mostly
+//     0 ± 100 ppm (quartz), rarely 0 ± 2,500 ppm (a throttled or virtual
+//     clock). It is tracked up to ±5,000 ppm (EstimatorConfig.MaxDriftPPM).
 //   - an error bound (Estimate.Uncertainty) that holds for any asymmetry,
 //     and the jitter of single exchanges; samples that claim a negative
 //     one-way delay against the others (clock steps, corrupted timestamps)

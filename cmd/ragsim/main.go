@@ -328,6 +328,9 @@ var extraScenarios = []string{"asym", "bursty", "drift", "blackouts"}
 
 const driftPPM = 1000
 
+// maxSkewPPM bounds -skew-ppm: the drift clocksync tracks by default.
+const maxSkewPPM = 5000
+
 func extraScenario(name string, skew float64) Scenario {
 	switch name {
 	case "asym":
@@ -355,8 +358,8 @@ func extraScenario(name string, skew float64) Scenario {
 }
 
 func parseScenarios(s string, custom Scenario, skew float64) ([]Scenario, error) {
-	if skew < -1000 || skew > 1000 {
-		return nil, fmt.Errorf("-skew-ppm %v must be within ±1000", skew)
+	if !(skew >= -maxSkewPPM && skew <= maxSkewPPM) {
+		return nil, fmt.Errorf("-skew-ppm %v must be within ±%d", skew, maxSkewPPM)
 	}
 	names := strings.Split(s, ",")
 	switch s {

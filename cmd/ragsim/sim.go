@@ -364,7 +364,7 @@ func Run(o Options) (Result, error) {
 		for _, p := range peers {
 			if p.clock.Now() >= p.nextTick {
 				p.tick()
-				p.nextTick += time.Duration(float64(tickLen) * (1 + p.clock.SkewPPM*1e-6))
+				p.nextTick += tickLen // by its own clock, as the demo ticks
 				if p == a && started {
 					ga, okA := a.cal.GameTime()
 					gb, okB := b.cal.GameTime()

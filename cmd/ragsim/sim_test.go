@@ -155,7 +155,7 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 		{"-burst", "0.5", "-loss", "0.1", "-scenario", "custom"},
 		{"-blackout", "15s/2s", "-scenario", "custom"},
 		{"-blackout", "soon", "-scenario", "custom"},
-		{"-skew-ppm", "5000"},
+		{"-skew-ppm", "5001"},
 		{"-burst-loss", "2", "-scenario", "custom"},
 		{"-seeds", "1,x"},
 		{"-parallel", "0"},
