@@ -34,6 +34,22 @@
 // leader's measurement of the follower's clock error (Stats.PeerClockError)
 // reads zero all the same.
 //
+// # The asymmetry bias and its bound
+//
+// So the follower's game time runs ahead of the leader's by
+//
+//	bias = (d(follower→leader) − d(leader→follower)) / 2
+//
+// (negative: it runs behind), taking the smallest one-way delays of each
+// direction, and for any path |bias| < minimal round trip / 2. On a 10 ms
+// / 250 ms path it is 120 ms. A state stamped by its owner at game time g
+// and received after a one-way delay d then looks d + bias old on the
+// follower and d − bias on the leader: the two directions' ages are both
+// off, by the same amount in opposite directions, and their sum (the round
+// trip) is right. Estimate.Uncertainty bounds it; Stats.PeerClockError
+// cannot see it. cmd/ragsim measures it per direction
+// (visual_delay_ab_ms, visual_delay_ba_ms).
+//
 // # Estimation
 //
 // Each completed exchange is a Sample (offset and round trip, as above).
@@ -52,8 +68,9 @@
 //     bounds (below) over minutes of history: the two-sided form of the
 //     linear-programming skew estimate of Moon, Skelly and Towsley (1999).
 //     While it is uncertain it is weighed against a mixture prior: mostly
-//     0 ± 100 ppm (quartz), rarely 0 ± 2,500 ppm (a throttled or virtual
-//     clock). It is tracked up to ±5,000 ppm (EstimatorConfig.MaxDriftPPM).
+//     0 ± 100 ppm (quartz), rarely 0 ± 3,000 ppm (a throttled or virtual
+//     clock). A clock up to 5,000 ppm off either way is tracked
+//     (EstimatorConfig.MaxDriftPPM).
 //   - an error bound (Estimate.Uncertainty) that holds for any asymmetry,
 //     and the jitter of single exchanges; samples that claim a negative
 //     one-way delay against the others (clock steps, corrupted timestamps)

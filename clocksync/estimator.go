@@ -37,7 +37,9 @@ type EstimatorConfig struct {
 	DriftPriorPPM float64
 	// MaxDriftPPM bounds the drift estimate. Quartz clocks differ by ≲ 200
 	// ppm, but a virtual machine's or a throttled device's clock can run
-	// thousands of ppm off. Zero: 5000 ppm. Range [DriftPriorPPM, 10000].
+	// thousands of ppm off. Zero: 6000 ppm, which tracks a clock 5000 ppm
+	// off either way (5025 ppm of the other's when it runs slow). Range
+	// [DriftPriorPPM, 10000].
 	MaxDriftPPM float64
 }
 
@@ -48,7 +50,7 @@ const (
 	defaultDriftWindow   = 4 * time.Minute
 	defaultMinDriftSpan  = 2 * time.Second
 	defaultDriftPriorPPM = 100
-	defaultMaxDriftPPM   = 5000
+	defaultMaxDriftPPM   = 6000
 )
 
 const (
