@@ -41,14 +41,15 @@
 //	bias = (d(follower→leader) − d(leader→follower)) / 2
 //
 // (negative: it runs behind), taking the smallest one-way delays of each
-// direction, and for any path |bias| < minimal round trip / 2. On a 10 ms
-// / 250 ms path it is 120 ms. A state stamped by its owner at game time g
-// and received after a one-way delay d then looks d + bias old on the
-// follower and d − bias on the leader: the two directions' ages are both
-// off, by the same amount in opposite directions, and their sum (the round
-// trip) is right. Estimate.Uncertainty bounds it; Stats.PeerClockError
-// cannot see it. cmd/ragsim measures it per direction
-// (visual_delay_ab_ms, visual_delay_ba_ms).
+// direction, and for any path |bias| < minimal round trip / 2. On a 10 ms /
+// 250 ms path it is 120 ms. A leader's state received after a one-way
+// delay d looks d + bias old on the follower, and a follower's state
+// d − bias old on the leader: with the minimal delays, both read half the
+// round trip. One direction's age is overstated by |bias|, the other's
+// understated by as much; their sum, the round trip, is right.
+// Estimate.Uncertainty bounds the bias; Stats.PeerClockError cannot see
+// it. cmd/ragsim measures its effect per direction (visual_delay_ab_ms,
+// visual_delay_ba_ms).
 //
 // # Estimation
 //
