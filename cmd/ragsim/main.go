@@ -43,12 +43,18 @@
 //	                          simulator's master clock)
 //	rms_body_true_m           rms_true_m for the physics bodies, which
 //	                          collide and strike, rather than the drawn pose
-//	visual_delay_ms           the lag d that best aligns the copy with its
-//	                          owner: the copy at true time t is compared with
-//	                          the owner at t − d, and d minimises the rms
-//	                          distance (searched from −100 to 600 ms, to
-//	                          0.1 ms); rms_aligned_m is that smallest rms,
-//	                          the copy's distortion once its lag is forgiven
+//	visual_delay_ab_ms,       the lag d that best aligns B's copy of A's
+//	visual_delay_ba_ms        objects with A (ab), and A's copy of B's with
+//	                          B (ba): the copy at true time t is compared
+//	                          with the owner at t − d, and d minimises the
+//	                          rms distance (searched from −100 to 600 ms,
+//	                          to 0.1 ms); rms_aligned_m is the rms at those
+//	                          lags, the copy's distortion once its lag is
+//	                          forgiven. On an asymmetric path the two
+//	                          differ: each includes its own one-way delay
+//	                          and, for methods that place the rival by game
+//	                          time, the game clock's half-asymmetry bias
+//	                          (package clocksync), with opposite signs
 //	pop_p99_m, pop_max_m      the displacement the correction itself imposes
 //	                          on a rival body in one tick (correction's
 //	                          Stats.Pop: a teleport plus the velocity change
@@ -436,10 +442,10 @@ func Mean(rs []Result) Result {
 
 func printTable(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\tdmg agree\trefused\t")
+	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ab ms\tdelay ba ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\tdmg agree\trefused\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f%%\t%.0f\t\n",
-			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayMs, r.RMSAlignedM,
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f%%\t%.0f\t\n",
+			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayABMs, r.VisualDelayBAMs, r.RMSAlignedM,
 			r.PopP99M, r.PopMaxM, r.MaxJumpM, r.HardSnapsPerS, r.ClockErrorP95Ms,
 			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs,
 			100*r.DamageAgreement, r.Refused)
