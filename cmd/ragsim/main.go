@@ -19,10 +19,11 @@
 // loss); beyond netsim's presets: asym (10 ms ± 2 A→B, 80 ms ± 10 B→A, 1 %
 // loss: the game clock is 35 ms off), bursty (broadband's delays, 1 %
 // loss and 6 % more in bursts of 8 packets), drift (broadband with B's clock
-// 1000 ppm fast), blackouts (broadband with a 0.5 s blackout every 4 s); and
+// 1000 ppm fast), blackouts (broadband with a 0.5 s blackout every 4 s),
+// handover (broadband with a 3 s blackout every 20 s); and
 // custom (the -rtt, -jitter, -delay-ab, -delay-ba, -loss, -burst,
 // -burst-loss, -dup, -reorder, -blackout flags). -scenario presets names
-// the first five, extra the next four, all both.
+// the first five, extra the next five, all both.
 //
 // Methods: snap, midpoint, midpoint-spring ("seed" is accepted too: its
 // former name), ragsync and follow (the default); see package correction.
@@ -131,7 +132,7 @@ var presetScenarios = []string{"lan", "broadband", "mobile", "spike", "awful"}
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ragsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "all", "a link: lan, broadband, mobile, spike, awful (netsim's presets), asym, bursty, drift, blackouts (extra), custom (the -rtt... flags); or presets, extra, all (presets and extra); or a comma-separated list")
+	scenario := fs.String("scenario", "all", "a link: lan, broadband, mobile, spike, awful (netsim's presets), asym, bursty, drift, blackouts, handover (extra), custom (the -rtt... flags); or presets, extra, all (presets and extra); or a comma-separated list")
 	method := fs.String("method", "all", "snap, midpoint, midpoint-spring, ragsync, follow, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")
@@ -330,7 +331,7 @@ func parseSeeds(s string) ([]uint64, error) {
 // extraScenarios are links beyond netsim's presets, in output order. B's
 // clock runs -skew-ppm fast in each, except drift's, which runs
 // driftPPM fast.
-var extraScenarios = []string{"asym", "bursty", "drift", "blackouts"}
+var extraScenarios = []string{"asym", "bursty", "drift", "blackouts", "handover"}
 
 const driftPPM = 1000
 
@@ -358,6 +359,12 @@ func extraScenario(name string, skew float64) Scenario {
 		// Broadband with a 0.5 s blackout every 4 s.
 		c := netsim.Broadband
 		c.BlackoutFor, c.BlackoutEvery, c.BlackoutPhase = 500*time.Millisecond, 4*time.Second, 3*time.Second
+		return Scenario{Name: name, Link: c, SkewPPM: skew}
+	case "handover":
+		// Broadband with a 3 s blackout every 20 s: a phone moving
+		// between networks.
+		c := netsim.Broadband
+		c.BlackoutFor, c.BlackoutEvery, c.BlackoutPhase = 3*time.Second, 20*time.Second, 10*time.Second
 		return Scenario{Name: name, Link: c, SkewPPM: skew}
 	}
 	panic("ragsim: unknown extra scenario " + name)

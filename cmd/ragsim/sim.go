@@ -474,11 +474,12 @@ func damageAgreement(a, b *peer) float64 {
 
 // Visual delay search: the lag d that minimises the rms distance between
 // the copy at true time t and its owner at t − d is looked for on a grid
-// from delayMin to delayMax, then refined around the best point.
+// from delayMin to delayMax, then refined twice around the best point.
 const (
 	delayMin    = -100 * time.Millisecond
 	delayMax    = 600 * time.Millisecond
-	delayCoarse = 2 * time.Millisecond
+	delayCoarse = 8 * time.Millisecond
+	delayMid    = time.Millisecond
 	delayFine   = 100 * time.Microsecond
 )
 
@@ -531,9 +532,11 @@ func bestLag(cp, owner *peer) (best time.Duration, bestSq float64, bestN int) {
 	for d := delayMin; d <= delayMax; d += delayCoarse {
 		try(d)
 	}
-	center := best
-	for d := center - delayCoarse; d <= center+delayCoarse; d += delayFine {
-		try(d)
+	for _, step := range [2][2]time.Duration{{delayCoarse, delayMid}, {delayMid, delayFine}} {
+		center := best
+		for d := center - step[0]; d <= center+step[0]; d += step[1] {
+			try(d)
+		}
 	}
 	return best, bestSq, bestN
 }

@@ -24,6 +24,16 @@ func preset(t *testing.T, name string) Scenario {
 	return Scenario{Name: name, Link: cfg, SkewPPM: 50}
 }
 
+// skipIfShort skips a test that plays long matches under -short. The
+// others, a few seconds of play each, keep the CLI and the measurements
+// covered.
+func skipIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("plays long matches; skipped under -short")
+	}
+}
+
 func mustRun(t *testing.T, o Options) Result {
 	t.Helper()
 	r, err := Run(o)
@@ -48,6 +58,7 @@ func TestRunIsDeterministic(t *testing.T) {
 
 // A match on a LAN is a real fight that both peers see alike.
 func TestLANMatchIsSane(t *testing.T) {
+	skipIfShort(t)
 	r := mustRun(t, Options{Scenario: preset(t, "lan"), Method: correction.MethodRagsync, Duration: 20 * time.Second, Seed: 1})
 	if r.Hits < 5 {
 		t.Errorf("only %v hits in 20 s of bots fighting", r.Hits)
@@ -78,6 +89,7 @@ func TestLANMatchIsSane(t *testing.T) {
 // ragsync beats the midpoint spring on rms error in broadband and mobile,
 // with no worse pops.
 func TestRagsyncBeatsMidpointSpring(t *testing.T) {
+	skipIfShort(t)
 	for _, sc := range []string{"broadband", "mobile"} {
 		t.Run(sc, func(t *testing.T) {
 			o := Options{Scenario: preset(t, sc), Duration: 30 * time.Second, Seed: 3}
@@ -320,6 +332,7 @@ func TestExtraScenarios(t *testing.T) {
 // its owner at the same true instant, a drawn pose that pops less than the
 // issue's 3 cm at the 99th percentile, hits seen alike as often.
 func TestFollowBeatsRagsync(t *testing.T) {
+	skipIfShort(t)
 	o := Options{Scenario: preset(t, "broadband"), Duration: 30 * time.Second, Seed: 3}
 	o.Method = correction.MethodRagsync
 	old := mustRun(t, o)
@@ -335,5 +348,46 @@ func TestFollowBeatsRagsync(t *testing.T) {
 	}
 	if ours.HitAgreement < old.HitAgreement {
 		t.Errorf("follow hit agreement %.2f, ragsync %.2f", ours.HitAgreement, old.HitAgreement)
+	}
+}
+
+// After a blackout the rival's drawn copy returns to its owner's states
+// without a teleport: follow's worst pop on the blackouts and handover
+// links is eased to at most 0.3 m a tick (it was 1.3–1.9 m), and damage
+// still agrees. The outage's hits are measured on both peers alike.
+func TestOutageRecoveryWithoutTeleport(t *testing.T) {
+	skipIfShort(t)
+	for _, name := range []string{"blackouts", "handover"} {
+		t.Run(name, func(t *testing.T) {
+			r := mustRun(t, Options{Scenario: extraScenario(name, 50), Method: correction.MethodFollow, Duration: 40 * time.Second, Seed: 1})
+			t.Logf("%s: rms_true %.3f m, pop max %.3f m, max jump %.3f m, damage agreement %.2f, refused %v",
+				name, r.RMSTrueM, r.PopMaxM, r.MaxJumpM, r.DamageAgreement, r.Refused)
+			if r.PopMaxM > 0.5 {
+				t.Errorf("%s: pop max %.3f m, want ≤ 0.5 m", name, r.PopMaxM)
+			}
+			if r.Refused != 0 {
+				t.Errorf("%s: %v honest states refused", name, r.Refused)
+			}
+		})
+	}
+}
+
+// Each peer ticks by its own clock, which may run thousands of ppm off
+// (the drift clocksync tracks): the clocks still agree within a few
+// milliseconds and nothing honest is refused. At 2,000 ppm clocksync's
+// estimate used to be clamped at 500 ppm (clock p95 184 ms over 10
+// minutes, with refusals).
+func TestLargeClockSkew(t *testing.T) {
+	skipIfShort(t)
+	for _, ppm := range []float64{2000, -5000} {
+		t.Run(fmt.Sprint(ppm), func(t *testing.T) {
+			sc := preset(t, "broadband")
+			sc.SkewPPM = ppm
+			r := mustRun(t, Options{Scenario: sc, Method: correction.MethodFollow, Duration: 60 * time.Second, Seed: 1})
+			t.Logf("%v ppm: clock p95 %.2f ms, rms_true %.3f m, refused %v", ppm, r.ClockErrorP95Ms, r.RMSTrueM, r.Refused)
+			if r.ClockErrorP95Ms > 5 || r.Refused != 0 {
+				t.Errorf("%v ppm: clock p95 %.2f ms, refused %v", ppm, r.ClockErrorP95Ms, r.Refused)
+			}
+		})
 	}
 }
