@@ -84,7 +84,9 @@
 //     correction's displacement is taken out of the drawn pose and given
 //     back at SmoothingMaxStep per tick (more on a slow link, whose
 //     corrections are larger), so the drawn pose pops at most that much,
-//     within SmoothingMaxOffset of its body.
+//     within SmoothingMaxOffset of its body. A correction far beyond that
+//     (the first state after an outage or a local stall) is eased in over
+//     a few ticks, at most 0.3 m a tick, rather than jumped to.
 //     5. When no state has arrived for InputHold (an outage), the copy stops
 //     predicting and is held, at rest, where it was predicted to be then.
 //
