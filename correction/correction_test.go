@@ -824,12 +824,13 @@ func TestFollowDrawnPoseStepGrowsWithLatency(t *testing.T) {
 				c.Apply(r.bs, r.now)
 				r.step()
 			}
-			// Far enough for the hard path: the body jumps at once, the
-			// drawn pose one step.
-			c.SetTarget(at(0.9, 0), r.now-clocksync.GameTimeOf(tc.last))
+			// Far enough for the hard path, within the offset limit (0.75
+			// m for 30 ms old states): the body jumps at once, the drawn
+			// pose one step.
+			c.SetTarget(at(0.6, 0), r.now-clocksync.GameTimeOf(tc.last))
 			c.Apply(r.bs, r.now)
-			if x := r.state().Pos.X; math.Abs(x-0.9) > 1e-6 {
-				t.Fatalf("physics body at %v, want 0.9", x)
+			if x := r.state().Pos.X; math.Abs(x-0.6) > 1e-6 {
+				t.Fatalf("physics body at %v, want 0.6", x)
 			}
 			if p, want := c.Stats().Pop[0], defaultSmoothingMaxStep*tc.scale; math.Abs(p-want) > 1e-9 {
 				t.Errorf("the drawn pose moved %v, want %v (%v × the step)", p, want, tc.scale)
