@@ -3,7 +3,8 @@
 // the rival follows the rival's true state.
 //
 // Each peer has its own Box2D world, its own bot-controlled fighter, a local
-// clock (B's runs -skew-ppm faster and starts 10 s off), a clocksync
+// clock (B's runs -skew-ppm faster, up to ±5,000 ppm, and starts 10 s off)
+// by which it ticks, as the demo does, a clocksync
 // calibrator, and a ragsync.Match with the real replicator, codec and
 // correction. A shared crate changes owner when a fighter touches it. The
 // packets cross a p2p/netsim link; nothing touches a socket, and a run is
