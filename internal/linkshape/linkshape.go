@@ -322,11 +322,12 @@ func (l *Link) Close() (Stats, error) {
 		var errs []error
 		if l.rules {
 			for _, ipt := range []string{"iptables", "ip6tables"} {
+				// Unhook the chain first: its counters are then final.
+				errs = append(errs, iptables(ipt, "-D", "INPUT", "-i", "lo", "-j", l.chain))
 				d, q, err := counters(ipt, l.chain)
 				l.st.Dropped += d
 				l.st.Queued += q
 				errs = append(errs, err,
-					iptables(ipt, "-D", "INPUT", "-i", "lo", "-j", l.chain),
 					iptables(ipt, "-F", l.chain),
 					iptables(ipt, "-X", l.chain))
 			}
