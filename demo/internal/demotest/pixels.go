@@ -18,7 +18,7 @@ var (
 	ColBad     = color.RGBA{255, 96, 80, 255} // the K.O. text
 	ColSpark   = color.RGBA{255, 236, 150, 255}
 	ColSparkHi = color.RGBA{255, 255, 255, 255}
-	ColAge     = color.RGBA{255, 210, 90, 255} // the HUD graph's state age
+	ColAge     = color.RGBA{255, 210, 90, 255}  // the HUD graph's state age
 	ColGood    = color.RGBA{120, 220, 120, 255} // the result banner of a win
 )
 

@@ -29,4 +29,3 @@ func ParseSummary(line string) (game.Summary, bool) {
 	}
 	return s, true
 }
-
