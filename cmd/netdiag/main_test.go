@@ -23,10 +23,52 @@ import (
 	"testing"
 
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/signaling"
 )
 
+// skipShort skips the tests that run whole sessions (pion WebRTC and the
+// relay on loopback, for seconds each) in -short mode.
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: it runs whole sessions")
+	}
+}
+
+// TestPingsSettled: after -duration, the run waits for each transport up
+// to answer a ping and for none to be connecting, within its attempts.
+func TestPingsSettled(t *testing.T) {
+	link := func(state p2p.LinkState, recent int, pings uint64) p2p.LinkStats {
+		l := p2p.LinkStats{State: state, PingsSent: pings}
+		l.RTT.Recent = recent
+		return l
+	}
+	for _, c := range []struct {
+		name        string
+		webrtc, tcp p2p.LinkStats
+		extra       int
+		want        bool
+	}{
+		{"both answered", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 1, 5), 0, true},
+		{"tcp not yet answered", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 0, 5), 0, false},
+		{"webrtc connecting", link(p2p.LinkConnecting, 0, 0), link(p2p.LinkUp, 3, 5), 0, false},
+		{"webrtc down", link(p2p.LinkDown, 0, 2), link(p2p.LinkUp, 3, 5), 0, true},
+		{"webrtc disabled", link(p2p.LinkDisabled, 0, 0), link(p2p.LinkUp, 3, 5), 0, true},
+		{"unanswered pings used up", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 0, maxUnanswered), 0, true},
+		{"extra messages used up", link(p2p.LinkConnecting, 0, 0), link(p2p.LinkUp, 0, 5), maxExtraMessages * 60, true},
+		{"one message short of them", link(p2p.LinkConnecting, 0, 0), link(p2p.LinkUp, 0, 5), maxExtraMessages*60 - 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := p2p.Stats{WebRTC: c.webrtc, TCP: c.tcp}
+			if got := pingsSettled(st, c.extra, 60); got != c.want {
+				t.Errorf("pingsSettled = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 func TestSelfJSON(t *testing.T) {
+	skipShort(t)
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s", "-json"}, &out, &errOut)
 	if err != nil {
@@ -76,6 +118,7 @@ func TestSelfJSON(t *testing.T) {
 }
 
 func TestSelfText(t *testing.T) {
+	skipShort(t)
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s"}, &out, &errOut); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
@@ -123,6 +166,7 @@ func (w *roomWatch) String() string {
 // (and prints its code), the other joins it, against a separate signaling
 // server.
 func TestTwoProcessesByRoom(t *testing.T) {
+	skipShort(t)
 	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +217,7 @@ func TestTwoProcessesByRoom(t *testing.T) {
 // TestBothByAgreedCode is the usage: both machines run
 // netdiag -signal URL -room CODE with the same code.
 func TestBothByAgreedCode(t *testing.T) {
+	skipShort(t)
 	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
