@@ -514,8 +514,10 @@ func TestWindowFight(t *testing.T) {
 		img, b := demotest.Screenshot(t, display)
 		if prev != nil && !demotest.SamePixels(prev, img) {
 			world := image.Rect(0, demotest.TopBar, 1280, demotest.HUDTop)
+			// The K.O. text and a loss's head line are in ColBad, a
+			// win's in ColGood.
 			koN = demotest.Count(img, demotest.ColBad, world).N
-			bannerN = max(koN, demotest.Count(img, demotest.ColGood, world).N, demotest.Count(img, demotest.ColWarn, world).N)
+			bannerN = max(koN, demotest.Count(img, demotest.ColGood, world).N)
 			koPNG = b
 		}
 		prev = img
@@ -524,11 +526,11 @@ func TestWindowFight(t *testing.T) {
 	if koPNG == nil {
 		t.Fatalf("no frame drawn after the KO (%d screenshots)", maxShots)
 	}
-	// The K.O. text is large (thousands of pixels); the result's head
-	// line ("YOU LOSE by KO") is smaller.
-	t.Logf("after the KO: %d px of the K.O. text's colour, %d px of the result's", koN, bannerN)
-	if koN < 1500 && bannerN < resultBannerPx {
-		t.Errorf("neither the K.O. text (%d px) nor the result's banner (%d px) in a frame drawn after the KO", koN, bannerN)
+	// The K.O. text is large (1500 px and more); the result's head line
+	// ("YOU LOSE by KO", about 850 px) is smaller.
+	t.Logf("after the KO: %d px of the colour of the K.O. text and a loss, %d px of the result's head line", koN, bannerN)
+	if bannerN < resultBannerPx {
+		t.Errorf("neither the K.O. text nor the result's head line in a frame drawn after the KO (%d px)", bannerN)
 	}
 }
 

@@ -36,9 +36,16 @@ type logLine struct {
 	text string
 }
 
-// Start starts cmd as a Proc named name.
+// Start starts cmd as a Proc named name, in a process group of its own:
+// cleanup kills the group, children included (the demo runs its window
+// program as a child, which would otherwise outlive it and hold the log's
+// pipe open).
 func Start(t testing.TB, name string, cmd *exec.Cmd) *Proc {
 	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	p := &Proc{Name: name, Cmd: cmd, grew: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stdout = &syncWriter{w: &p.out, mu: &p.mu}
 	stderr, err := cmd.StderrPipe()
@@ -66,8 +73,8 @@ func Start(t testing.TB, name string, cmd *exec.Cmd) *Proc {
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-p.exited
 		if t.Failed() {
 			t.Logf("%s log:\n%s", name, p.Log())
