@@ -54,7 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.room, "room", "", "room code agreed with the other machine (joined, or created if it does not exist yet); without it (and without -quick or -self) a room is created and its code printed")
 	fs.BoolVar(&o.quick, "quick", false, "pair by quick match instead of a room code")
 	fs.BoolVar(&o.self, "self", false, "run both ends in this process (against -signal if given, else an embedded server on 127.0.0.1:0)")
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure after connecting (longer, within bounds, until each transport that is up has answered a ping)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure after connecting (longer, within bounds, until each transport that is up has a measured round trip)")
 	fs.IntVar(&o.rate, "rate", 60, "test messages per second each way (a game's tick rate)")
 	fs.IntVar(&o.size, "size", 200, "test message size in bytes")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
@@ -339,16 +339,17 @@ func measure(ctx context.Context, s *p2p.Session, o options, progress io.Writer)
 	}
 	var stopped string
 	// After -duration, the run goes on until every transport that is up
-	// has answered a ping (a report without a round trip says nothing
-	// of the link) and none is still connecting: a loaded machine can
-	// take longer than -duration for either. The wait is bounded by
-	// attempts, not time: at most maxUnanswered pings on a transport
-	// that is up, and maxExtraMessages test messages in all.
+	// has a measured round trip (a report without one says nothing of
+	// the link) and none is still connecting: a loaded machine can take
+	// longer than -duration for either. The wait is bounded by attempts,
+	// not time: at most maxUnmeasured more pings on a transport, and
+	// maxExtraMessages × rate test messages in all.
 	var ended bool       // -duration is over
 	var extra int        // test messages sent since
 	var evAtEnd int      // events up to the end of -duration
 	var endedByPeer bool // the peer closed during the extension
-	settled := func() bool { return pingsSettled(s.Stats(), extra, o.rate) }
+	var pingsAtEnd [2]uint64
+	settled := func() bool { return pingsSettled(s.Stats(), pingsAtEnd, extra, o.rate) }
 loop:
 	for {
 		select {
@@ -366,6 +367,8 @@ loop:
 			break loop
 		case <-end.C:
 			ended = true
+			st := s.Stats()
+			pingsAtEnd = [2]uint64{st.WebRTC.PingsSent, st.TCP.PingsSent}
 			evMu.Lock()
 			evAtEnd = len(events)
 			evMu.Unlock()
@@ -415,26 +418,31 @@ loop:
 	return r, evWG.Wait
 }
 
-// Bounds of the wait after -duration for answered pings (see measure).
+// Bounds of the wait after -duration for measured round trips (see
+// measure).
 const (
-	maxUnanswered    = 50
+	// maxUnmeasured: pings sent on a transport after -duration without
+	// a measured round trip. A ping can be answered and still not be
+	// measured: the session leaves out round trips that overlap a stall
+	// of this process (a loaded machine stalls often).
+	maxUnmeasured    = 100
 	maxExtraMessages = 20 // seconds of test messages at -rate
 )
 
 // pingsSettled reports whether the measurement may end: every transport
-// is up with a ping answered, or down, or disabled, or has had its
-// attempts (maxUnanswered pings; maxExtraMessages × rate messages after
-// -duration, extra so far).
-func pingsSettled(st p2p.Stats, extra, rate int) bool {
+// is up with a round trip measured in the last 10 s, or down, or
+// disabled, or has had its attempts: maxUnmeasured pings after -duration
+// (atEnd: each transport's PingsSent then, WebRTC first), or
+// maxExtraMessages × rate test messages after -duration (extra so far).
+func pingsSettled(st p2p.Stats, atEnd [2]uint64, extra, rate int) bool {
 	if extra >= maxExtraMessages*rate {
 		return true
 	}
-	for _, k := range []p2p.TransportKind{p2p.TransportWebRTC, p2p.TransportTCP} {
-		l := st.Link(k)
+	for i, l := range []*p2p.LinkStats{&st.WebRTC, &st.TCP} {
 		switch {
 		case l.State == p2p.LinkConnecting:
 			return false
-		case l.State == p2p.LinkUp && l.RTT.Recent == 0 && l.PingsSent < maxUnanswered:
+		case l.State == p2p.LinkUp && l.RTT.Recent == 0 && l.PingsSent < atEnd[i]+maxUnmeasured:
 			return false
 		}
 	}
