@@ -123,9 +123,10 @@ const faultSecret = "ragsync-fault-suite-secret-0123456789"
 // namespace first (e.g. blocking UDP). It returns once both play.
 func newMatch(t *testing.T, duration time.Duration, before func(*netns)) *match {
 	t.Helper()
+	ns := newNetns(t) // first: it skips the test if it cannot, before a build
 	demo := demotest.Binary(t, demotest.DemoPkg, false)
 	sig := demotest.Binary(t, demotest.SignalPkg, false)
-	m := &match{t: t, ns: newNetns(t), demo: demo, sig: sig}
+	m := &match{t: t, ns: ns, demo: demo, sig: sig}
 	if before != nil {
 		before(m.ns)
 	}
