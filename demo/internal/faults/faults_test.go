@@ -1,21 +1,16 @@
-package main
+package faults
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ragsync/ragsync/demo/internal/demotest"
 	"github.com/ragsync/ragsync/demo/internal/game"
-	"github.com/ragsync/ragsync/internal/testwait"
 )
 
 // The fault suite: what real networks and real computers do to a match,
@@ -31,28 +26,10 @@ import (
 // session's behaviour; 16 race-instrumented peers would load a small
 // machine more than the faults do).
 
-var (
-	faultBuildOnce sync.Once
-	faultBinDir    string
-	faultBuildErr  error
-	faultBuildOut  []byte
-)
-
-// faultBinaries builds demo and cmd/signal once and returns their paths.
-func faultBinaries(t *testing.T) (demo, signal string) {
-	t.Helper()
-	faultBuildOnce.Do(func() {
-		faultBinDir, faultBuildErr = os.MkdirTemp("", "ragsync-faults")
-		if faultBuildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", faultBinDir+"/", ".", "../cmd/signal")
-		faultBuildOut, faultBuildErr = cmd.CombinedOutput()
-	})
-	if faultBuildErr != nil {
-		t.Fatalf("go build: %v\n%s", faultBuildErr, faultBuildOut)
-	}
-	return filepath.Join(faultBinDir, "demo"), filepath.Join(faultBinDir, "signal")
+func TestMain(m *testing.M) {
+	code := m.Run()
+	demotest.Cleanup()
+	os.Exit(code)
 }
 
 // netns is a network namespace the test made: a process (sleep) holds it,
@@ -125,155 +102,15 @@ func (n *netns) blockUDP(on bool) {
 	}
 }
 
-// proc is a process of the suite: its stdout kept, its stderr (the log)
-// scanned line by line with the time each line arrived.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  strings.Builder
-
-	mu     sync.Mutex
-	lines  []logLine
-	grew   chan struct{} // closed and replaced when a line arrives
-	exited chan struct{}
-	err    error     // Wait's, once exited is closed
-	endAt  time.Time // when it exited
-}
-
-type logLine struct {
-	at   time.Time
-	text string
-}
-
-// start starts cmd as p.
-func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
-	t.Helper()
-	p := &proc{name: name, cmd: cmd, grew: make(chan struct{}), exited: make(chan struct{})}
-	cmd.Stdout = &syncWriter{w: &p.out, mu: &p.mu}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, logLine{time.Now(), sc.Text()})
-			close(p.grew)
-			p.grew = make(chan struct{})
-			p.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.err, p.endAt = err, time.Now()
-		p.mu.Unlock()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			p.mu.Lock()
-			var b strings.Builder
-			for _, l := range p.lines {
-				b.WriteString(l.text + "\n")
-			}
-			p.mu.Unlock()
-			t.Logf("%s log:\n%s", name, b.String())
-		}
-	})
-	return p
-}
-
-type syncWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
-}
-
-// waitLog waits for a log line containing sub, from line index from on,
-// and returns when it arrived and the index after it.
-func (p *proc) waitLog(t *testing.T, sub string, from int) (time.Time, int) {
-	t.Helper()
-	ctx := testwait.Context(t)
-	for {
-		p.mu.Lock()
-		for i := from; i < len(p.lines); i++ {
-			if strings.Contains(p.lines[i].text, sub) {
-				at := p.lines[i].at
-				p.mu.Unlock()
-				return at, i + 1
-			}
-		}
-		from = len(p.lines)
-		grew := p.grew
-		p.mu.Unlock()
-		select {
-		case <-grew:
-		case <-p.exited:
-			// Lines may still have arrived before the exit.
-			p.mu.Lock()
-			n := len(p.lines)
-			p.mu.Unlock()
-			if n == from {
-				t.Fatalf("%s exited (%v) before logging %q", p.name, p.err, sub)
-			}
-		case <-ctx.Done():
-			t.Fatalf("%s did not log %q", p.name, sub)
-		}
-	}
-}
-
-// signal sends sig to the process.
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("%s: %v: %v", p.name, sig, err)
-	}
-}
-
-// summary waits for the demo to exit and returns its JSON summary.
-func (p *proc) summary(t *testing.T) game.Summary {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-testwait.Context(t).Done():
-		t.Fatalf("%s did not exit", p.name)
-	}
-	p.mu.Lock()
-	out := p.out.String()
-	p.mu.Unlock()
-	i := strings.Index(out, "\n{")
-	var rep game.RunReport
-	if i < 0 {
-		t.Fatalf("%s (%v): no JSON summary in:\n%s", p.name, p.err, out)
-	}
-	if err := json.Unmarshal([]byte(out[i+1:]), &rep); err != nil || len(rep.Players) != 1 {
-		t.Fatalf("%s: summary: %v (%d players)", p.name, err, len(rep.Players))
-	}
-	return rep.Players[0]
-}
-
 // match is one fault's world: a namespace, a signaling server, two peers.
 type match struct {
 	t         *testing.T
 	ns        *netns
 	demo, sig string
 	sigArgs   []string
-	server    *proc
-	offerer   *proc
-	answerer  *proc
+	server    *demotest.Proc
+	offerer   *demotest.Proc
+	answerer  *demotest.Proc
 	playingAt time.Time // when both peers were playing
 }
 
@@ -286,24 +123,26 @@ const faultSecret = "ragsync-fault-suite-secret-0123456789"
 // namespace first (e.g. blocking UDP). It returns once both play.
 func newMatch(t *testing.T, duration time.Duration, before func(*netns)) *match {
 	t.Helper()
-	demo, sig := faultBinaries(t)
-	m := &match{t: t, ns: newNetns(t), demo: demo, sig: sig}
+	ns := newNetns(t) // first: it skips the test if it cannot, before a build
+	demo := demotest.Binary(t, demotest.DemoPkg, false)
+	sig := demotest.Binary(t, demotest.SignalPkg, false)
+	m := &match{t: t, ns: ns, demo: demo, sig: sig}
 	if before != nil {
 		before(m.ns)
 	}
 	// A graceful stop waits 2 s for relay streams (10 s by default).
 	m.sigArgs = []string{"-addr", "127.0.0.1:8080", "-secret", faultSecret, "-shutdown-timeout", "2s"}
 	m.startServer()
-	peer := func(name string) *proc {
-		return startProc(t, name, m.ns.command(demo, "-headless", "-json", "-signal", "http://127.0.0.1:8080",
+	peer := func(name string) *demotest.Proc {
+		return demotest.Start(t, name, m.ns.command(demo, "-headless", "-json", "-signal", "http://127.0.0.1:8080",
 			"-room", "FAULTS", "-duration", duration.String(), "-connect-timeout", "60s"))
 	}
 	// The first in the room is the offerer.
 	m.offerer = peer("offerer")
-	m.offerer.waitLog(t, "waiting in room", 0)
+	m.offerer.WaitLog(t, 0, "waiting in room")
 	m.answerer = peer("answerer")
-	a, _ := m.offerer.waitLog(t, "msg=playing", 0)
-	b, _ := m.answerer.waitLog(t, "msg=playing", 0)
+	a, _ := m.offerer.WaitLog(t, 0, "msg=playing")
+	b, _ := m.answerer.WaitLog(t, 0, "msg=playing")
 	m.playingAt = later(a, b)
 	return m
 }
@@ -318,14 +157,14 @@ func later(a, b time.Time) time.Time {
 // startServer starts (or restarts) the signaling server and returns when
 // it is ready.
 func (m *match) startServer() time.Time {
-	m.server = startProc(m.t, "signal", m.ns.command(m.sig, m.sigArgs...))
-	at, _ := m.server.waitLog(m.t, "signaling server ready", 0)
+	m.server = demotest.Start(m.t, "signal", m.ns.command(m.sig, m.sigArgs...))
+	at, _ := m.server.WaitLog(m.t, 0, "signaling server ready")
 	return at
 }
 
 // results waits for both peers and returns their summaries, offerer first.
 func (m *match) results() (game.Summary, game.Summary) {
-	return m.offerer.summary(m.t), m.answerer.summary(m.t)
+	return m.offerer.Summary(m.t), m.answerer.Summary(m.t)
 }
 
 // sleepUntil sleeps until d after both peers started playing.
@@ -378,9 +217,9 @@ func TestFaultSuite(t *testing.T) {
 				p = m.answerer
 			}
 			m.sleepUntil(3 * time.Second)
-			p.signal(t, syscall.SIGSTOP)
+			p.Signal(t, syscall.SIGSTOP)
 			time.Sleep(2 * time.Second)
-			p.signal(t, syscall.SIGCONT)
+			p.Signal(t, syscall.SIGCONT)
 			o, a := m.results()
 			t.Logf("FIGURE pause %s 2 s: switches offerer %d, answerer %d; events merged %d/%d; offerer's timeline %+v",
 				victim, o.Switches, a.Switches, o.EventsMerged, a.EventsMerged, o.Timeline)
@@ -402,9 +241,9 @@ func TestFaultSuite(t *testing.T) {
 		stalls := 0
 		for at := 2 * time.Second; at < 62*time.Second; at += 5 * time.Second {
 			m.sleepUntil(at)
-			m.offerer.signal(t, syscall.SIGSTOP)
+			m.offerer.Signal(t, syscall.SIGSTOP)
 			time.Sleep(500 * time.Millisecond)
-			m.offerer.signal(t, syscall.SIGCONT)
+			m.offerer.Signal(t, syscall.SIGCONT)
 			stalls++
 		}
 		o, a := m.results()
@@ -428,8 +267,8 @@ func TestFaultSuite(t *testing.T) {
 			}
 			m.sleepUntil(3 * time.Second)
 			killedAt := time.Now()
-			p.signal(t, syscall.SIGKILL)
-			s := survivor.summary(t)
+			p.Signal(t, syscall.SIGKILL)
+			s := survivor.Summary(t)
 			if s.DisconnectedAtUnixMs == 0 {
 				t.Fatalf("the survivor did not report the rival disconnected: %+v", s.Timeline)
 			}
@@ -468,8 +307,8 @@ func TestFaultSuite(t *testing.T) {
 			m := newMatch(t, 14*time.Second, before)
 			m.sleepUntil(3 * time.Second)
 			stopAt := time.Now()
-			m.server.signal(t, tc.sig)
-			<-m.server.exited
+			m.server.Signal(t, tc.sig)
+			<-m.server.Exited()
 			time.Sleep(time.Second) // down for a second
 			readyAt := m.startServer()
 			o, a := m.results()

@@ -1,4 +1,4 @@
-package main
+package browser
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragsync/ragsync/demo/internal/demotest"
 	"github.com/ragsync/ragsync/demo/internal/game"
 	"github.com/ragsync/ragsync/demo/webdist"
 	"github.com/ragsync/ragsync/internal/testwait"
@@ -46,6 +47,12 @@ const browserBinsEnv = "RAGSYNC_BROWSER_BINS"
 // least 20 s).
 const browserPlay = 20 * time.Second
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	demotest.Cleanup()
+	os.Exit(code)
+}
+
 func TestBrowserPlaysNative(t *testing.T) {
 	if c := os.Getenv(browserNSEnv); c != "" {
 		bins := strings.Split(os.Getenv(browserBinsEnv), string(os.PathListSeparator))
@@ -54,6 +61,9 @@ func TestBrowserPlaysNative(t *testing.T) {
 		}
 		runBrowserCase(t, c == "noudp", bins[0], bins[1])
 		return
+	}
+	if testing.Short() {
+		t.Skip("the browser test is skipped in -short mode (it runs Chromium and the demo for about a minute)")
 	}
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skipf("chromium is not installed (make deps installs Debian's chromium): %v", err)
@@ -70,16 +80,8 @@ func TestBrowserPlaysNative(t *testing.T) {
 		t.Skipf("cannot create a network namespace here (needs root or user namespaces): %v %s", err, out)
 	}
 	t.Logf("wasm download: %d bytes (gzip), served with Content-Encoding: gzip", webdist.WasmSize())
-	dir := t.TempDir()
-	sig := filepath.Join(dir, "signal")
-	args := []string{"build", "-o", sig}
-	if raceOn {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, "../cmd/signal")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/signal: %v\n%s", err, out)
-	}
-	demo := demoBinary(t)
+	sig := demotest.Binary(t, demotest.SignalPkg, demotest.RaceOn)
+	demo := demotest.Binary(t, demotest.DemoPkg, demotest.RaceOn)
 	for _, c := range []string{"open", "noudp"} {
 		t.Run(c, func(t *testing.T) {
 			targs := []string{"-n", "--", os.Args[0], "-test.run", "^TestBrowserPlaysNative$", "-test.v"}
@@ -176,7 +178,7 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 			if strings.Contains(line, "msg=connected") || strings.Contains(line, "transport changed") || strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
 				t.Logf("browser: %s", line)
 			}
-			if s, ok := parseSummary(line); ok && s.Peer == "you (autoplay)" {
+			if s, ok := demotest.ParseSummary(line); ok && s.Peer == "you (autoplay)" {
 				last = s
 				t.Logf("browser summary: %.1f s, %s, connect %.0f ms, states applied %d, clock synced %v (offset %+.3f ms), hits dealt %d taken %d",
 					s.Seconds, s.Path, s.ConnectMs, s.StatesApplied, s.ClockSynced, s.ClockOffMs, s.HitsDealt, s.HitsTaken)
@@ -256,28 +258,6 @@ func parseReport(t *testing.T, out string) game.RunReport {
 	return rep
 }
 
-// parseSummary reads a "summary" log line of the demo (slog text: the
-// JSON is the quoted json attribute, the last one).
-func parseSummary(line string) (game.Summary, bool) {
-	var s game.Summary
-	if !strings.Contains(line, "msg=summary") {
-		return s, false
-	}
-	i := strings.Index(line, " json=")
-	if i < 0 {
-		return s, false
-	}
-	q, err := strconv.QuotedPrefix(line[i+len(" json="):])
-	if err != nil {
-		return s, false
-	}
-	js, err := strconv.Unquote(q)
-	if err != nil || json.Unmarshal([]byte(js), &s) != nil {
-		return s, false
-	}
-	return s, true
-}
-
 // checkBrowserScreenshot saves the screenshot (to $RAGSYNC_SCREENSHOTS if
 // set) and checks it shows the arena with both fighters, as the window
 // test does.
@@ -294,7 +274,7 @@ func checkBrowserScreenshot(t *testing.T, shots [][]byte, noUDP bool) {
 		if err != nil {
 			t.Fatalf("screenshot: %v", err)
 		}
-		if n := fightersShown(im); n > bestN {
+		if n := demotest.FightersShown(im); n > bestN {
 			b, img, bestN = sh, im, n
 		}
 	}
@@ -546,16 +526,16 @@ func (c *chromium) screenshot() ([]byte, error) {
 // page's size, and the fighters' span depends on how far apart they stand.
 func checkFightDrawn(t *testing.T, img image.Image) {
 	t.Helper()
-	world := image.Rect(0, topBar, img.Bounds().Dx(), img.Bounds().Dy())
-	arena := count(img, colArena, world)
-	p1, p2 := count(img, colF1, world), count(img, colF2, world)
-	t.Logf("arena %d px; fighter 1 %d px in %v; fighter 2 %d px in %v", arena.n, p1.n, p1.box, p2.n, p2.box)
-	if arena.n < 20000 {
-		t.Errorf("no arena: %d px of its colour", arena.n)
+	world := image.Rect(0, demotest.TopBar, img.Bounds().Dx(), img.Bounds().Dy())
+	arena := demotest.Count(img, demotest.ColArena, world)
+	p1, p2 := demotest.Count(img, demotest.ColF1, world), demotest.Count(img, demotest.ColF2, world)
+	t.Logf("arena %d px; fighter 1 %d px in %v; fighter 2 %d px in %v", arena.N, p1.N, p1.Box, p2.N, p2.Box)
+	if arena.N < 20000 {
+		t.Errorf("no arena: %d px of its colour", arena.N)
 	}
-	for i, p := range []region{p1, p2} {
-		if p.n < 1000 {
-			t.Errorf("fighter %d: %d pixels of its colour", i+1, p.n)
+	for i, p := range []demotest.Region{p1, p2} {
+		if p.N < 1000 {
+			t.Errorf("fighter %d: %d pixels of its colour", i+1, p.N)
 		}
 	}
 }
