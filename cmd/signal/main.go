@@ -10,7 +10,7 @@
 //
 // Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP
 // relay), http://ADDR/healthz (JSON counters), http://ADDR/metrics
-// (Prometheus; or on -metrics-addr only). Every limit of signaling.Config
+// (Prometheus; or on -metrics-addr only). Every limit of signaling/server.Config
 // has a flag; 0 means the library default, shown in -help. SIGINT or
 // SIGTERM shuts down gracefully: clients get a shutting_down error and a
 // going-away close, relay streams get -shutdown-timeout to finish.
@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/demo/webdist"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 func main() {
@@ -192,7 +192,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = usage(fs)
-	var cfg signaling.Config
+	var cfg server.Config
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; the default is reachable from this machine only, use :8080 to accept other machines")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -316,7 +316,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 
-	srv, err := signaling.NewServer(cfg)
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -397,15 +397,15 @@ func btoi(b bool) int {
 	return 0
 }
 
-func metricsMux(srv *signaling.Server) http.Handler {
+func metricsMux(srv *server.Server) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", srv.MetricsHandler())
 	return mux
 }
 
 // turnConfig builds the TURN configuration from its flags.
-func turnConfig(udp, tcp, ip, bind, ports string) (*signaling.TURNConfig, error) {
-	tc := &signaling.TURNConfig{ListenUDP: udp, ListenTCP: tcp}
+func turnConfig(udp, tcp, ip, bind, ports string) (*server.TURNConfig, error) {
+	tc := &server.TURNConfig{ListenUDP: udp, ListenTCP: tcp}
 	if ip == "" {
 		return nil, errors.New("-turn needs -turn-ip, the public address peers reach the relay at")
 	}

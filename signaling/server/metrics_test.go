@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"github.com/ragsync/ragsync/internal/leaktest"
@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // scrape fetches and parses url's /metrics.
@@ -67,7 +68,7 @@ next:
 func TestMetrics(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{})
-	a, b, c := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	a, b, c := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
 	exchange(t, a, b)
 	if err := c.QuickMatch(ctxT(t)); err != nil {
@@ -76,13 +77,13 @@ func TestMetrics(t *testing.T) {
 	if err := c.JoinRoom(ctxT(t), "ZZZZZZ"); err == nil {
 		t.Fatal("join while queued")
 	}
-	d := dial(t, url, ClientConfig{})
+	d := dial(t, url, signaling.ClientConfig{})
 	if err := d.JoinRoom(ctxT(t), "ZZZZZZ"); err == nil {
 		t.Fatal("joined a room that does not exist")
 	}
 	r := dialRaw(t, url, "v=7")
-	r.expectError(ErrUnsupportedVersion)
-	ra, rb, err := dialRelayPair(t, ClientConfig{}, url, pa, pb)
+	r.expectError(signaling.ErrUnsupportedVersion)
+	ra, rb, err := dialRelayPair(t, signaling.ClientConfig{}, url, pa, pb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// HideMetrics keeps them off the handler; MetricsHandler still serves.
-	hidden, err := NewServer(Config{HideMetrics: true, Logger: testLogger(t)})
+	hidden, err := New(Config{HideMetrics: true, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

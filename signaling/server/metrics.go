@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Prometheus metrics, served at /metrics from a registry of the Server's
@@ -56,17 +57,17 @@ const (
 )
 
 // defaultReason is the reason of codes that have only one.
-func defaultReason(code ErrorCode) string {
+func defaultReason(code signaling.ErrorCode) string {
 	switch code {
-	case ErrTooManyRooms, ErrServerFull, ErrTooManyRelays:
+	case signaling.ErrTooManyRooms, signaling.ErrServerFull, signaling.ErrTooManyRelays:
 		return reasonGlobal
-	case ErrTooManyConns, ErrTooManyHandshakes, ErrTooManyFailedJoins:
+	case signaling.ErrTooManyConns, signaling.ErrTooManyHandshakes, signaling.ErrTooManyFailedJoins:
 		return reasonPerAddress
-	case ErrRateLimited, ErrMessageTooBig, ErrSlowConsumer:
+	case signaling.ErrRateLimited, signaling.ErrMessageTooBig, signaling.ErrSlowConsumer:
 		return reasonPerConnection
-	case ErrIdleTimeout, ErrPeerTimeout:
+	case signaling.ErrIdleTimeout, signaling.ErrPeerTimeout:
 		return reasonTimeout
-	case ErrShuttingDown:
+	case signaling.ErrShuttingDown:
 		return reasonShutdown
 	}
 	return reasonClient
@@ -123,7 +124,7 @@ func newMetrics(s *Server) *metrics {
 }
 
 // refusal counts an error reply or refused connection.
-func (s *Server) refusal(code ErrorCode, reason string) {
+func (s *Server) refusal(code signaling.ErrorCode, reason string) {
 	s.met.refusals.WithLabelValues(string(code), reason).Inc()
 }
 
