@@ -30,6 +30,11 @@ import (
 // relay too); otherwise with a plain net.Dialer and a default TLS
 // configuration for https:// and wss://.
 func DialRelay(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
+	cfg.Logger = cfg.withDefaults().Logger
+	return withFallbacks(ctx, baseURL, &cfg, func(u string) (net.Conn, error) { return dialRelayOne(ctx, u, token, cfg) })
+}
+
+func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
 	raw, err := endpointURL(baseURL, "/relay", false)
 	if err != nil {
 		return nil, err
@@ -144,6 +149,11 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 // relay), with the byte stream to that player; or ctx.Err(); or the
 // server's refusal as *Error. baseURL is the URL given to Dial.
 func DialRelayWebSocket(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
+	cfg.Logger = cfg.withDefaults().Logger
+	return withFallbacks(ctx, baseURL, &cfg, func(u string) (net.Conn, error) { return dialRelayWSOne(ctx, u, token, cfg) })
+}
+
+func dialRelayWSOne(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
 	u, err := endpointURL(baseURL, "/relay", true)
 	if err != nil {
 		return nil, err
