@@ -19,9 +19,9 @@
 //
 //	GET /ws?v=1     WebSocket, the JSON signaling protocol below
 //	GET /relay?v=1  HTTP Upgrade to a raw TCP byte stream between two paired players,
-//	                or a WebSocket carrying the same stream (see relay_ws.go)
+//	                or a WebSocket carrying the same stream (see signaling/server/relay_ws.go)
 //	GET /healthz    JSON counters: rooms, clients, queued, pairings, relays, bytes
-//	GET /metrics    Prometheus metrics (see metrics.go for the list; Config.HideMetrics
+//	GET /metrics    Prometheus metrics (see signaling/server/metrics.go for the list; Config.HideMetrics
 //	                moves them to Server.MetricsHandler only)
 //
 // # Signaling protocol, version 1

@@ -226,6 +226,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&cfg.RejoinGrace, "rejoin-grace", 0, "how long a paired player whose connection dropped keeps its place, to rejoin with its relay token (0: 30s)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&cfg.Node, "node", "", "name of this server among several of one deployment: its metrics carry it as the label node (default: no such label)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address only (e.g. 127.0.0.1:9090) instead of on -addr")
 	turnOn := fs.Bool("turn", false, "run the embedded TURN server; paired messages then carry credentials for it")
 	turnUDP := fs.String("turn-udp", "127.0.0.1:3478", "TURN UDP listen address; like -addr, the default is this machine only, use :3478 for others (empty: none)")

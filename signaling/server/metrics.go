@@ -12,7 +12,8 @@ import (
 // Prometheus metrics, served at /metrics from a registry of the Server's
 // own (nothing is registered globally, so several servers can run in one
 // process). Names start with ragsync_signal_; the Go runtime's go_* and
-// the process's process_* metrics are included.
+// the process's process_* metrics are included. With Config.Node, every
+// metric also has the label node.
 //
 //	ragsync_signal_clients                   gauge      open WebSocket connections
 //	ragsync_signal_rooms                     gauge      rooms with one or two players
@@ -76,11 +77,15 @@ func defaultReason(code signaling.ErrorCode) string {
 func newMetrics(s *Server) *metrics {
 	const ns = "ragsync_signal"
 	m := &metrics{reg: prometheus.NewRegistry()}
+	var reg prometheus.Registerer = m.reg
+	if s.cfg.Node != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"node": s.cfg.Node}, reg)
+	}
 	gauge := func(name, help string, f func() float64) {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f))
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f))
 	}
 	counter := func(name, help string, f func() float64) {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, f))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, f))
 	}
 	locked := func(f func() int) func() float64 {
 		return func() float64 {
@@ -118,7 +123,7 @@ func newMetrics(s *Server) *metrics {
 	for _, k := range []string{"code", "quick"} {
 		m.pairings.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.pairings, m.pairingWait, m.pairingLatency, m.refusals, m.turnAllocs, m.turnAllocsTot, m.turnRefusals,
+	reg.MustRegister(m.pairings, m.pairingWait, m.pairingLatency, m.refusals, m.turnAllocs, m.turnAllocsTot, m.turnRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -141,6 +142,31 @@ func TestMetrics(t *testing.T) {
 	hidden.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 || !containsLine(rec.Body.String(), "ragsync_signal_clients 0") {
 		t.Fatalf("MetricsHandler: %d %.200s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestMetricsNode: with Config.Node every metric, the runtime's included,
+// carries the label node; a node name that is not short UTF-8 is refused.
+func TestMetricsNode(t *testing.T) {
+	s, err := New(Config{Node: "eu-1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, line := range []string{`ragsync_signal_clients{node="eu-1"} 0`, `ragsync_signal_pairings_total{kind="quick",node="eu-1"} 0`} {
+		if !containsLine(body, line) {
+			t.Errorf("no line %s in\n%.2000s", line, body)
+		}
+	}
+	if strings.Contains(body, "\nragsync_signal_clients 0") || strings.Contains(body, "\ngo_goroutines ") {
+		t.Errorf("a metric without the node label:\n%.2000s", body)
+	}
+	for _, bad := range []string{strings.Repeat("n", 65), "\xff"} {
+		if _, err := New(Config{Node: bad}); err == nil {
+			t.Errorf("node %q accepted", bad)
+		}
 	}
 }
 

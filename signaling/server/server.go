@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/ragsync/ragsync/signaling"
@@ -138,6 +139,11 @@ type Config struct {
 	// address: serve MetricsHandler on a private one instead. False: the
 	// handler serves /metrics.
 	HideMetrics bool
+	// Node names this server among several of one deployment: every
+	// metric carries it as the label node, so the servers' series stay
+	// apart when one Prometheus gathers them under one name. Empty: no
+	// node label.
+	Node string
 	// Site, if set, serves every request for a path the server does not
 	// own (not /ws, /relay, /healthz, /metrics): a web client at /, say,
 	// so that pages of the server's own origin pass the Origin check. Nil:
@@ -167,6 +173,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RatePerSec != c.RatePerSec || c.AddrRatePerSec != c.AddrRatePerSec || c.FailedJoinRate != c.FailedJoinRate {
 		return c, errors.New("signaling: invalid config: a rate is NaN")
+	}
+	if len(c.Node) > 64 || !utf8.ValidString(c.Node) {
+		return c, fmt.Errorf("signaling: invalid config: node name %q is not UTF-8 of at most 64 bytes", truncate(c.Node, 80))
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
