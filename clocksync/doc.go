@@ -61,7 +61,7 @@
 // and the minimum, median, 95th percentile and maximum of the last 10 s.
 // p2p keeps one per transport, fed with the samples the calibrator returns.
 //
-// Measured in virtual time over p2p/netsim (see sim_test.go): from a 10 s
+// Measured in virtual time over internal/netsim (see sim_test.go): from a 10 s
 // initial offset on a LAN (10 ± 1 ms RTT) the game clocks agree within
 // 1 ms after the first exchange; on a 100 ms ± 20 ms RTT link with 5 %
 // loss each way and 100 ppm of drift, after 10 s of calibration, the 95th

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 )
 
 // sim runs a leader and a follower Calibrator over a netsim Pair in virtual

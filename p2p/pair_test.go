@@ -395,7 +395,7 @@ func newNetPair(t *testing.T, delay time.Duration, fa, fb func(*Config)) *netPai
 	})
 	ctx := testCtx(t)
 	for _, s := range []*Session{np.a, np.b} {
-		if err := s.waitReady(ctx); err != nil {
+		if err := s.life.waitReady(ctx); err != nil {
 			t.Fatalf("%v: %v", s.Role(), err)
 		}
 	}
@@ -453,10 +453,10 @@ func newPipeSessionsWrapped(t testing.TB, cfg Config, wrapB func(net.Conn) net.C
 	a, b = mk(signaling.RoleOfferer, ca), mk(signaling.RoleAnswerer, cb)
 	t.Cleanup(func() { a.Close(); b.Close() })
 	ctx := testCtx(t)
-	if err := a.waitReady(ctx); err != nil {
+	if err := a.life.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.waitReady(ctx); err != nil {
+	if err := b.life.waitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return a, b

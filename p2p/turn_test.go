@@ -131,6 +131,9 @@ func freeUDPPort(t *testing.T) netip.AddrPort {
 // pairing): WebRTC connects through it on relay candidates, data flows,
 // and Stats says so.
 func TestWebRTCThroughTURN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a TURN server and pion sockets in real time")
+	}
 	leaktest.Check(t)
 	turnAddr := freeUDPPort(t)
 	lo := netip.MustParseAddr("127.0.0.1")

@@ -6,7 +6,7 @@
 // clock (B's runs -skew-ppm faster and starts 10 s off), a clocksync
 // calibrator, and a ragsync.Match with the real replicator, codec and
 // correction. A shared crate changes owner when a fighter touches it. The
-// packets cross a p2p/netsim link; nothing touches a socket, and a run is
+// packets cross a internal/netsim link; nothing touches a socket, and a run is
 // deterministic: the same flags and seed print the same output.
 //
 //	go run ./cmd/ragsim -scenario all -method all -seconds 60 -seed 1 -json
@@ -104,7 +104,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/correction"
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 )
 
 func main() {

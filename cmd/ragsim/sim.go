@@ -12,7 +12,7 @@ import (
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/correction"
 	"github.com/ragsync/ragsync/ownership"
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/physics"
 	"github.com/ragsync/ragsync/signaling"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/correction"
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 )
 
 func preset(t *testing.T, name string) Scenario {

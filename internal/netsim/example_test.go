@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 )
 
 // A simulator drives a Link in virtual time: it sends a packet every tick,
