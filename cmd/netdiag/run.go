@@ -18,7 +18,7 @@ import (
 
 	"github.com/ragsync/ragsync/internal/lanaddr"
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 const defaultSignal = "http://127.0.0.1:8080"
@@ -290,7 +290,7 @@ func runSelf(ctx context.Context, o options, stdout, stderr io.Writer, log *slog
 
 // embeddedServer runs a signaling server on 127.0.0.1:0.
 func embeddedServer(log *slog.Logger) (string, func(), error) {
-	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: log.With("component", "signaling")})
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: log.With("component", "signaling")})
 	if err != nil {
 		return "", nil, err
 	}

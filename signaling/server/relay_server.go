@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -10,17 +10,20 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // relayUpgrade is the Upgrade token of the relay endpoint.
-const relayUpgrade = "ragsync-relay/1"
+const relayUpgrade = wire.RelayUpgrade
 
 // relayRendezvous is the relay of one pairing: the request of a player
 // waiting for the other's, and the stream once both came. It exists while
 // it has a waiting request or a stream.
 type relayRendezvous struct {
 	key     relayKey
-	room    RoomCode
+	room    signaling.RoomCode
 	waiting [2]*relayWaiter // s.mu
 	stream  *relayStream    // s.mu
 }
@@ -32,8 +35,8 @@ type relayWaiter struct {
 }
 
 type relayOutcome struct {
-	stream *relayStream // matched: run it
-	err    *Error       // refused
+	stream *relayStream     // matched: run it
+	err    *signaling.Error // refused
 	status int
 }
 
@@ -41,7 +44,7 @@ type relayOutcome struct {
 type relayStream struct {
 	s    *Server
 	rv   *relayRendezvous
-	room RoomCode
+	room signaling.RoomCode
 
 	connMu sync.Mutex
 	conns  [2]net.Conn
@@ -76,13 +79,13 @@ func (s *Server) endPairing(key relayKey) {
 	for i, w := range rv.waiting {
 		if w != nil {
 			rv.waiting[i] = nil
-			w.ch <- relayOutcome{err: &Error{Code: ErrBadToken, Message: fmt.Sprintf("the pairing in room %s ended while waiting for the peer", rv.room)}, status: http.StatusForbidden}
+			w.ch <- relayOutcome{err: &signaling.Error{Code: signaling.ErrBadToken, Message: fmt.Sprintf("the pairing in room %s ended while waiting for the peer", rv.room)}, status: http.StatusForbidden}
 		}
 	}
 	s.dropRendezvous(rv)
 }
 
-func (s *Server) refuseRelay(w http.ResponseWriter, status int, e *Error, reason string) {
+func (s *Server) refuseRelay(w http.ResponseWriter, status int, e *signaling.Error, reason string) {
 	s.relaysRefused.Add(1)
 	s.refusal(e.Code, reason)
 	s.log.Debug("signaling: relay refused", "code", e.Code, "msg", e.Message)
@@ -97,16 +100,16 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet || !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", relayUpgrade) {
 		w.Header().Set("Upgrade", relayUpgrade)
-		s.refuseRelay(w, http.StatusUpgradeRequired, &Error{Code: ErrBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade + " (or a WebSocket)"}, reasonClient)
+		s.refuseRelay(w, http.StatusUpgradeRequired, &signaling.Error{Code: signaling.ErrBadMessage, Message: "relay needs GET with Connection: Upgrade and Upgrade: " + relayUpgrade + " (or a WebSocket)"}, reasonClient)
 		return
 	}
-	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
-		s.refuseRelay(w, http.StatusBadRequest, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}, reasonClient)
+	if v := r.URL.Query().Get("v"); v != fmt.Sprint(signaling.ProtocolVersion) {
+		s.refuseRelay(w, http.StatusBadRequest, &signaling.Error{Code: signaling.ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), signaling.ProtocolVersion)}, reasonClient)
 		return
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		s.refuseRelay(w, http.StatusForbidden, &Error{Code: ErrBadToken, Message: "missing relay token (Authorization: Bearer <token from paired>)"}, reasonClient)
+		s.refuseRelay(w, http.StatusForbidden, &signaling.Error{Code: signaling.ErrBadToken, Message: "missing relay token (Authorization: Bearer <token from paired>)"}, reasonClient)
 		return
 	}
 	j := s.joinRelay(r, r.Context(), tok)
@@ -127,12 +130,12 @@ type relayJoin struct {
 	side    int
 	release func() // when the stream has ended (or was not run)
 
-	err    *Error
+	err    *signaling.Error
 	status int // HTTP status of the refusal
 	reason string
 }
 
-func refused(status int, e *Error, reason string) relayJoin {
+func refused(status int, e *signaling.Error, reason string) relayJoin {
 	return relayJoin{err: e, status: status, reason: reason}
 }
 
@@ -141,7 +144,7 @@ func refused(status int, e *Error, reason string) relayJoin {
 // the WebSocket relay, which then run the stream (their bytes are
 // copied to each other, so a raw stream and a WebSocket meet).
 func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) relayJoin {
-	claims, terr := verifyRelayToken(s.tokenKey, RelayToken(tok), s.cfg.Now())
+	claims, terr := verifyRelayToken(s.tokenKey, signaling.RelayToken(tok), s.cfg.Now())
 	if terr != nil {
 		return refused(http.StatusForbidden, terr, reasonClient)
 	}
@@ -154,7 +157,7 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return refused(http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, reasonShutdown)
+		return refused(http.StatusServiceUnavailable, &signaling.Error{Code: signaling.ErrShuttingDown, Message: "server is shutting down"}, reasonShutdown)
 	}
 	// A pairing this process made is checked against its room; one it
 	// did not (before a restart, or on another instance with the same
@@ -162,13 +165,13 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 	if claims.instance == s.instance {
 		if rm := s.rooms[claims.room]; rm == nil || rm.pairing != claims.pairing {
 			s.mu.Unlock()
-			return refused(http.StatusForbidden, &Error{Code: ErrBadToken, Message: fmt.Sprintf("relay token %s: the pairing in room %s has ended", RelayToken(tok), claims.room)}, reasonClient)
+			return refused(http.StatusForbidden, &signaling.Error{Code: signaling.ErrBadToken, Message: fmt.Sprintf("relay token %s: the pairing in room %s has ended", signaling.RelayToken(tok), claims.room)}, reasonClient)
 		}
 	}
 	as, ok := s.lim.reserveConn(addr)
 	if !ok {
 		s.mu.Unlock()
-		return refused(http.StatusTooManyRequests, &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
+		return refused(http.StatusTooManyRequests, &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
 	}
 	rv := s.rendezvous[key]
 	if rv == nil {
@@ -181,7 +184,7 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 	// server noticed).
 	if old := rv.waiting[side]; old != nil {
 		rv.waiting[side] = nil
-		old.ch <- relayOutcome{err: &Error{Code: ErrTokenUsed, Message: fmt.Sprintf("relay token %s of room %s: replaced by a newer request with the same token", RelayToken(tok), rv.room)}, status: http.StatusConflict}
+		old.ch <- relayOutcome{err: &signaling.Error{Code: signaling.ErrTokenUsed, Message: fmt.Sprintf("relay token %s of room %s: replaced by a newer request with the same token", signaling.RelayToken(tok), rv.room)}, status: http.StatusConflict}
 	}
 	if old := rv.stream; old != nil {
 		rv.stream = nil
@@ -196,7 +199,7 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 			s.dropRendezvous(rv)
 			s.mu.Unlock()
 			s.lim.releaseConn(as)
-			return refused(http.StatusServiceUnavailable, &Error{Code: ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)}, reasonGlobal)
+			return refused(http.StatusServiceUnavailable, &signaling.Error{Code: signaling.ErrTooManyRelays, Message: fmt.Sprintf("server has its maximum of %d relay streams; try again later", s.cfg.MaxRelays)}, reasonGlobal)
 		}
 		rv.waiting[1-side] = nil
 		st = &relayStream{s: s, rv: rv, room: rv.room, ready: make(chan struct{}), epoch: time.Now()}
@@ -225,9 +228,9 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 		case o = <-wt.ch:
 			got = true
 		case <-timer.C:
-			o = relayOutcome{err: &Error{Code: ErrPeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", rv.room, s.cfg.RelayWaitTimeout)}, status: http.StatusGatewayTimeout}
+			o = relayOutcome{err: &signaling.Error{Code: signaling.ErrPeerTimeout, Message: fmt.Sprintf("the other player of room %s did not attach to the relay within %v", rv.room, s.cfg.RelayWaitTimeout)}, status: http.StatusGatewayTimeout}
 		case <-s.shutdownCh:
-			o = relayOutcome{err: &Error{Code: ErrShuttingDown, Message: "server is shutting down"}, status: http.StatusServiceUnavailable}
+			o = relayOutcome{err: &signaling.Error{Code: signaling.ErrShuttingDown, Message: "server is shutting down"}, status: http.StatusServiceUnavailable}
 		case <-ctx.Done():
 		}
 		if !got {

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 func TestStart(t *testing.T) {
@@ -25,7 +26,7 @@ func TestStart(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("healthz: %s", resp.Status)
 	}
-	a, b := dial(t, r.URL(), ClientConfig{}), dial(t, r.URL(), ClientConfig{})
+	a, b := dial(t, r.URL(), signaling.ClientConfig{}), dial(t, r.URL(), signaling.ClientConfig{})
 	pairByCode(t, a, b)
 	if err := r.Close(); err != nil {
 		t.Errorf("Close: %v", err)

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/pion/logging"
 	"github.com/pion/turn/v5"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // TURNConfig configures the embedded TURN server (Config.TURN): players
@@ -216,14 +217,14 @@ func (t *turnServer) close() error { return t.srv.Close() }
 
 // credentials returns the ICE servers for one player of a pairing:
 // the TURN URLs with credentials valid until expiry, and the STUN URLs.
-func (t *turnServer) credentials(id string, expiry time.Time) []ICEServer {
+func (t *turnServer) credentials(id string, expiry time.Time) []signaling.ICEServer {
 	user := strconv.FormatInt(expiry.Unix(), 10) + ":" + id
-	var out []ICEServer
+	var out []signaling.ICEServer
 	if len(t.turn) > 0 {
-		out = append(out, ICEServer{URLs: t.turn, Username: user, Credential: t.password(user)})
+		out = append(out, signaling.ICEServer{URLs: t.turn, Username: user, Credential: t.password(user)})
 	}
 	if len(t.stun) > 0 {
-		out = append(out, ICEServer{URLs: t.stun})
+		out = append(out, signaling.ICEServer{URLs: t.stun})
 	}
 	return out
 }

@@ -1,14 +1,16 @@
-package signaling
+package server
 
 import (
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // scrape fetches and parses url's /metrics.
@@ -67,7 +69,7 @@ next:
 func TestMetrics(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{})
-	a, b, c := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	a, b, c := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
 	exchange(t, a, b)
 	if err := c.QuickMatch(ctxT(t)); err != nil {
@@ -76,13 +78,13 @@ func TestMetrics(t *testing.T) {
 	if err := c.JoinRoom(ctxT(t), "ZZZZZZ"); err == nil {
 		t.Fatal("join while queued")
 	}
-	d := dial(t, url, ClientConfig{})
+	d := dial(t, url, signaling.ClientConfig{})
 	if err := d.JoinRoom(ctxT(t), "ZZZZZZ"); err == nil {
 		t.Fatal("joined a room that does not exist")
 	}
 	r := dialRaw(t, url, "v=7")
-	r.expectError(ErrUnsupportedVersion)
-	ra, rb, err := dialRelayPair(t, ClientConfig{}, url, pa, pb)
+	r.expectError(signaling.ErrUnsupportedVersion)
+	ra, rb, err := dialRelayPair(t, signaling.ClientConfig{}, url, pa, pb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// HideMetrics keeps them off the handler; MetricsHandler still serves.
-	hidden, err := NewServer(Config{HideMetrics: true, Logger: testLogger(t)})
+	hidden, err := New(Config{HideMetrics: true, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +142,31 @@ func TestMetrics(t *testing.T) {
 	hidden.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 || !containsLine(rec.Body.String(), "ragsync_signal_clients 0") {
 		t.Fatalf("MetricsHandler: %d %.200s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestMetricsNode: with Config.Node every metric, the runtime's included,
+// carries the label node; a node name that is not short UTF-8 is refused.
+func TestMetricsNode(t *testing.T) {
+	s, err := New(Config{Node: "eu-1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, line := range []string{`ragsync_signal_clients{node="eu-1"} 0`, `ragsync_signal_pairings_total{kind="quick",node="eu-1"} 0`} {
+		if !containsLine(body, line) {
+			t.Errorf("no line %s in\n%.2000s", line, body)
+		}
+	}
+	if strings.Contains(body, "\nragsync_signal_clients 0") || strings.Contains(body, "\ngo_goroutines ") {
+		t.Errorf("a metric without the node label:\n%.2000s", body)
+	}
+	for _, bad := range []string{strings.Repeat("n", 65), "\xff"} {
+		if _, err := New(Config{Node: bad}); err == nil {
+			t.Errorf("node %q accepted", bad)
+		}
 	}
 }
 

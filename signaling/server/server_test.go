@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"bytes"
@@ -20,45 +20,46 @@ import (
 
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 // exchange runs an offer/answer/candidate exchange between a paired
 // offerer and answerer and checks what each receives.
-func exchange(t *testing.T, off, ans *Client) {
+func exchange(t *testing.T, off, ans *signaling.Client) {
 	t.Helper()
 	ctx := ctxT(t)
 	if err := off.SendOffer(ctx, "v=0 offer"); err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(t, ans, EventOffer); ev.SDP != "v=0 offer" {
+	if ev := next(t, ans, signaling.EventOffer); ev.SDP != "v=0 offer" {
 		t.Fatalf("offer = %q", ev.SDP)
 	}
 	if err := ans.SendAnswer(ctx, "v=0 answer"); err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(t, off, EventAnswer); ev.SDP != "v=0 answer" {
+	if ev := next(t, off, signaling.EventAnswer); ev.SDP != "v=0 answer" {
 		t.Fatalf("answer = %q", ev.SDP)
 	}
-	c1 := Candidate{Candidate: "candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host", SDPMid: ptr("0"), SDPMLineIndex: ptr(uint16(0)), UsernameFragment: ptr("abcd")}
+	c1 := signaling.Candidate{Candidate: "candidate:1 1 udp 2130706431 127.0.0.1 50000 typ host", SDPMid: ptr("0"), SDPMLineIndex: ptr(uint16(0)), UsernameFragment: ptr("abcd")}
 	if err := off.SendCandidate(ctx, c1); err != nil {
 		t.Fatal(err)
 	}
-	if err := ans.SendCandidate(ctx, Candidate{Candidate: "candidate:2 1 udp 1 127.0.0.1 50001 typ host"}); err != nil {
+	if err := ans.SendCandidate(ctx, signaling.Candidate{Candidate: "candidate:2 1 udp 1 127.0.0.1 50001 typ host"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := off.SendCandidate(ctx, Candidate{}); err != nil { // end of candidates
+	if err := off.SendCandidate(ctx, signaling.Candidate{}); err != nil { // end of candidates
 		t.Fatal(err)
 	}
-	got := next(t, ans, EventCandidate).Candidate
+	got := next(t, ans, signaling.EventCandidate).Candidate
 	if got.Candidate != c1.Candidate || *got.SDPMid != "0" || *got.SDPMLineIndex != 0 || *got.UsernameFragment != "abcd" {
 		t.Fatalf("candidate = %+v", got)
 	}
-	if got := next(t, off, EventCandidate).Candidate; got.Candidate != "candidate:2 1 udp 1 127.0.0.1 50001 typ host" || got.SDPMid != nil {
+	if got := next(t, off, signaling.EventCandidate).Candidate; got.Candidate != "candidate:2 1 udp 1 127.0.0.1 50001 typ host" || got.SDPMid != nil {
 		t.Fatalf("candidate = %+v", got)
 	}
-	if got := next(t, ans, EventCandidate).Candidate; got.Candidate != "" {
+	if got := next(t, ans, signaling.EventCandidate).Candidate; got.Candidate != "" {
 		t.Fatalf("end-of-candidates = %+v", got)
 	}
 }
@@ -66,8 +67,8 @@ func exchange(t *testing.T, off, ans *Client) {
 func TestPairByRoomCode(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{})
-	a := dial(t, url, ClientConfig{})
-	b := dial(t, url, ClientConfig{})
+	a := dial(t, url, signaling.ClientConfig{})
+	b := dial(t, url, signaling.ClientConfig{})
 	if l := a.Limits(); l.MaxMessageBytes != 16<<10 || l.RateBurst != 40 {
 		t.Fatalf("limits = %+v", l)
 	}
@@ -76,7 +77,7 @@ func TestPairByRoomCode(t *testing.T) {
 	if pa.Room != pb.Room || !validCode(pa.Room) {
 		t.Fatalf("rooms %q %q", pa.Room, pb.Room)
 	}
-	if pa.Role != RoleOfferer || pb.Role != RoleAnswerer {
+	if pa.Role != signaling.RoleOfferer || pb.Role != signaling.RoleAnswerer {
 		t.Fatalf("roles %v %v", pa.Role, pb.Role)
 	}
 	if pa.Token == "" || pb.Token == "" || pa.Token == pb.Token || len(pa.Token) != relayTokenLen {
@@ -91,33 +92,33 @@ func TestPairByRoomCode(t *testing.T) {
 	if err := b.Leave(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(t, a, EventPeerLeft); ev.Room != pa.Room || ev.Reason != "left" {
+	if ev := next(t, a, signaling.EventPeerLeft); ev.Room != pa.Room || ev.Reason != "left" {
 		t.Fatalf("peer_left = %+v", ev)
 	}
-	c := dial(t, url, ClientConfig{})
+	c := dial(t, url, signaling.ClientConfig{})
 	if err := c.JoinRoom(ctxT(t), string(pa.Room)); err != nil {
 		t.Fatal(err)
 	}
-	pa2 := next(t, a, EventPaired).Pairing
-	pc := next(t, c, EventPaired).Pairing
-	if pa2.Role != RoleOfferer || pc.Role != RoleAnswerer || pa2.Token == pa.Token {
+	pa2 := next(t, a, signaling.EventPaired).Pairing
+	pc := next(t, c, signaling.EventPaired).Pairing
+	if pa2.Role != signaling.RoleOfferer || pc.Role != signaling.RoleAnswerer || pa2.Token == pa.Token {
 		t.Fatalf("re-pairing %+v %+v", pa2, pc)
 	}
 	exchange(t, a, c)
 
 	// A disconnects: C learns it and becomes the offerer of the room.
 	a.Close()
-	if ev := next(t, c, EventPeerLeft); ev.Reason != "disconnected" {
+	if ev := next(t, c, signaling.EventPeerLeft); ev.Reason != "disconnected" {
 		t.Fatalf("peer_left = %+v", ev)
 	}
 	st := s.Stats()
 	if st.Pairings != 2 || st.Rooms != 1 || st.Relayed != 10 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if _, err := a.Recv(ctxT(t)); !errors.Is(err, ErrClosed) {
+	if _, err := a.Recv(ctxT(t)); !errors.Is(err, signaling.ErrClosed) {
 		t.Fatalf("Recv after Close = %v", err)
 	}
-	if err := a.SendOffer(ctxT(t), "x"); !errors.Is(err, ErrClosed) {
+	if err := a.SendOffer(ctxT(t), "x"); !errors.Is(err, signaling.ErrClosed) {
 		t.Fatalf("SendOffer after Close = %v", err)
 	}
 }
@@ -125,23 +126,23 @@ func TestPairByRoomCode(t *testing.T) {
 func TestQuickMatch(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{})
-	var cs [5]*Client
+	var cs [5]*signaling.Client
 	for i := range cs {
-		cs[i] = dial(t, url, ClientConfig{})
+		cs[i] = dial(t, url, signaling.ClientConfig{})
 	}
 	for i := 0; i < 4; i++ {
 		if err := cs[i].QuickMatch(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p0 := next(t, cs[0], EventPaired).Pairing
-	p1 := next(t, cs[1], EventPaired).Pairing
-	p2 := next(t, cs[2], EventPaired).Pairing
-	p3 := next(t, cs[3], EventPaired).Pairing
+	p0 := next(t, cs[0], signaling.EventPaired).Pairing
+	p1 := next(t, cs[1], signaling.EventPaired).Pairing
+	p2 := next(t, cs[2], signaling.EventPaired).Pairing
+	p3 := next(t, cs[3], signaling.EventPaired).Pairing
 	if p0.Room != p1.Room || p2.Room != p3.Room || p0.Room == p2.Room {
 		t.Fatalf("rooms %v %v %v %v", p0.Room, p1.Room, p2.Room, p3.Room)
 	}
-	if p0.Role != RoleOfferer || p1.Role != RoleAnswerer || p2.Role != RoleOfferer || p3.Role != RoleAnswerer {
+	if p0.Role != signaling.RoleOfferer || p1.Role != signaling.RoleAnswerer || p2.Role != signaling.RoleOfferer || p3.Role != signaling.RoleAnswerer {
 		t.Fatal("the player who waited longer must be the offerer")
 	}
 	exchange(t, cs[0], cs[1])
@@ -151,7 +152,7 @@ func TestQuickMatch(t *testing.T) {
 	if err := cs[4].QuickMatch(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs[4].QuickMatch(ctxT(t)); !errors.Is(err, ErrWrongState) {
+	if err := cs[4].QuickMatch(ctxT(t)); !errors.Is(err, signaling.ErrWrongState) {
 		t.Fatalf("second quick = %v", err)
 	}
 	if st := s.Stats(); st.Queued != 1 || st.Pairings != 2 || st.Rooms != 2 {
@@ -160,7 +161,7 @@ func TestQuickMatch(t *testing.T) {
 	if err := cs[4].Leave(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs[4].Leave(ctxT(t)); !errors.Is(err, ErrWrongState) {
+	if err := cs[4].Leave(ctxT(t)); !errors.Is(err, signaling.ErrWrongState) {
 		t.Fatalf("second leave = %v", err)
 	}
 	if st := s.Stats(); st.Queued != 0 {
@@ -189,8 +190,8 @@ func readDeadline(t testing.TB, c net.Conn) {
 func TestRelayStream(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{})
-	a := dial(t, url, ClientConfig{})
-	b := dial(t, url, ClientConfig{})
+	a := dial(t, url, signaling.ClientConfig{})
+	b := dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
 
 	// Both attach concurrently; DialRelay returns when both are there.
@@ -198,8 +199,14 @@ func TestRelayStream(t *testing.T) {
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token, ClientConfig{}) }()
-	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token, ClientConfig{}) }()
+	go func() {
+		defer wg.Done()
+		ca, ea = signaling.DialRelay(ctxT(t), url, pa.Token, signaling.ClientConfig{})
+	}()
+	go func() {
+		defer wg.Done()
+		cb, eb = signaling.DialRelay(ctxT(t), url, pb.Token, signaling.ClientConfig{})
+	}()
 	wg.Wait()
 	if ea != nil || eb != nil {
 		t.Fatal(ea, eb)
@@ -208,11 +215,11 @@ func TestRelayStream(t *testing.T) {
 	defer cb.Close()
 
 	// A wrong token is refused.
-	bad := RelayToken(strings.Repeat("A", relayTokenLen))
-	if _, err := DialRelay(ctxT(t), url, bad, ClientConfig{}); !errors.Is(err, ErrBadToken) {
+	bad := signaling.RelayToken(strings.Repeat("A", relayTokenLen))
+	if _, err := signaling.DialRelay(ctxT(t), url, bad, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrBadToken) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := DialRelay(ctxT(t), url, "short", ClientConfig{}); !errors.Is(err, ErrBadToken) {
+	if _, err := signaling.DialRelay(ctxT(t), url, "short", signaling.ClientConfig{}); !errors.Is(err, signaling.ErrBadToken) {
 		t.Fatalf("malformed token: %v", err)
 	}
 
@@ -268,25 +275,25 @@ func TestRelayRefusals(t *testing.T) {
 	{
 		// The peer never comes: peer_timeout.
 		_, url := startServer(t, Config{RelayWaitTimeout: 50 * time.Millisecond})
-		a := dial(t, url, ClientConfig{})
-		b := dial(t, url, ClientConfig{})
+		a := dial(t, url, signaling.ClientConfig{})
+		b := dial(t, url, signaling.ClientConfig{})
 		pa, _ := pairByCode(t, a, b)
-		if _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); !errors.Is(err, ErrPeerTimeout) {
+		if _, err := signaling.DialRelay(ctxT(t), url, pa.Token, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrPeerTimeout) {
 			t.Fatalf("lone relay: %v", err)
 		}
 		// The token may be used again after a timeout.
-		if _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); !errors.Is(err, ErrPeerTimeout) {
+		if _, err := signaling.DialRelay(ctxT(t), url, pa.Token, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrPeerTimeout) {
 			t.Fatalf("lone relay again: %v", err)
 		}
 	}
-	a := dial(t, url, ClientConfig{})
-	b := dial(t, url, ClientConfig{})
+	a := dial(t, url, signaling.ClientConfig{})
+	b := dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
-	waiting := func(tok RelayToken) bool { return relayWaiting(s, tok) }
+	waiting := func(tok signaling.RelayToken) bool { return relayWaiting(s, tok) }
 
 	// Giving up (ctx) frees the token.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	_, err := DialRelay(ctx, url, pa.Token, ClientConfig{})
+	_, err := signaling.DialRelay(ctx, url, pa.Token, signaling.ClientConfig{})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("canceled relay: %v", err)
@@ -295,15 +302,15 @@ func TestRelayRefusals(t *testing.T) {
 	waitFor(t, func() bool { return !waiting(pa.Token) })
 	// The pairing ends while A waits: refused, and the tokens are revoked.
 	errc := make(chan error, 1)
-	go func() { _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); errc <- err }()
+	go func() { _, err := signaling.DialRelay(ctxT(t), url, pa.Token, signaling.ClientConfig{}); errc <- err }()
 	waitFor(t, func() bool { return waiting(pa.Token) })
 	if err := b.Leave(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; !errors.Is(err, ErrBadToken) {
+	if err := <-errc; !errors.Is(err, signaling.ErrBadToken) {
 		t.Fatalf("revoked while waiting: %v", err)
 	}
-	if _, err := DialRelay(ctxT(t), url, pb.Token, ClientConfig{}); !errors.Is(err, ErrBadToken) {
+	if _, err := signaling.DialRelay(ctxT(t), url, pb.Token, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrBadToken) {
 		t.Fatalf("revoked token: %v", err)
 	}
 
@@ -324,8 +331,8 @@ func TestBadInput(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{MaxMessageBytes: 1024})
 	// A healthy pair, checked after each abuse.
-	a := dial(t, url, ClientConfig{})
-	b := dial(t, url, ClientConfig{})
+	a := dial(t, url, signaling.ClientConfig{})
+	b := dial(t, url, signaling.ClientConfig{})
 	pa, _ := pairByCode(t, a, b)
 	healthy := func() {
 		t.Helper()
@@ -333,19 +340,19 @@ func TestBadInput(t *testing.T) {
 	}
 
 	// A third player gets room_full.
-	c := dial(t, url, ClientConfig{})
-	if err := c.JoinRoom(ctxT(t), string(pa.Room)); !errors.Is(err, ErrRoomFull) {
+	c := dial(t, url, signaling.ClientConfig{})
+	if err := c.JoinRoom(ctxT(t), string(pa.Room)); !errors.Is(err, signaling.ErrRoomFull) {
 		t.Fatalf("third player: %v", err)
 	}
-	var e *Error
-	if err := c.JoinRoom(ctxT(t), string(pa.Room)); !errors.As(err, &e) || !strings.Contains(e.Message, string(pa.Room)) || e.Ref != TypeJoin {
+	var e *signaling.Error
+	if err := c.JoinRoom(ctxT(t), string(pa.Room)); !errors.As(err, &e) || !strings.Contains(e.Message, string(pa.Room)) || e.Ref != signaling.TypeJoin {
 		t.Fatalf("room_full error should name the room: %v", err)
 	}
 	// Bad codes: the client refuses them; so does the server.
-	if err := c.JoinRoom(ctxT(t), "0O1I!!"); !errors.Is(err, ErrBadRoomCode) {
+	if err := c.JoinRoom(ctxT(t), "0O1I!!"); !errors.Is(err, signaling.ErrBadRoomCode) {
 		t.Fatalf("bad code: %v", err)
 	}
-	if err := c.JoinRoom(ctxT(t), "ZZZZZZ"); !errors.Is(err, ErrRoomNotFound) {
+	if err := c.JoinRoom(ctxT(t), "ZZZZZZ"); !errors.Is(err, signaling.ErrRoomNotFound) {
 		t.Fatalf("no such room: %v", err)
 	}
 	healthy()
@@ -353,25 +360,25 @@ func TestBadInput(t *testing.T) {
 	r := dialRawOK(t, url)
 	for _, tc := range []struct {
 		send string
-		code ErrorCode
+		code signaling.ErrorCode
 	}{
-		{`{"type":"join","room":"abc"}`, ErrBadRoomCode},
-		{`{"type":"join","room":"ABCDE!"}`, ErrBadRoomCode},
-		{`{"type":"join"}`, ErrBadRoomCode},
-		{`not json`, ErrBadJSON},
-		{`{"type":"create"`, ErrBadJSON},
-		{`[1,2,3]`, ErrBadJSON},
-		{`{"type":42}`, ErrBadJSON},
-		{"{\"type\":\"create\",\"x\":\"\xff\"}", ErrBadJSON},
-		{`{}`, ErrBadMessage},
-		{`{"type":"launch_missiles"}`, ErrUnknownType},
-		{`{"type":"paired","room":"ABCDEF","role":"offerer","token":"x"}`, ErrBadMessage},
-		{`{"type":"offer","sdp":"v=0"}`, ErrWrongState},
-		{`{"type":"answer","sdp":"v=0"}`, ErrWrongState},
-		{`{"type":"candidate","candidate":{"candidate":"c"}}`, ErrWrongState},
-		{`{"type":"offer"}`, ErrBadMessage},
-		{`{"type":"candidate"}`, ErrBadMessage},
-		{`{"type":"leave"}`, ErrWrongState},
+		{`{"type":"join","room":"abc"}`, signaling.ErrBadRoomCode},
+		{`{"type":"join","room":"ABCDE!"}`, signaling.ErrBadRoomCode},
+		{`{"type":"join"}`, signaling.ErrBadRoomCode},
+		{`not json`, signaling.ErrBadJSON},
+		{`{"type":"create"`, signaling.ErrBadJSON},
+		{`[1,2,3]`, signaling.ErrBadJSON},
+		{`{"type":42}`, signaling.ErrBadJSON},
+		{"{\"type\":\"create\",\"x\":\"\xff\"}", signaling.ErrBadJSON},
+		{`{}`, signaling.ErrBadMessage},
+		{`{"type":"launch_missiles"}`, signaling.ErrUnknownType},
+		{`{"type":"paired","room":"ABCDEF","role":"offerer","token":"x"}`, signaling.ErrBadMessage},
+		{`{"type":"offer","sdp":"v=0"}`, signaling.ErrWrongState},
+		{`{"type":"answer","sdp":"v=0"}`, signaling.ErrWrongState},
+		{`{"type":"candidate","candidate":{"candidate":"c"}}`, signaling.ErrWrongState},
+		{`{"type":"offer"}`, signaling.ErrBadMessage},
+		{`{"type":"candidate"}`, signaling.ErrBadMessage},
+		{`{"type":"leave"}`, signaling.ErrWrongState},
 	} {
 		t.Run(tc.send, func(t *testing.T) {
 			r.send(tc.send)
@@ -381,46 +388,46 @@ func TestBadInput(t *testing.T) {
 	if err := r.conn.Write(ctxT(t), websocket.MessageBinary, []byte(`{"type":"create"}`)); err != nil {
 		t.Fatal(err)
 	}
-	r.expectError(ErrBadMessage)
+	r.expectError(signaling.ErrBadMessage)
 	// Messages in the wrong state once in a room.
 	r.send(`{"type":"create"}`)
-	joined := r.expect(TypeJoined)
+	joined := r.expect(signaling.TypeJoined)
 	r.send(`{"type":"offer","sdp":"v=0"}`) // not paired yet
-	r.expectError(ErrWrongState)
+	r.expectError(signaling.ErrWrongState)
 	r.send(`{"type":"join","room":"` + string(pa.Room) + `"}`)
-	r.expectError(ErrWrongState)
+	r.expectError(signaling.ErrWrongState)
 	r.send(`{"type":"quick"}`)
-	r.expectError(ErrWrongState)
+	r.expectError(signaling.ErrWrongState)
 	// Roles: the answerer may not offer, the offerer may not answer.
 	r2 := dialRawOK(t, url)
 	r2.send(`{"type":"join","room":"` + string(joined.Room) + `"}`)
-	r2.expect(TypeJoined)
-	r2.expect(TypePaired)
-	r.expect(TypePaired)
+	r2.expect(signaling.TypeJoined)
+	r2.expect(signaling.TypePaired)
+	r.expect(signaling.TypePaired)
 	r2.send(`{"type":"offer","sdp":"v=0"}`)
-	r2.expectError(ErrWrongState)
+	r2.expectError(signaling.ErrWrongState)
 	r.send(`{"type":"answer","sdp":"v=0"}`)
-	r.expectError(ErrWrongState)
+	r.expectError(signaling.ErrWrongState)
 	// Extra fields are not forwarded.
 	r.send(`{"type":"offer","sdp":"v=0","token":"steal","room":"ABCDEF","evil":1}`)
-	if m := r2.expect(TypeOffer); m.Token != "" || m.Room != "" || m.SDP != "v=0" {
+	if m := r2.expect(signaling.TypeOffer); m.Token != "" || m.Room != "" || m.SDP != "v=0" {
 		t.Fatalf("forwarded %+v", m)
 	}
 	healthy()
 
 	// Oversized: error, then the connection is closed with 1009.
 	r.send(`{"type":"offer","sdp":"` + strings.Repeat("x", 2000) + `"}`)
-	r.expectError(ErrMessageTooBig)
+	r.expectError(signaling.ErrMessageTooBig)
 	r.expectClosed(websocket.StatusMessageTooBig)
 	// r's peer learns r is gone.
-	if m := r2.expect(TypePeerLeft); m.Reason != "disconnected" {
+	if m := r2.expect(signaling.TypePeerLeft); m.Reason != "disconnected" {
 		t.Fatalf("%+v", m)
 	}
 	healthy()
 	// A huge (1 MiB) message is cut off too, without the server reading it all into memory.
 	r3 := dialRawOK(t, url)
 	r3.conn.Write(ctxT(t), websocket.MessageText, bytes.Repeat([]byte("x"), 1<<20))
-	r3.expectError(ErrMessageTooBig)
+	r3.expectError(signaling.ErrMessageTooBig)
 	r3.expectClosed(websocket.StatusMessageTooBig)
 	healthy()
 
@@ -436,7 +443,7 @@ func TestUnsupportedVersion(t *testing.T) {
 	for _, q := range []string{"", "v=2", "v=x"} {
 		t.Run(fmt.Sprintf("%q", q), func(t *testing.T) {
 			r := dialRaw(t, url, q)
-			r.expectError(ErrUnsupportedVersion)
+			r.expectError(signaling.ErrUnsupportedVersion)
 			r.expectClosed(websocket.StatusProtocolError)
 		})
 	}
@@ -449,8 +456,8 @@ func TestRateLimit(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	s, url := startServer(t, Config{RatePerSec: 10, RateBurst: 5, Now: clock})
-	a := dial(t, url, ClientConfig{KeepAlive: -1})
-	b := dial(t, url, ClientConfig{KeepAlive: -1})
+	a := dial(t, url, signaling.ClientConfig{KeepAlive: -1})
+	b := dial(t, url, signaling.ClientConfig{KeepAlive: -1})
 	pairByCode(t, a, b) // 1 message each
 
 	r := dialRawOK(t, url)
@@ -458,12 +465,12 @@ func TestRateLimit(t *testing.T) {
 		r.send(`{"type":"ping"}`)
 	}
 	r.send(`{"type":"create"}`) // dropped
-	r.expectError(ErrRateLimited)
+	r.expectError(signaling.ErrRateLimited)
 	r.send(`{"type":"create"}`) // dropped silently
 	waitFor(t, func() bool { return s.Stats().RateLimited == 2 })
 	advance(time.Second) // refills the bucket
 	r.send(`{"type":"create"}`)
-	r.expect(TypeJoined)
+	r.expect(signaling.TypeJoined)
 	exchange(t, a, b) // 3 messages from a, 2 from b: within a's burst after 1s
 
 	// Keep flooding while limited: closed with 1008.
@@ -472,8 +479,8 @@ func TestRateLimit(t *testing.T) {
 			break
 		}
 	}
-	r.expectError(ErrRateLimited)
-	r.expectError(ErrRateLimited)
+	r.expectError(signaling.ErrRateLimited)
+	r.expectError(signaling.ErrRateLimited)
 	r.expectClosed(websocket.StatusPolicyViolation)
 	advance(time.Second)
 	exchange(t, a, b)
@@ -523,21 +530,21 @@ func testIdleTimeout(t *testing.T) {
 	s, url, mn := startMemServer(t, Config{IdleTimeout: 150 * time.Millisecond})
 	// A silent connection is closed with idle_timeout.
 	r := dialRawVia(t, mn.hc, url, "v=1")
-	r.expect(TypeWelcome)
-	r.expectError(ErrIdleTimeout)
+	r.expect(signaling.TypeWelcome)
+	r.expectError(signaling.ErrIdleTimeout)
 	r.expectClosed(websocket.StatusPolicyViolation)
 	// A client that keeps alive survives several idle timeouts, waiting in a room.
-	a := dial(t, url, mn.client(ClientConfig{KeepAlive: 30 * time.Millisecond}))
+	a := dial(t, url, mn.client(signaling.ClientConfig{KeepAlive: 30 * time.Millisecond}))
 	if _, err := a.CreateRoom(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	// A client without keepalive is told why it was closed.
-	b := dial(t, url, mn.client(ClientConfig{KeepAlive: -1}))
-	ev := next(t, b, EventError)
-	if !errors.Is(ev.Err, ErrIdleTimeout) {
+	b := dial(t, url, mn.client(signaling.ClientConfig{KeepAlive: -1}))
+	ev := next(t, b, signaling.EventError)
+	if !errors.Is(ev.Err, signaling.ErrIdleTimeout) {
 		t.Fatalf("event %+v", ev)
 	}
-	if _, err := b.Recv(ctxT(t)); !errors.Is(err, ErrIdleTimeout) {
+	if _, err := b.Recv(ctxT(t)); !errors.Is(err, signaling.ErrIdleTimeout) {
 		t.Fatalf("Recv = %v", err)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -554,12 +561,12 @@ func testIdleTimeout(t *testing.T) {
 func TestRoomAndConnLimits(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{MaxRooms: 2, MaxConns: 5})
-	var cs [5]*Client
+	var cs [5]*signaling.Client
 	for i := range cs {
-		cs[i] = dial(t, url, ClientConfig{})
+		cs[i] = dial(t, url, signaling.ClientConfig{})
 	}
 	// A sixth connection: server_full, and the connection is closed.
-	if _, err := Dial(ctxT(t), url, ClientConfig{}); !errors.Is(err, ErrServerFull) {
+	if _, err := signaling.Dial(ctxT(t), url, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrServerFull) {
 		t.Fatalf("6th conn: %v", err)
 	}
 	code0, err := cs[0].CreateRoom(ctxT(t))
@@ -569,22 +576,22 @@ func TestRoomAndConnLimits(t *testing.T) {
 	if _, err := cs[1].CreateRoom(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs[2].CreateRoom(ctxT(t)); !errors.Is(err, ErrTooManyRooms) {
+	if _, err := cs[2].CreateRoom(ctxT(t)); !errors.Is(err, signaling.ErrTooManyRooms) {
 		t.Fatalf("3rd room: %v", err)
 	}
 	// Quick match needs a room too: the second player is refused, the first stays queued.
 	if err := cs[2].QuickMatch(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs[3].QuickMatch(ctxT(t)); !errors.Is(err, ErrTooManyRooms) {
+	if err := cs[3].QuickMatch(ctxT(t)); !errors.Is(err, signaling.ErrTooManyRooms) {
 		t.Fatalf("quick at the room limit: %v", err)
 	}
 	// Joining an existing room still works at the limit.
 	if err := cs[4].JoinRoom(ctxT(t), string(code0)); err != nil {
 		t.Fatal(err)
 	}
-	next(t, cs[0], EventPaired)
-	next(t, cs[4], EventPaired)
+	next(t, cs[0], signaling.EventPaired)
+	next(t, cs[4], signaling.EventPaired)
 	if st := s.Stats(); st.Rooms != 2 || st.Queued != 1 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -595,23 +602,23 @@ func TestRoomAndConnLimits(t *testing.T) {
 	if err := cs[3].QuickMatch(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	p2 := next(t, cs[2], EventPaired).Pairing
-	p3 := next(t, cs[3], EventPaired).Pairing
-	if p2.Room != p3.Room || p2.Role != RoleOfferer {
+	p2 := next(t, cs[2], signaling.EventPaired).Pairing
+	p3 := next(t, cs[3], signaling.EventPaired).Pairing
+	if p2.Room != p3.Room || p2.Role != signaling.RoleOfferer {
 		t.Fatalf("%+v %+v", p2, p3)
 	}
 	exchange(t, cs[2], cs[3])
 	// A closed connection frees a slot.
 	cs[4].Close()
 	waitFor(t, func() bool { return s.Stats().Clients == 4 })
-	dial(t, url, ClientConfig{})
+	dial(t, url, signaling.ClientConfig{})
 }
 
 func TestHealthz(t *testing.T) {
 	leaktest.Check(t)
 	_, url := startServer(t, Config{})
-	a := dial(t, url, ClientConfig{})
-	b := dial(t, url, ClientConfig{})
+	a := dial(t, url, signaling.ClientConfig{})
+	b := dial(t, url, signaling.ClientConfig{})
 	pairByCode(t, a, b)
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
@@ -639,7 +646,7 @@ func TestHealthz(t *testing.T) {
 
 func TestShutdown(t *testing.T) {
 	leaktest.Check(t)
-	s, err := NewServer(Config{Logger: testLogger(t)})
+	s, err := New(Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,17 +658,17 @@ func TestShutdown(t *testing.T) {
 	go func() { serveErr <- s.Serve(l) }()
 	url := "http://" + l.Addr().String()
 
-	a := dial(t, url, ClientConfig{})
-	b := dial(t, url, ClientConfig{})
-	c := dial(t, url, ClientConfig{})
+	a := dial(t, url, signaling.ClientConfig{})
+	b := dial(t, url, signaling.ClientConfig{})
+	c := dial(t, url, signaling.ClientConfig{})
 	if err := c.QuickMatch(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	pa, pb := pairByCode(t, a, b)
 	var ra, rb net.Conn
 	done := make(chan struct{})
-	go func() { ra, _ = DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); close(done) }()
-	rb, err = DialRelay(ctxT(t), url, pb.Token, ClientConfig{})
+	go func() { ra, _ = signaling.DialRelay(ctxT(t), url, pa.Token, signaling.ClientConfig{}); close(done) }()
+	rb, err = signaling.DialRelay(ctxT(t), url, pb.Token, signaling.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,16 +684,16 @@ func TestShutdown(t *testing.T) {
 	shutCtx, stopDrain := context.WithCancel(context.Background())
 	defer stopDrain()
 	go func() { shutErr <- s.Shutdown(shutCtx) }()
-	for _, cl := range []*Client{a, b, c} {
+	for _, cl := range []*signaling.Client{a, b, c} {
 		for {
 			ev, err := cl.Recv(ctxT(t))
 			if err != nil {
-				if !errors.Is(err, ErrShuttingDown) {
+				if !errors.Is(err, signaling.ErrShuttingDown) {
 					t.Fatalf("Recv = %v, want ErrShuttingDown", err)
 				}
 				break
 			}
-			if ev.Kind == EventError && !errors.Is(ev.Err, ErrShuttingDown) {
+			if ev.Kind == signaling.EventError && !errors.Is(ev.Err, signaling.ErrShuttingDown) {
 				t.Fatalf("event %+v", ev)
 			}
 		}
@@ -719,14 +726,14 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// A new connection is refused.
-	if _, err := Dial(ctxT(t), url, ClientConfig{}); err == nil {
+	if _, err := signaling.Dial(ctxT(t), url, signaling.ClientConfig{}); err == nil {
 		t.Fatal("dial after shutdown succeeded")
 	}
 	// Through the handler (the listener is closed), the refusal is coded.
 	rec := &recorder{header: http.Header{}}
 	req, _ := http.NewRequest("GET", "/ws?v=1", nil)
 	s.ServeHTTP(rec, req)
-	if m, err := DecodeMessage(rec.body.Bytes()); rec.status != 503 || err != nil || m.Code != ErrShuttingDown {
+	if m, err := signaling.DecodeMessage(rec.body.Bytes()); rec.status != 503 || err != nil || m.Code != signaling.ErrShuttingDown {
 		t.Fatalf("%d %q", rec.status, rec.body.String())
 	}
 	// Shutdown with nothing open returns at once.
@@ -739,7 +746,7 @@ func TestShutdown(t *testing.T) {
 // by net/http) also shuts down its WebSockets.
 func TestHandlerShutdown(t *testing.T) {
 	leaktest.Check(t)
-	s, err := NewServer(Config{Logger: testLogger(t)})
+	s, err := New(Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -750,14 +757,14 @@ func TestHandlerShutdown(t *testing.T) {
 	hs := &http.Server{Handler: s}
 	go hs.Serve(l)
 	defer hs.Close()
-	a := dial(t, "ws://"+l.Addr().String(), ClientConfig{})
+	a := dial(t, "ws://"+l.Addr().String(), signaling.ClientConfig{})
 	if err := s.Shutdown(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	for {
 		_, err := a.Recv(ctxT(t))
 		if err != nil {
-			if !errors.Is(err, ErrShuttingDown) {
+			if !errors.Is(err, signaling.ErrShuttingDown) {
 				t.Fatal(err)
 			}
 			break
@@ -765,7 +772,7 @@ func TestHandlerShutdown(t *testing.T) {
 	}
 	// The listener still accepts (it is not the server's): new connections
 	// are refused with a coded error.
-	if _, err := Dial(ctxT(t), "ws://"+l.Addr().String(), ClientConfig{}); !errors.Is(err, ErrShuttingDown) {
+	if _, err := signaling.Dial(ctxT(t), "ws://"+l.Addr().String(), signaling.ClientConfig{}); !errors.Is(err, signaling.ErrShuttingDown) {
 		t.Fatalf("dial after shutdown: %v", err)
 	}
 }
@@ -773,12 +780,12 @@ func TestHandlerShutdown(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	for _, cfg := range []Config{{MaxRooms: -1}, {IdleTimeout: -time.Second}, {MaxMessageBytes: 10}} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
-			if _, err := NewServer(cfg); err == nil {
-				t.Errorf("NewServer(%+v) succeeded", cfg)
+			if _, err := New(cfg); err == nil {
+				t.Errorf("New(%+v) succeeded", cfg)
 			}
 		})
 	}
-	s, err := NewServer(Config{})
+	s, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,14 +798,14 @@ func TestConfigValidation(t *testing.T) {
 
 // dialRelayPair attaches both players of a pairing to the relay, reaching
 // the server as cc does.
-func dialRelayPair(t *testing.T, cc ClientConfig, url string, pa, pb Pairing) (net.Conn, net.Conn, error) {
+func dialRelayPair(t *testing.T, cc signaling.ClientConfig, url string, pa, pb signaling.Pairing) (net.Conn, net.Conn, error) {
 	t.Helper()
 	var ca, cb net.Conn
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); ca, ea = DialRelay(ctxT(t), url, pa.Token, cc) }()
-	go func() { defer wg.Done(); cb, eb = DialRelay(ctxT(t), url, pb.Token, cc) }()
+	go func() { defer wg.Done(); ca, ea = signaling.DialRelay(ctxT(t), url, pa.Token, cc) }()
+	go func() { defer wg.Done(); cb, eb = signaling.DialRelay(ctxT(t), url, pb.Token, cc) }()
 	wg.Wait()
 	if ca != nil {
 		t.Cleanup(func() { ca.Close() })
@@ -819,7 +826,7 @@ func TestRelayIdleAndLimit(t *testing.T) {
 
 func testRelayIdleAndLimit(t *testing.T) {
 	s, url, mn := startMemServer(t, Config{MaxRelays: 1, RelayIdleTimeout: 500 * time.Millisecond, RelayWaitTimeout: 100 * time.Millisecond})
-	cc := mn.client(ClientConfig{})
+	cc := mn.client(signaling.ClientConfig{})
 	a, b := dial(t, url, cc), dial(t, url, cc)
 	c, d := dial(t, url, cc), dial(t, url, cc)
 	pa, pb := pairByCode(t, a, b)
@@ -829,7 +836,7 @@ func testRelayIdleAndLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second stream is over MaxRelays: too_many_relays.
-	if _, _, err := dialRelayPair(t, cc, url, pc, pd); !errors.Is(err, ErrTooManyRelays) {
+	if _, _, err := dialRelayPair(t, cc, url, pc, pd); !errors.Is(err, signaling.ErrTooManyRelays) {
 		t.Fatalf("second relay: %v", err)
 	}
 	// Traffic in one direction only keeps the stream alive past the idle timeout.

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // TestRelayWebSocket: one player on the WebSocket relay and the other on
@@ -16,14 +17,14 @@ import (
 func TestRelayWebSocket(t *testing.T) {
 	leaktest.Check(t)
 	_, url := startServer(t, Config{})
-	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
 
 	t.Run("bad token", func(t *testing.T) {
-		_, err := DialRelayWebSocket(ctxT(t), url, "nope", ClientConfig{})
-		var se *Error
-		if !errors.As(err, &se) || se.Code != ErrBadToken {
-			t.Fatalf("got %v, want %s", err, ErrBadToken)
+		_, err := signaling.DialRelayWebSocket(ctxT(t), url, "nope", signaling.ClientConfig{})
+		var se *signaling.Error
+		if !errors.As(err, &se) || se.Code != signaling.ErrBadToken {
+			t.Fatalf("got %v, want %s", err, signaling.ErrBadToken)
 		}
 	})
 	t.Run("no hello", func(t *testing.T) {
@@ -39,22 +40,22 @@ func TestRelayWebSocket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m, err := DecodeMessage(data); err != nil || m.Code != ErrBadToken {
-			t.Fatalf("got %q (%v), want a %s error", data, err, ErrBadToken)
+		if m, err := signaling.DecodeMessage(data); err != nil || m.Code != signaling.ErrBadToken {
+			t.Fatalf("got %q (%v), want a %s error", data, err, signaling.ErrBadToken)
 		}
 	})
 	t.Run("other origin", func(t *testing.T) {
 		h := http.Header{"Origin": {"http://evil.example"}}
-		_, err := DialRelayWebSocket(ctxT(t), url, pa.Token, ClientConfig{Header: h})
-		var se *Error
-		if !errors.As(err, &se) || se.Code != ErrOriginNotAllowed {
-			t.Fatalf("a page of another origin: %v, want %s", err, ErrOriginNotAllowed)
+		_, err := signaling.DialRelayWebSocket(ctxT(t), url, pa.Token, signaling.ClientConfig{Header: h})
+		var se *signaling.Error
+		if !errors.As(err, &se) || se.Code != signaling.ErrOriginNotAllowed {
+			t.Fatalf("a page of another origin: %v, want %s", err, signaling.ErrOriginNotAllowed)
 		}
 	})
 	t.Run("raw meets websocket", func(t *testing.T) {
 		ch := make(chan dialResult, 1)
 		go func() {
-			c, err := DialRelayWebSocket(ctxT(t), url, pa.Token, ClientConfig{})
+			c, err := signaling.DialRelayWebSocket(ctxT(t), url, pa.Token, signaling.ClientConfig{})
 			ch <- dialResult{c, err}
 		}()
 		rb := <-dialAsync(t, url, pb.Token)
@@ -91,7 +92,7 @@ func TestOriginRefusedWithMessage(t *testing.T) {
 		{"null", false},
 	} {
 		t.Run(tc.origin, func(t *testing.T) {
-			c, err := Dial(ctxT(t), url, ClientConfig{Header: http.Header{"Origin": {tc.origin}}})
+			c, err := signaling.Dial(ctxT(t), url, signaling.ClientConfig{Header: http.Header{"Origin": {tc.origin}}})
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -99,9 +100,9 @@ func TestOriginRefusedWithMessage(t *testing.T) {
 				c.Close()
 				return
 			}
-			var se *Error
-			if !errors.As(err, &se) || se.Code != ErrOriginNotAllowed || !strings.Contains(se.Message, "-origins") {
-				t.Fatalf("got %v, want %s with advice", err, ErrOriginNotAllowed)
+			var se *signaling.Error
+			if !errors.As(err, &se) || se.Code != signaling.ErrOriginNotAllowed || !strings.Contains(se.Message, "-origins") {
+				t.Fatalf("got %v, want %s with advice", err, signaling.ErrOriginNotAllowed)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // client is the server side of one WebSocket connection. Fields under "s.mu"
@@ -88,14 +89,14 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (c *client) run() {
 	s := c.s
 	go c.writeLoop()
-	c.send(&Message{Type: TypeWelcome, V: ProtocolVersion, Limits: &Limits{
+	c.send(&signaling.Message{Type: signaling.TypeWelcome, V: signaling.ProtocolVersion, Limits: &signaling.Limits{
 		MaxMessageBytes: s.cfg.MaxMessageBytes,
 		RatePerSec:      s.cfg.RatePerSec,
 		RateBurst:       s.cfg.RateBurst,
 		IdleTimeoutMS:   s.cfg.IdleTimeout.Milliseconds(),
 	}})
 	c.idle = time.AfterFunc(s.cfg.IdleTimeout, func() {
-		c.fatal(&Error{Code: ErrIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
+		c.fatal(&signaling.Error{Code: signaling.ErrIdleTimeout, Message: fmt.Sprintf("nothing received for %v; closing (send ping to stay connected)", s.cfg.IdleTimeout)}, websocket.StatusPolicyViolation, "idle timeout")
 	})
 	reason := "closed"
 	for {
@@ -122,7 +123,7 @@ func (c *client) run() {
 		}
 		if buf.Len() > s.cfg.MaxMessageBytes {
 			bufPool.Put(buf)
-			c.fatal(&Error{Code: ErrMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
+			c.fatal(&signaling.Error{Code: signaling.ErrMessageTooBig, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)}, websocket.StatusMessageTooBig, "message too big")
 			reason = "message too big"
 			<-c.writerDone // the writer's close handshake reads the rest
 			break
@@ -155,9 +156,9 @@ func (c *client) process(typ websocket.MessageType, data []byte, t0 time.Time) b
 		s.rateLimited.Add(1)
 		switch {
 		case c.limitedRun == 1:
-			c.sendError(&Error{Code: ErrRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
+			c.sendError(&signaling.Error{Code: signaling.ErrRateLimited, Message: fmt.Sprintf("more than %d messages in a burst or %.3g/s sustained; messages are dropped until you slow down", s.cfg.RateBurst, s.cfg.RatePerSec)})
 		case c.limitedRun > s.cfg.RateBurst:
-			c.fatal(&Error{Code: ErrRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
+			c.fatal(&signaling.Error{Code: signaling.ErrRateLimited, Message: "kept sending while rate limited; closing"}, websocket.StatusPolicyViolation, "rate limit")
 			return false
 		}
 		return true
@@ -168,7 +169,7 @@ func (c *client) process(typ websocket.MessageType, data []byte, t0 time.Time) b
 		c.addrLimitedRun++
 		s.rateLimited.Add(1)
 		if c.addrLimitedRun == 1 {
-			c.sendLimit(&Error{Code: ErrRateLimited, Message: fmt.Sprintf("your address sends more than %d messages in a burst or %.3g/s sustained over all its connections; messages are dropped until it slows down", s.cfg.AddrRateBurst, s.cfg.AddrRatePerSec)}, reasonPerAddress)
+			c.sendLimit(&signaling.Error{Code: signaling.ErrRateLimited, Message: fmt.Sprintf("your address sends more than %d messages in a burst or %.3g/s sustained over all its connections; messages are dropped until it slows down", s.cfg.AddrRateBurst, s.cfg.AddrRatePerSec)}, reasonPerAddress)
 		}
 		return true
 	} else if wait > 0 {
@@ -185,17 +186,17 @@ func (c *client) process(typ websocket.MessageType, data []byte, t0 time.Time) b
 	}
 	c.addrLimitedRun = 0
 	if typ != websocket.MessageText {
-		c.sendError(&Error{Code: ErrBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
+		c.sendError(&signaling.Error{Code: signaling.ErrBadMessage, Message: "binary messages are not accepted; send JSON text messages"})
 		return true
 	}
-	m, err := DecodeMessage(data)
+	m, err := signaling.DecodeMessage(data)
 	if err != nil {
-		e := err.(*Error)
+		e := err.(*signaling.Error)
 		c.sendError(e)
 		return true
 	}
-	if !m.Type.fromClient() {
-		c.sendError(&Error{Code: ErrBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
+	if !fromClient(m.Type) {
+		c.sendError(&signaling.Error{Code: signaling.ErrBadMessage, Message: fmt.Sprintf("%q is sent by the server, not by clients", m.Type), Ref: m.Type})
 		return true
 	}
 	s.handle(c, &m, t0)
@@ -204,14 +205,14 @@ func (c *client) process(typ websocket.MessageType, data []byte, t0 time.Time) b
 
 // send queues m for the writer. It never blocks: a client whose queue is
 // full is not reading and is disconnected. Safe with or without s.mu.
-func (c *client) send(m *Message) { c.sendTimed(m, time.Time{}) }
+func (c *client) send(m *signaling.Message) { c.sendTimed(m, time.Time{}) }
 
 // sendTimed is send for a paired message caused by a request read at t0.
-func (c *client) sendTimed(m *Message, t0 time.Time) {
+func (c *client) sendTimed(m *signaling.Message, t0 time.Time) {
 	if c.closing.Load() {
 		return
 	}
-	b, err := AppendMessage(nil, m)
+	b, err := signaling.AppendMessage(nil, m)
 	if err != nil {
 		c.log.Error("signaling: encode failed", "type", m.Type, "err", err)
 		return
@@ -221,26 +222,26 @@ func (c *client) sendTimed(m *Message, t0 time.Time) {
 	default:
 		if c.closing.CompareAndSwap(false, true) {
 			c.s.limitViolations.Add(1)
-			c.s.refusal(ErrSlowConsumer, reasonPerConnection)
+			c.s.refusal(signaling.ErrSlowConsumer, reasonPerConnection)
 			c.log.Info("signaling: closing slow consumer", "queued", len(c.out))
 			c.conn.CloseNow()
 		}
 	}
 }
 
-func (c *client) sendError(e *Error) { c.sendLimit(e, defaultReason(e.Code)) }
+func (c *client) sendError(e *signaling.Error) { c.sendLimit(e, defaultReason(e.Code)) }
 
 // sendLimit sends a non-fatal error, counted as a refusal for reason.
-func (c *client) sendLimit(e *Error, reason string) {
+func (c *client) sendLimit(e *signaling.Error, reason string) {
 	c.s.errorsSent.Add(1)
 	c.s.refusal(e.Code, reason)
 	c.log.Debug("signaling: client error", "code", e.Code, "ref", e.Ref, "msg", e.Message)
-	c.send(e.message())
+	c.send(errMessage(e))
 }
 
 // fatal sends e, then closes the connection with status. Only the first
 // call has an effect. Safe from any goroutine.
-func (c *client) fatal(e *Error, status websocket.StatusCode, reason string) {
+func (c *client) fatal(e *signaling.Error, status websocket.StatusCode, reason string) {
 	if !c.closing.CompareAndSwap(false, true) {
 		return
 	}
@@ -248,13 +249,13 @@ func (c *client) fatal(e *Error, status websocket.StatusCode, reason string) {
 	s.errorsSent.Add(1)
 	s.refusal(e.Code, defaultReason(e.Code))
 	switch e.Code {
-	case ErrIdleTimeout:
+	case signaling.ErrIdleTimeout:
 		s.idleTimeouts.Add(1)
-	case ErrMessageTooBig, ErrRateLimited:
+	case signaling.ErrMessageTooBig, signaling.ErrRateLimited:
 		s.limitViolations.Add(1)
 	}
 	c.log.Info("signaling: closing connection", "code", e.Code, "msg", e.Message)
-	b, _ := AppendMessage(nil, e.message())
+	b, _ := signaling.AppendMessage(nil, errMessage(e))
 	c.closeReq <- closeReq{msg: b, status: status, reason: reason}
 }
 
@@ -331,4 +332,19 @@ func (b *tokenBucket) allow(now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// errMessage is the error message that carries e to a client.
+func errMessage(e *signaling.Error) *signaling.Message {
+	return &signaling.Message{Type: signaling.TypeError, Code: e.Code, Text: e.Message, Ref: e.Ref}
+}
+
+// fromClient reports whether clients may send t.
+func fromClient(t signaling.MsgType) bool {
+	switch t {
+	case signaling.TypeCreate, signaling.TypeJoin, signaling.TypeQuick, signaling.TypeLeave, signaling.TypeRejoin,
+		signaling.TypePing, signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
+		return true
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -13,12 +13,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // Config configures a Server. Every zero field means the default given in
-// its comment; negative values are invalid. NewServer validates it.
+// its comment; negative values are invalid. New validates it.
 type Config struct {
 	// MaxMessageBytes bounds one client message. A larger one gets a
 	// message_too_big error and the connection is closed. Default 16 KiB
@@ -129,13 +132,18 @@ type Config struct {
 	// player had left, with peer_left "disconnected". Default 30s.
 	RejoinGrace time.Duration
 	// TURN, if not nil, runs an embedded TURN server, and every paired
-	// message carries credentials for it. NewServer opens its listeners;
+	// message carries credentials for it. New opens its listeners;
 	// Shutdown closes them. Nil: no TURN (and no STUN).
 	TURN *TURNConfig
 	// HideMetrics keeps /metrics off the handler, for a server on a public
 	// address: serve MetricsHandler on a private one instead. False: the
 	// handler serves /metrics.
 	HideMetrics bool
+	// Node names this server among several of one deployment: every
+	// metric carries it as the label node, so the servers' series stay
+	// apart when one Prometheus gathers them under one name. Empty: no
+	// node label.
+	Node string
 	// Site, if set, serves every request for a path the server does not
 	// own (not /ws, /relay, /healthz, /metrics): a web client at /, say,
 	// so that pages of the server's own origin pass the Origin check. Nil:
@@ -165,6 +173,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RatePerSec != c.RatePerSec || c.AddrRatePerSec != c.AddrRatePerSec || c.FailedJoinRate != c.FailedJoinRate {
 		return c, errors.New("signaling: invalid config: a rate is NaN")
+	}
+	if len(c.Node) > 64 || !utf8.ValidString(c.Node) {
+		return c, fmt.Errorf("signaling: invalid config: node name %q is not UTF-8 of at most 64 bytes", truncate(c.Node, 80))
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -264,7 +275,7 @@ type Stats struct {
 // Server is the signaling server and TCP relay. It is an http.Handler
 // (routes /ws, /relay, /healthz, /metrics); Serve and ListenAndServe run it
 // on a listener of its own, with the per-address handshake limits. Create
-// it with NewServer.
+// it with New.
 type Server struct {
 	cfg Config
 	log *slog.Logger
@@ -279,7 +290,7 @@ type Server struct {
 	mu         sync.Mutex
 	clients    map[*client]struct{}
 	reserved   int // connections being accepted
-	rooms      map[RoomCode]*room
+	rooms      map[signaling.RoomCode]*room
 	queue      []*client
 	rendezvous map[relayKey]*relayRendezvous
 	relays     map[*relayStream]struct{} // established streams
@@ -299,7 +310,7 @@ type Server struct {
 }
 
 type room struct {
-	code    RoomCode
+	code    signaling.RoomCode
 	players [2]*client // [0] is the offerer; [0] is never nil while the room exists
 	quick   bool
 	holder  *addrState // the address charged for the room: its first player's (who created it, or waited in the queue)
@@ -323,9 +334,9 @@ func (r *room) full() bool {
 // present reports whether both players are connected.
 func (r *room) present() bool { return r.players[0] != nil && r.players[1] != nil }
 
-// NewServer returns a server with cfg's limits. With cfg.TURN set it
+// New returns a server with cfg's limits. With cfg.TURN set it
 // starts the TURN server; Shutdown stops it.
-func NewServer(cfg Config) (*Server, error) {
+func New(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -336,7 +347,7 @@ func NewServer(cfg Config) (*Server, error) {
 		instance:   randUint64(),
 		tokenKey:   deriveKey(cfg.Secret, "ragsync relay token v1"),
 		clients:    make(map[*client]struct{}),
-		rooms:      make(map[RoomCode]*room),
+		rooms:      make(map[signaling.RoomCode]*room),
 		rendezvous: make(map[relayKey]*relayRendezvous),
 		relays:     make(map[*relayStream]struct{}),
 		shutdownCh: make(chan struct{}),
@@ -360,7 +371,7 @@ func NewServer(cfg Config) (*Server, error) {
 			s.cfg.Site.ServeHTTP(w, r)
 			return
 		}
-		writeHTTPError(w, http.StatusNotFound, &Error{Code: ErrBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay, /healthz or /metrics)"})
+		writeHTTPError(w, http.StatusNotFound, &signaling.Error{Code: signaling.ErrBadMessage, Message: "no such endpoint " + truncate(r.URL.Path, 64) + " (use /ws, /relay, /healthz or /metrics)"})
 	})
 	return s, nil
 }
@@ -428,7 +439,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.log.Info("signaling server shutting down", "clients", len(clients))
 
 	for _, c := range clients {
-		c.fatal(&Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
+		c.fatal(&signaling.Error{Code: signaling.ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, "server shutting down")
 	}
 	var firstErr error
 	if first && s.trn != nil {
@@ -472,7 +483,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	st := Stats{
 		Status:       "ok",
-		Version:      ProtocolVersion,
+		Version:      signaling.ProtocolVersion,
 		Clients:      len(s.clients),
 		Rooms:        len(s.rooms),
 		Queued:       len(s.queue),
@@ -498,7 +509,7 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeHTTPError(w, http.StatusMethodNotAllowed, &Error{Code: ErrBadMessage, Message: "use GET"})
+		writeHTTPError(w, http.StatusMethodNotAllowed, &signaling.Error{Code: signaling.ErrBadMessage, Message: "use GET"})
 		return
 	}
 	st := s.Stats()
@@ -511,8 +522,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeHTTPError answers a plain HTTP request with a JSON error message.
-func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
-	b, _ := AppendMessage(nil, e.message())
+func writeHTTPError(w http.ResponseWriter, status int, e *signaling.Error) {
+	b, _ := signaling.AppendMessage(nil, errMessage(e))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -531,24 +542,24 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing {
 		s.mu.Unlock()
 		s.rejected.Add(1)
-		s.refusal(ErrShuttingDown, reasonShutdown)
-		writeHTTPError(w, http.StatusServiceUnavailable, &Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"})
+		s.refusal(signaling.ErrShuttingDown, reasonShutdown)
+		writeHTTPError(w, http.StatusServiceUnavailable, &signaling.Error{Code: signaling.ErrShuttingDown, Message: "server is shutting down; reconnect later"})
 		return
 	}
-	var refuse *Error
+	var refuse *signaling.Error
 	var as *addrState
 	status := websocket.StatusTryAgainLater
-	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
-		refuse = &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}
+	if v := r.URL.Query().Get("v"); v != fmt.Sprint(signaling.ProtocolVersion) {
+		refuse = &signaling.Error{Code: signaling.ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), signaling.ProtocolVersion)}
 		status = websocket.StatusProtocolError
 	} else if oe := s.checkOrigin(r); oe != nil {
 		refuse, status = oe, websocket.StatusPolicyViolation
 	} else if st, ok := s.lim.reserveConn(addr); !ok {
-		refuse = &Error{Code: ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
+		refuse = &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
 		status = websocket.StatusPolicyViolation
 	} else if len(s.clients)+s.reserved >= s.cfg.MaxConns {
 		s.lim.releaseConn(st)
-		refuse = &Error{Code: ErrServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
+		refuse = &signaling.Error{Code: signaling.ErrServerFull, Message: fmt.Sprintf("server has its maximum of %d connections; try again later", s.cfg.MaxConns)}
 	} else {
 		as = st
 		s.reserved++
@@ -563,7 +574,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		// A page of another origin is refused by an error message
 		// after the upgrade (checkOrigin), which a browser can read,
 		// rather than by a 403 it shows only as close code 1006.
-		InsecureSkipVerify: refuse != nil && refuse.Code == ErrOriginNotAllowed,
+		InsecureSkipVerify: refuse != nil && refuse.Code == signaling.ErrOriginNotAllowed,
 	})
 	if err != nil {
 		s.log.Debug("signaling: websocket accept failed", "remote", r.RemoteAddr, "err", err)
@@ -587,7 +598,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if s.closing {
 		s.mu.Unlock()
 		s.lim.releaseConn(as)
-		s.rejectConn(conn, &Error{Code: ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
+		s.rejectConn(conn, &signaling.Error{Code: signaling.ErrShuttingDown, Message: "server is shutting down; reconnect later"}, websocket.StatusGoingAway, r.RemoteAddr)
 		return
 	}
 	s.clients[c] = struct{}{}
@@ -596,12 +607,12 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	c.run()
 }
 
-func (s *Server) rejectConn(conn *websocket.Conn, e *Error, status websocket.StatusCode, remote string) {
+func (s *Server) rejectConn(conn *websocket.Conn, e *signaling.Error, status websocket.StatusCode, remote string) {
 	s.rejected.Add(1)
 	s.errorsSent.Add(1)
 	s.refusal(e.Code, defaultReason(e.Code))
 	s.log.Debug("signaling: connection refused", "remote", remote, "code", e.Code)
-	b, _ := AppendMessage(nil, e.message())
+	b, _ := signaling.AppendMessage(nil, errMessage(e))
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 	err := conn.Write(ctx, websocket.MessageText, b)
 	cancel()
@@ -613,25 +624,25 @@ func (s *Server) rejectConn(conn *websocket.Conn, e *Error, status websocket.Sta
 }
 
 // handle processes one valid client message, read at t0.
-func (s *Server) handle(c *client, m *Message, t0 time.Time) {
-	if m.Type == TypePing {
-		c.send(&Message{Type: TypePong})
+func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
+	if m.Type == signaling.TypePing {
+		c.send(&signaling.Message{Type: signaling.TypePong})
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch m.Type {
-	case TypeCreate:
+	case signaling.TypeCreate:
 		s.handleCreate(c, m.SDP)
-	case TypeJoin:
+	case signaling.TypeJoin:
 		s.handleJoin(c, m.Room, m.Create, m.SDP, t0)
-	case TypeQuick:
+	case signaling.TypeQuick:
 		s.handleQuick(c, m.SDP, t0)
-	case TypeLeave:
+	case signaling.TypeLeave:
 		s.handleLeave(c)
-	case TypeRejoin:
+	case signaling.TypeRejoin:
 		s.handleRejoin(c, m.Token)
-	case TypeOffer, TypeAnswer, TypeCandidate:
+	case signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
 		s.handleSignal(c, m)
 	}
 }
@@ -647,30 +658,30 @@ func (c *client) where() string {
 }
 
 // Called with s.mu held.
-func (s *Server) busy(c *client, ref MsgType) bool {
+func (s *Server) busy(c *client, ref signaling.MsgType) bool {
 	if c.room == nil && !c.queued {
 		return false
 	}
-	c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
+	c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: fmt.Sprintf("you are already %s; send leave first", c.where()), Ref: ref})
 	return true
 }
 
 // roomQuota reserves one room (or queue place) for c's address, or
 // reports too_many_rooms to c. Called with s.mu held.
-func (s *Server) roomQuota(c *client, ref MsgType) bool {
+func (s *Server) roomQuota(c *client, ref signaling.MsgType) bool {
 	if s.lim.reserveRoom(c.addr) {
 		return true
 	}
-	c.sendLimit(&Error{Code: ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places; leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
+	c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places; leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
 	return false
 }
 
 // newRoom makes a room with the given code, or a fresh random one if code
 // is empty, or reports too_many_rooms to c. Called with s.mu held; code
 // must not be in use.
-func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
+func (s *Server) newRoom(c *client, ref signaling.MsgType, code signaling.RoomCode) *room {
 	if len(s.rooms) >= s.cfg.MaxRooms {
-		c.sendError(&Error{Code: ErrTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
+		c.sendError(&signaling.Error{Code: signaling.ErrTooManyRooms, Message: fmt.Sprintf("server has its maximum of %d rooms; try again later", s.cfg.MaxRooms), Ref: ref})
 		return nil
 	}
 	for code == "" || s.rooms[code] != nil {
@@ -682,16 +693,16 @@ func (s *Server) newRoom(c *client, ref MsgType, code RoomCode) *room {
 }
 
 func (s *Server) handleCreate(c *client, offer string) {
-	if s.busy(c, TypeCreate) {
+	if s.busy(c, signaling.TypeCreate) {
 		return
 	}
-	s.createRoom(c, TypeCreate, "", offer)
+	s.createRoom(c, signaling.TypeCreate, "", offer)
 }
 
 // createRoom makes a room (code "" for a random one) with c as its first
 // player, the offerer, holding its early offer (if any) for the pairing.
 // Called with s.mu held.
-func (s *Server) createRoom(c *client, ref MsgType, code RoomCode, offer string) {
+func (s *Server) createRoom(c *client, ref signaling.MsgType, code signaling.RoomCode, offer string) {
 	if !s.roomQuota(c, ref) {
 		return
 	}
@@ -704,46 +715,46 @@ func (s *Server) createRoom(c *client, ref MsgType, code RoomCode, offer string)
 	r.holder = c.addr
 	c.room = r
 	c.offer = offer
-	c.send(&Message{Type: TypeJoined, Room: r.code, Role: RoleOfferer})
+	c.send(&signaling.Message{Type: signaling.TypeJoined, Room: r.code, Role: signaling.RoleOfferer})
 	s.log.Info("signaling: room created", "room", r.code, "client", c.id, "chosen_code", code != "")
 }
 
 // handleJoin joins c to the room code (or creates it, with create). The
 // room's creator is the offerer, unless only the joiner brought an early
 // offer (see the package doc, Roles).
-func (s *Server) handleJoin(c *client, code RoomCode, create bool, offer string, t0 time.Time) {
-	if s.busy(c, TypeJoin) {
+func (s *Server) handleJoin(c *client, code signaling.RoomCode, create bool, offer string, t0 time.Time) {
+	if s.busy(c, signaling.TypeJoin) {
 		return
 	}
 	// A join that misses tells the sender a code is not in use (or full):
 	// each costs a token of the address's failed-join bucket, and with
 	// none left the room is not even looked up.
 	if ok, wait := s.lim.canGuess(c.addr); !ok {
-		c.sendLimit(&Error{Code: ErrTooManyFailedJoins, Message: fmt.Sprintf("your address made too many joins that found no room, or a full one (%d, then one per %.3gs); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: TypeJoin}, reasonPerAddress)
+		c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyFailedJoins, Message: fmt.Sprintf("your address made too many joins that found no room, or a full one (%d, then one per %.3gs); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: signaling.TypeJoin}, reasonPerAddress)
 		return
 	}
 	r := s.rooms[code]
 	switch {
 	case r == nil && create:
 		s.lim.missed(c.addr)
-		s.createRoom(c, TypeJoin, code, offer)
+		s.createRoom(c, signaling.TypeJoin, code, offer)
 		return
 	case r == nil:
 		s.lim.missed(c.addr)
-		c.sendError(&Error{Code: ErrRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: TypeJoin})
+		c.sendError(&signaling.Error{Code: signaling.ErrRoomNotFound, Message: fmt.Sprintf("no room %s (codes are case-insensitive; the room ends when its players leave)", code), Ref: signaling.TypeJoin})
 		return
 	case r.full():
 		s.lim.missed(c.addr)
-		c.sendError(&Error{Code: ErrRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: TypeJoin})
+		c.sendError(&signaling.Error{Code: signaling.ErrRoomFull, Message: fmt.Sprintf("room %s already has two players", code), Ref: signaling.TypeJoin})
 		return
 	}
 	r.players = offererFirst(r.players[0], c, offer)
 	c.room = r
-	role := RoleAnswerer
+	role := signaling.RoleAnswerer
 	if r.players[0] == c {
-		role = RoleOfferer
+		role = signaling.RoleOfferer
 	}
-	c.send(&Message{Type: TypeJoined, Room: r.code, Role: role})
+	c.send(&signaling.Message{Type: signaling.TypeJoined, Room: r.code, Role: role})
 	s.pair(r, t0)
 }
 
@@ -763,22 +774,22 @@ func offererFirst(first, second *client, offer string) [2]*client {
 // is the waiting player, unless only c brought an early offer: then c is
 // (see the package doc, Roles).
 func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
-	if s.busy(c, TypeQuick) {
+	if s.busy(c, signaling.TypeQuick) {
 		return
 	}
 	if len(s.queue) == 0 {
 		// The queue place turns into the room when a second player comes.
-		if !s.roomQuota(c, TypeQuick) {
+		if !s.roomQuota(c, signaling.TypeQuick) {
 			return
 		}
 		s.queue = append(s.queue, c)
 		c.queued = true
 		c.queuedAt = time.Now()
 		c.offer = offer
-		c.send(&Message{Type: TypeQueued})
+		c.send(&signaling.Message{Type: signaling.TypeQueued})
 		return
 	}
-	r := s.newRoom(c, TypeQuick, "")
+	r := s.newRoom(c, signaling.TypeQuick, "")
 	if r == nil {
 		return
 	}
@@ -791,7 +802,7 @@ func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
 	r.since = w.queuedAt
 	r.players = offererFirst(w, c, offer)
 	w.room, c.room = r, r
-	c.send(&Message{Type: TypeQueued})
+	c.send(&signaling.Message{Type: signaling.TypeQueued})
 	s.pair(r, t0)
 }
 
@@ -811,11 +822,11 @@ func (s *Server) pair(r *room, t0 time.Time) {
 	s.met.pairingWait.WithLabelValues(kind).Observe(time.Since(r.since).Seconds())
 	expiry := s.cfg.Now().Add(s.cfg.CredentialTTL)
 	for i, pl := range r.players {
-		role := RoleOfferer
+		role := signaling.RoleOfferer
 		if i == 1 {
-			role = RoleAnswerer
+			role = signaling.RoleAnswerer
 		}
-		m := &Message{Type: TypePaired, Room: r.code, Role: role,
+		m := &signaling.Message{Type: signaling.TypePaired, Room: r.code, Role: role,
 			Token: mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
 		if s.trn != nil {
 			m.ICE = s.trn.credentials(fmt.Sprintf("%s-%016x-%s", r.code, r.pairing, role), expiry)
@@ -825,7 +836,7 @@ func (s *Server) pair(r *room, t0 time.Time) {
 	// The offerer's early offer goes to the answerer right after paired,
 	// as if the offerer had sent it then. Each is used once.
 	if off := r.players[0].offer; off != "" {
-		r.players[1].send(&Message{Type: TypeOffer, SDP: off})
+		r.players[1].send(&signaling.Message{Type: signaling.TypeOffer, SDP: off})
 		s.relayed.Add(1)
 	}
 	early := r.players[0].offer != ""
@@ -837,13 +848,13 @@ func (s *Server) handleLeave(c *client) {
 	switch {
 	case c.queued:
 		s.dequeue(c)
-		c.send(&Message{Type: TypeLeft})
+		c.send(&signaling.Message{Type: signaling.TypeLeft})
 	case c.room != nil:
 		code := c.room.code
 		s.leaveRoom(c, "left")
-		c.send(&Message{Type: TypeLeft, Room: code})
+		c.send(&signaling.Message{Type: signaling.TypeLeft, Room: code})
 	default:
-		c.sendError(&Error{Code: ErrWrongState, Message: "you are not in a room or the queue", Ref: TypeLeave})
+		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: "you are not in a room or the queue", Ref: signaling.TypeLeave})
 	}
 }
 
@@ -886,18 +897,18 @@ func (s *Server) leaveRoom(c *client, reason string) {
 	s.lim.moveRoom(r.holder, other.addr)
 	r.holder = other.addr
 	r.since = time.Now()
-	other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: reason})
+	other.send(&signaling.Message{Type: signaling.TypePeerLeft, Room: r.code, Reason: reason})
 	s.log.Info("signaling: player left", "room", r.code, "client", c.id, "reason", reason)
 }
 
-func (s *Server) handleSignal(c *client, m *Message) {
+func (s *Server) handleSignal(c *client, m *signaling.Message) {
 	r := c.room
 	if r != nil && r.pairing != 0 && !r.present() {
-		c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("cannot send %s: the other player's connection dropped; wait for paired when it is back", m.Type), Ref: m.Type})
+		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: fmt.Sprintf("cannot send %s: the other player's connection dropped; wait for paired when it is back", m.Type), Ref: m.Type})
 		return
 	}
 	if r == nil || r.players[1] == nil {
-		c.sendError(&Error{Code: ErrWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
+		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
 		return
 	}
 	idx := 0
@@ -905,15 +916,15 @@ func (s *Server) handleSignal(c *client, m *Message) {
 		idx = 1
 	}
 	switch {
-	case m.Type == TypeOffer && idx != 0:
-		c.sendError(&Error{Code: ErrWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
+	case m.Type == signaling.TypeOffer && idx != 0:
+		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: "only the offerer sends offers; you are the answerer", Ref: m.Type})
 		return
-	case m.Type == TypeAnswer && idx != 1:
-		c.sendError(&Error{Code: ErrWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
+	case m.Type == signaling.TypeAnswer && idx != 1:
+		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
 		return
 	}
 	// Re-encode only the fields of this type, so nothing else is forwarded.
-	r.players[1-idx].send(&Message{Type: m.Type, SDP: m.SDP, Candidate: m.Candidate})
+	r.players[1-idx].send(&signaling.Message{Type: m.Type, SDP: m.SDP, Candidate: m.Candidate})
 	s.relayed.Add(1)
 }
 
@@ -956,7 +967,7 @@ func (s *Server) dropPlayer(c *client) {
 	r.players[side] = nil
 	s.keepPlace(r, side)
 	if other := r.players[1-side]; other != nil {
-		other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: "dropped"})
+		other.send(&signaling.Message{Type: signaling.TypePeerLeft, Room: r.code, Reason: "dropped"})
 	}
 	s.log.Info("signaling: paired player dropped; place kept", "room", r.code, "client", c.id, "grace", s.cfg.RejoinGrace)
 }
@@ -1012,7 +1023,7 @@ func (s *Server) placeExpired(r *room, side int) {
 	s.lim.moveRoom(r.holder, other.addr)
 	r.holder = other.addr
 	r.since = time.Now()
-	other.send(&Message{Type: TypePeerLeft, Room: r.code, Reason: "disconnected"})
+	other.send(&signaling.Message{Type: signaling.TypePeerLeft, Room: r.code, Reason: "disconnected"})
 	s.log.Info("signaling: dropped player did not come back", "room", r.code, "grace", s.cfg.RejoinGrace)
 }
 
@@ -1023,13 +1034,13 @@ func (s *Server) placeExpired(r *room, side int) {
 // made again with the token's code, keeping the other place for
 // RejoinGrace. Once both players are there, both get paired again.
 // Called with s.mu held.
-func (s *Server) handleRejoin(c *client, tok RelayToken) {
-	if s.busy(c, TypeRejoin) {
+func (s *Server) handleRejoin(c *client, tok signaling.RelayToken) {
+	if s.busy(c, signaling.TypeRejoin) {
 		return
 	}
 	cl, terr := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
 	if terr != nil {
-		terr.Ref = TypeRejoin
+		terr.Ref = signaling.TypeRejoin
 		c.sendError(terr)
 		return
 	}
@@ -1042,7 +1053,7 @@ func (s *Server) handleRejoin(c *client, tok RelayToken) {
 			// drop yet: the newer one wins.
 			old.room = nil
 			r.players[side] = nil
-			old.fatal(&Error{Code: ErrTokenUsed, Message: "your place was taken back by a newer connection with your token"}, websocket.StatusPolicyViolation, "replaced")
+			old.fatal(&signaling.Error{Code: signaling.ErrTokenUsed, Message: "your place was taken back by a newer connection with your token"}, websocket.StatusPolicyViolation, "replaced")
 		}
 		if t := r.expire[side]; t != nil {
 			t.Stop()
@@ -1050,28 +1061,48 @@ func (s *Server) handleRejoin(c *client, tok RelayToken) {
 		}
 		r.away[side] = false
 	case r == nil && cl.instance != s.instance:
-		if !s.roomQuota(c, TypeRejoin) {
+		if !s.roomQuota(c, signaling.TypeRejoin) {
 			return
 		}
-		if r = s.newRoom(c, TypeRejoin, cl.room); r == nil {
+		if r = s.newRoom(c, signaling.TypeRejoin, cl.room); r == nil {
 			s.lim.moveRoom(c.addr, nil)
 			return
 		}
 		r.pairing, r.instance, r.holder = cl.pairing, cl.instance, c.addr
 		s.keepPlace(r, 1-side)
 	default:
-		c.sendError(&Error{Code: ErrBadToken, Message: fmt.Sprintf("the pairing in room %s has ended; pair again", cl.room), Ref: TypeRejoin})
+		c.sendError(&signaling.Error{Code: signaling.ErrBadToken, Message: fmt.Sprintf("the pairing in room %s has ended; pair again", cl.room), Ref: signaling.TypeRejoin})
 		return
 	}
 	r.players[side] = c
 	c.room = r
-	role := RoleOfferer
+	role := signaling.RoleOfferer
 	if side == 1 {
-		role = RoleAnswerer
+		role = signaling.RoleAnswerer
 	}
-	c.send(&Message{Type: TypeJoined, Room: r.code, Role: role})
+	c.send(&signaling.Message{Type: signaling.TypeJoined, Room: r.code, Role: role})
 	s.log.Info("signaling: player rejoined", "room", r.code, "client", c.id, "role", role)
 	if r.present() {
 		s.pair(r, time.Now())
 	}
 }
+
+// newRoomCode returns a random room code.
+func newRoomCode() signaling.RoomCode {
+	var b [signaling.RoomCodeLen]byte
+	// 256 is a multiple of 32, so b%32 is unbiased.
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("signaling: crypto/rand failed: " + err.Error())
+	}
+	for i := range b {
+		b[i] = signaling.RoomCodeAlphabet[b[i]%32]
+	}
+	return signaling.RoomCode(b[:])
+}
+
+func truncate(s string, n int) string { return wire.Truncate(s, n) }
+
+const (
+	maxICEURLs     = wire.MaxICEURLs
+	maxICEFieldLen = wire.MaxICEFieldLen
+)

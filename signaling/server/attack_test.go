@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // attackConfig has the default per-address limits and server-wide limits
@@ -62,13 +63,13 @@ func startAttack(t testing.TB, s *Server, base string) *attack {
 			t.Fatal(err)
 		}
 		_, b, err := c.Read(ctx)
-		m, _ := DecodeMessage(b)
+		m, _ := signaling.DecodeMessage(b)
 		if i == cfg.MaxConnsPerAddr {
-			a.connRefused = err == nil && m.Code == ErrTooManyConns
+			a.connRefused = err == nil && m.Code == signaling.ErrTooManyConns
 			c.CloseNow()
 			break
 		}
-		if err != nil || m.Type != TypeWelcome {
+		if err != nil || m.Type != signaling.TypeWelcome {
 			t.Fatalf("attacker connection %d: %v %+v", i, err, m)
 		}
 		a.conns = append(a.conns, c)
@@ -77,12 +78,12 @@ func startAttack(t testing.TB, s *Server, base string) *attack {
 		c := a.conns[i]
 		c.Write(ctx, websocket.MessageText, []byte(`{"type":"create"}`))
 		_, b, err := c.Read(ctx)
-		m, _ := DecodeMessage(b)
+		m, _ := signaling.DecodeMessage(b)
 		if i == cfg.MaxRoomsPerAddr {
-			a.roomRefused = err == nil && m.Code == ErrTooManyRooms
+			a.roomRefused = err == nil && m.Code == signaling.ErrTooManyRooms
 			break
 		}
-		if err != nil || m.Type != TypeJoined {
+		if err != nil || m.Type != signaling.TypeJoined {
 			t.Fatalf("attacker room %d: %v %+v", i, err, m)
 		}
 	}
@@ -100,7 +101,7 @@ func startAttack(t testing.TB, s *Server, base string) *attack {
 	c := a.from.slowConn(t, addr)
 	readDeadline(t, c)
 	buf, _ := io.ReadAll(c)
-	a.handshakeRefused = strings.Contains(string(buf), "429") && strings.Contains(string(buf), string(ErrTooManyHandshakes))
+	a.handshakeRefused = strings.Contains(string(buf), "429") && strings.Contains(string(buf), string(signaling.ErrTooManyHandshakes))
 	c.Close()
 
 	pace := time.Duration(float64(time.Second) / cfg.RatePerSec)
@@ -166,16 +167,16 @@ func (a *attack) read(c *websocket.Conn) {
 		if err != nil {
 			return
 		}
-		m, err := DecodeMessage(b)
+		m, err := signaling.DecodeMessage(b)
 		if err != nil {
 			continue
 		}
 		switch m.Code {
-		case ErrRoomNotFound, ErrRoomFull:
+		case signaling.ErrRoomNotFound, signaling.ErrRoomFull:
 			a.guessed.Add(1)
-		case ErrTooManyFailedJoins:
+		case signaling.ErrTooManyFailedJoins:
 			a.joinLimited.Add(1)
-		case ErrRateLimited:
+		case signaling.ErrRateLimited:
 			a.rateLimited.Add(1)
 		}
 	}
@@ -220,11 +221,11 @@ func honestPairings(t testing.TB, base string, n int, spread bool) (pairing, tot
 			honest = spreadFrom[i%len(spreadFrom)]
 		}
 		t0 := time.Now()
-		x, err := Dial(ctx, base, honest.client(ClientConfig{}))
+		x, err := signaling.Dial(ctx, base, honest.client(signaling.ClientConfig{}))
 		if err != nil {
 			t.Fatalf("honest pairing %d: %v", i, err)
 		}
-		y, err := Dial(ctx, base, honest.client(ClientConfig{}))
+		y, err := signaling.Dial(ctx, base, honest.client(signaling.ClientConfig{}))
 		if err != nil {
 			t.Fatalf("honest pairing %d: %v", i, err)
 		}
@@ -233,11 +234,11 @@ func honestPairings(t testing.TB, base string, n int, spread bool) (pairing, tot
 		if err == nil {
 			err = y.JoinRoom(ctx, string(code))
 		}
-		for _, c := range []*Client{x, y} {
+		for _, c := range []*signaling.Client{x, y} {
 			if err == nil {
-				var ev Event
+				var ev signaling.Event
 				ev, err = c.Recv(ctx)
-				if err == nil && ev.Kind != EventPaired {
+				if err == nil && ev.Kind != signaling.EventPaired {
 					err = fmt.Errorf("event %v", ev.Kind)
 				}
 			}

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // bareWS is an idle WebSocket client as small as one can be: a TCP
@@ -74,7 +75,7 @@ func dialBare(ctx context.Context, d *net.Dialer, addr string) (*bareWS, error) 
 		c.Close()
 		return nil, err
 	}
-	if m, err := DecodeMessage(body); err != nil || m.Type != TypeWelcome {
+	if m, err := signaling.DecodeMessage(body); err != nil || m.Type != signaling.TypeWelcome {
 		c.Close()
 		return nil, fmt.Errorf("welcome: %q %v", body, err)
 	}
@@ -123,7 +124,7 @@ func TestLoadServerProcess(t *testing.T) {
 	cfg.IdleTimeout = lc.IdleTimeout
 	cfg.AddrRatePerSec, cfg.AddrRateBurst = lc.AddrRate, lc.AddrBurst
 	cfg.Logger = testLogger(t)
-	s, err := NewServer(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,8 +313,8 @@ func BenchmarkLoad10k(b *testing.B) {
 	}()
 
 	pairer := newFrom(b, "127.0.3.1")
-	x := dial(b, url, pairer.client(ClientConfig{KeepAlive: -1}))
-	y := dial(b, url, pairer.client(ClientConfig{KeepAlive: -1}))
+	x := dial(b, url, pairer.client(signaling.ClientConfig{KeepAlive: -1}))
+	y := dial(b, url, pairer.client(signaling.ClientConfig{KeepAlive: -1}))
 	lat := make([]time.Duration, 0, 1024)
 	pstart := time.Now()
 	for b.Loop() {
@@ -322,10 +323,10 @@ func BenchmarkLoad10k(b *testing.B) {
 		if err == nil {
 			err = y.JoinRoom(ctx, string(code))
 		}
-		for _, c := range []*Client{x, y} {
+		for _, c := range []*signaling.Client{x, y} {
 			if err == nil {
-				var ev Event
-				if ev, err = c.Recv(ctx); err == nil && ev.Kind != EventPaired {
+				var ev signaling.Event
+				if ev, err = c.Recv(ctx); err == nil && ev.Kind != signaling.EventPaired {
 					err = fmt.Errorf("event %v", ev.Kind)
 				}
 			}
@@ -337,7 +338,7 @@ func BenchmarkLoad10k(b *testing.B) {
 		if err := y.Leave(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if ev, err := x.Recv(ctx); err != nil || ev.Kind != EventPeerLeft {
+		if ev, err := x.Recv(ctx); err != nil || ev.Kind != signaling.EventPeerLeft {
 			b.Fatal(ev.Kind, err)
 		}
 		if err := x.Leave(ctx); err != nil {

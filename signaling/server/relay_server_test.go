@@ -1,8 +1,9 @@
-package signaling
+package server
 
 import (
 	"errors"
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
 	"io"
 	"net"
 	"strings"
@@ -39,10 +40,10 @@ type dialResult struct {
 	err error
 }
 
-func dialAsync(t *testing.T, url string, tok RelayToken) chan dialResult {
+func dialAsync(t *testing.T, url string, tok signaling.RelayToken) chan dialResult {
 	ch := make(chan dialResult, 1)
 	go func() {
-		c, err := DialRelay(ctxT(t), url, tok, ClientConfig{})
+		c, err := signaling.DialRelay(ctxT(t), url, tok, signaling.ClientConfig{})
 		if c != nil {
 			t.Cleanup(func() { c.Close() })
 		}
@@ -57,9 +58,9 @@ func dialAsync(t *testing.T, url string, tok RelayToken) chan dialResult {
 func TestRelayReattach(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{})
-	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
-	ra, rb, err := dialRelayPair(t, ClientConfig{}, url, pa, pb)
+	ra, rb, err := dialRelayPair(t, signaling.ClientConfig{}, url, pa, pb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestRelayReattach(t *testing.T) {
 	ra2 := dialAsync(t, url, pa.Token)
 	expectEOF(t, rb)
 	expectEOF(t, ra)
-	rb2, err := DialRelay(ctxT(t), url, pb.Token, ClientConfig{})
+	rb2, err := signaling.DialRelay(ctxT(t), url, pb.Token, signaling.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +87,11 @@ func TestRelayReattach(t *testing.T) {
 	expectEOF(t, rb2)
 	waitFor(t, func() bool { return relayWaiting(s, pa.Token) })
 	waitA2 := dialAsync(t, url, pa.Token)
-	if r := <-waitA1; !errors.Is(r.err, ErrTokenUsed) || !strings.Contains(r.err.Error(), "replaced") {
+	if r := <-waitA1; !errors.Is(r.err, signaling.ErrTokenUsed) || !strings.Contains(r.err.Error(), "replaced") {
 		t.Fatalf("replaced request: %v", r.err)
 	}
 	waitFor(t, func() bool { return relayWaiting(s, pa.Token) })
-	rb3, err := DialRelay(ctxT(t), url, pb.Token, ClientConfig{})
+	rb3, err := signaling.DialRelay(ctxT(t), url, pb.Token, signaling.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestRelayReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	roundTrip(t, r.c, rb3, "fourth")
-	if _, err := DialRelay(ctxT(t), url, pa.Token, ClientConfig{}); !errors.Is(err, ErrBadToken) {
+	if _, err := signaling.DialRelay(ctxT(t), url, pa.Token, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrBadToken) {
 		t.Fatalf("re-attach after the pairing ended: %v", err)
 	}
 	r.c.Close()
@@ -129,19 +130,19 @@ func TestRelayTokenAcrossRestart(t *testing.T) {
 	leaktest.Check(t)
 	url2, pa, pb := pairThenRestart(t)
 
-	ra, rb, err := dialRelayPair(t, ClientConfig{}, url2, pa, pb)
+	ra, rb, err := dialRelayPair(t, signaling.ClientConfig{}, url2, pa, pb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	roundTrip(t, ra, rb, "after restart")
 
 	_, url3 := startServer(t, Config{Secret: []byte("another secret, 16+ bytes")})
-	if _, err := DialRelay(ctxT(t), url3, pa.Token, ClientConfig{}); !errors.Is(err, ErrBadToken) {
+	if _, err := signaling.DialRelay(ctxT(t), url3, pa.Token, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrBadToken) {
 		t.Fatalf("other secret: %v", err)
 	}
 	late := func() time.Time { return time.Now().Add(13 * time.Hour) }
 	_, url4 := startServer(t, Config{Secret: restartSecret, Now: late})
-	if _, err := DialRelay(ctxT(t), url4, pa.Token, ClientConfig{}); !errors.Is(err, ErrBadToken) || !strings.Contains(err.Error(), "expired") {
+	if _, err := signaling.DialRelay(ctxT(t), url4, pa.Token, signaling.ClientConfig{}); !errors.Is(err, signaling.ErrBadToken) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired token: %v", err)
 	}
 }

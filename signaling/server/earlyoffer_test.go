@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // TestEarlyOffer: an offer that comes with quick, create or join reaches
@@ -32,7 +33,7 @@ func TestEarlyOffer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("quick/"+tc.name, func(t *testing.T) {
-			a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+			a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 			a.SetOffer(tc.a)
 			if err := a.QuickMatch(ctxT(t)); err != nil {
 				t.Fatal(err)
@@ -41,18 +42,18 @@ func TestEarlyOffer(t *testing.T) {
 			if err := b.QuickMatch(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
-			pa, pb := next(t, a, EventPaired).Pairing, next(t, b, EventPaired).Pairing
+			pa, pb := next(t, a, signaling.EventPaired).Pairing, next(t, b, signaling.EventPaired).Pairing
 			off, ans := a, b
 			if tc.bOffers {
 				off, ans = b, a
-				if pb.Role != RoleOfferer || pa.Role != RoleAnswerer {
+				if pb.Role != signaling.RoleOfferer || pa.Role != signaling.RoleAnswerer {
 					t.Fatalf("roles a %v b %v, want b the offerer", pa.Role, pb.Role)
 				}
-			} else if pa.Role != RoleOfferer || pb.Role != RoleAnswerer {
+			} else if pa.Role != signaling.RoleOfferer || pb.Role != signaling.RoleAnswerer {
 				t.Fatalf("roles a %v b %v, want a the offerer", pa.Role, pb.Role)
 			}
 			if tc.wantOffer != "" {
-				if ev := next(t, ans, EventOffer); ev.SDP != tc.wantOffer {
+				if ev := next(t, ans, signaling.EventOffer); ev.SDP != tc.wantOffer {
 					t.Fatalf("answerer got offer %q, want %q", ev.SDP, tc.wantOffer)
 				}
 			}
@@ -63,19 +64,19 @@ func TestEarlyOffer(t *testing.T) {
 	}
 
 	t.Run("create", func(t *testing.T) {
-		a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 		a.SetOffer(offA)
 		code, err := a.CreateRoom(ctxT(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.SetOffer(offB) // both brought one: the creator offers, b's is discarded
-		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != RoleAnswerer {
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != signaling.RoleAnswerer {
 			t.Fatalf("join: %v %v", role, err)
 		}
-		next(t, a, EventPaired)
-		next(t, b, EventPaired)
-		if ev := next(t, b, EventOffer); ev.SDP != offA {
+		next(t, a, signaling.EventPaired)
+		next(t, b, signaling.EventPaired)
+		if ev := next(t, b, signaling.EventOffer); ev.SDP != offA {
 			t.Fatalf("joiner got %q", ev.SDP)
 		}
 		exchange(t, a, b)
@@ -84,49 +85,49 @@ func TestEarlyOffer(t *testing.T) {
 	t.Run("joiner's", func(t *testing.T) {
 		// Only the joiner brings an early offer: it offers, and the
 		// creator (told offerer in joined) is told answerer in paired.
-		a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 		code, err := a.CreateRoom(ctxT(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.SetOffer(offB)
-		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != RoleOfferer {
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != signaling.RoleOfferer {
 			t.Fatalf("join: %v %v, want the offerer", role, err)
 		}
-		if p := next(t, a, EventPaired).Pairing; p.Role != RoleAnswerer {
+		if p := next(t, a, signaling.EventPaired).Pairing; p.Role != signaling.RoleAnswerer {
 			t.Fatalf("creator paired as %v", p.Role)
 		}
-		if p := next(t, b, EventPaired).Pairing; p.Role != RoleOfferer {
+		if p := next(t, b, signaling.EventPaired).Pairing; p.Role != signaling.RoleOfferer {
 			t.Fatalf("joiner paired as %v", p.Role)
 		}
-		if ev := next(t, a, EventOffer); ev.SDP != offB {
+		if ev := next(t, a, signaling.EventOffer); ev.SDP != offB {
 			t.Fatalf("creator got %q", ev.SDP)
 		}
 		exchange(t, b, a)
 	})
 
 	t.Run("join creating", func(t *testing.T) {
-		a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 		a.SetOffer(offA)
-		if role, err := a.JoinOrCreateRoom(ctxT(t), "EARLY2"); err != nil || role != RoleOfferer {
+		if role, err := a.JoinOrCreateRoom(ctxT(t), "EARLY2"); err != nil || role != signaling.RoleOfferer {
 			t.Fatalf("create: %v %v", role, err)
 		}
 		if err := b.JoinRoom(ctxT(t), "EARLY2"); err != nil {
 			t.Fatal(err)
 		}
-		next(t, a, EventPaired)
-		next(t, b, EventPaired)
-		if ev := next(t, b, EventOffer); ev.SDP != offA {
+		next(t, a, signaling.EventPaired)
+		next(t, b, signaling.EventPaired)
+		if ev := next(t, b, signaling.EventOffer); ev.SDP != offA {
 			t.Fatalf("joiner got %q", ev.SDP)
 		}
 	})
 
 	t.Run("too big", func(t *testing.T) {
-		a := dial(t, url, ClientConfig{})
-		a.SetOffer("v=0" + strings.Repeat("x", maxSDPLen))
+		a := dial(t, url, signaling.ClientConfig{})
+		a.SetOffer("v=0" + strings.Repeat("x", 64<<10)) // 64 KiB: signaling's limit on an sdp field
 		err := a.QuickMatch(ctxT(t))
-		var se *Error
-		if !errors.As(err, &se) || (se.Code != ErrBadMessage && se.Code != ErrMessageTooBig) {
+		var se *signaling.Error
+		if !errors.As(err, &se) || (se.Code != signaling.ErrBadMessage && se.Code != signaling.ErrMessageTooBig) {
 			t.Fatalf("quick with an oversized early offer = %v, want bad_message or message_too_big", err)
 		}
 	})

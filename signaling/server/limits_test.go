@@ -1,10 +1,11 @@
-package signaling
+package server
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
 	"io"
 	"net"
 	"net/http"
@@ -17,7 +18,7 @@ import (
 )
 
 func TestClientAddr(t *testing.T) {
-	s, err := NewServer(Config{Logger: testLogger(t), TrustedProxies: []netip.Prefix{
+	s, err := New(Config{Logger: testLogger(t), TrustedProxies: []netip.Prefix{
 		netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("fd00::/8"),
 	}})
 	if err != nil {
@@ -49,7 +50,7 @@ func TestClientAddr(t *testing.T) {
 			}
 			a, e := s.clientAddr(r)
 			if tc.want == "" {
-				if e == nil || e.Code != ErrBadMessage || !strings.Contains(e.Message, "X-Forwarded-For") {
+				if e == nil || e.Code != signaling.ErrBadMessage || !strings.Contains(e.Message, "X-Forwarded-For") {
 					t.Fatalf("got %v, %v; want a bad_message naming the header", a, e)
 				}
 				return
@@ -63,14 +64,14 @@ func TestClientAddr(t *testing.T) {
 
 // joinRaw sends a join for code on r and returns the reply's type or
 // error code.
-func joinRaw(r *raw, code RoomCode, create bool) string {
+func joinRaw(r *raw, code signaling.RoomCode, create bool) string {
 	r.t.Helper()
 	r.send(fmt.Sprintf(`{"type":"join","room":%q,"create":%v}`, code, create))
 	m, err := r.read()
 	if err != nil {
 		r.t.Fatalf("join: %v", err)
 	}
-	if m.Type == TypeError {
+	if m.Type == signaling.TypeError {
 		return string(m.Code)
 	}
 	return string(m.Type)
@@ -87,7 +88,7 @@ func TestFailedJoinLimit(t *testing.T) {
 
 	a := attacker.raw(t, url)
 	for i, want := range []string{"room_not_found", "room_not_found", "room_not_found", "too_many_failed_joins", "too_many_failed_joins"} {
-		if got := joinRaw(a, RoomCode(fmt.Sprintf("ZZZZZ%c", RoomCodeAlphabet[i])), false); got != want {
+		if got := joinRaw(a, signaling.RoomCode(fmt.Sprintf("ZZZZZ%c", signaling.RoomCodeAlphabet[i])), false); got != want {
 			t.Fatalf("guess %d: %s, want %s", i, got, want)
 		}
 	}
@@ -107,14 +108,14 @@ func TestFailedJoinLimit(t *testing.T) {
 	}
 	// Another address is not.
 	h2 := honest.dial(t, url)
-	if err := h2.JoinRoom(ctxT(t), "ZZZZZZ"); !errors.Is(err, ErrRoomNotFound) {
+	if err := h2.JoinRoom(ctxT(t), "ZZZZZZ"); !errors.Is(err, signaling.ErrRoomNotFound) {
 		t.Fatalf("honest miss: %v", err)
 	}
 	if err := h2.JoinRoom(ctxT(t), string(code)); err != nil {
 		t.Fatalf("honest join: %v", err)
 	}
-	next(t, h1, EventPaired)
-	next(t, h2, EventPaired)
+	next(t, h1, signaling.EventPaired)
+	next(t, h2, signaling.EventPaired)
 	// Two seconds refill one guess; a miss by room_full costs one too.
 	clk.advance(2 * time.Second)
 	if got := joinRaw(a, code, false); got != "room_full" {
@@ -129,13 +130,13 @@ func TestFailedJoinLimit(t *testing.T) {
 		t.Fatalf("join-create: %s", got)
 	}
 	a.send(`{"type":"leave"}`)
-	a.expect(TypeLeft)
+	a.expect(signaling.TypeLeft)
 	if got := joinRaw(a, "YYYYYY", true); got != "too_many_failed_joins" {
 		t.Fatalf("join-create after the last guess: %s", got)
 	}
 	// The error says when to come back.
 	a.send(`{"type":"join","room":"XXXXXX"}`)
-	if m := a.expectError(ErrTooManyFailedJoins); !strings.Contains(m.Text, "try again in 2s") || m.Ref != TypeJoin {
+	if m := a.expectError(signaling.ErrTooManyFailedJoins); !strings.Contains(m.Text, "try again in 2s") || m.Ref != signaling.TypeJoin {
 		t.Fatalf("error %+v", m)
 	}
 	// Closing everything does not reset the budget.
@@ -152,13 +153,13 @@ func TestConnsPerAddr(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{MaxConnsPerAddr: 3})
 	attacker, honest := newFrom(t, "127.0.0.2"), newFrom(t, "127.0.0.3")
-	var as []*Client
+	var as []*signaling.Client
 	for i := 0; i < 3; i++ {
 		as = append(as, attacker.dial(t, url))
 	}
-	_, err := Dial(ctxT(t), url, attacker.client(ClientConfig{}))
-	var e *Error
-	if !errors.As(err, &e) || e.Code != ErrTooManyConns || !strings.Contains(e.Message, "127.0.0.2") {
+	_, err := signaling.Dial(ctxT(t), url, attacker.client(signaling.ClientConfig{}))
+	var e *signaling.Error
+	if !errors.As(err, &e) || e.Code != signaling.ErrTooManyConns || !strings.Contains(e.Message, "127.0.0.2") {
 		t.Fatalf("4th connection: %v", err)
 	}
 	h := honest.dial(t, url)
@@ -171,7 +172,7 @@ func TestConnsPerAddr(t *testing.T) {
 	// Relay requests count too: with its 3 WebSockets open, the address
 	// cannot attach to a relay.
 	px, _ := pairByCode(t, as[1], as[2])
-	if _, err := DialRelay(ctxT(t), url, px.Token, attacker.relayDialer()); !errors.Is(err, ErrTooManyConns) {
+	if _, err := signaling.DialRelay(ctxT(t), url, px.Token, attacker.relayDialer()); !errors.Is(err, signaling.ErrTooManyConns) {
 		t.Fatalf("relay over the per-address limit: %v", err)
 	}
 	if st := s.Stats(); st.Rejected != 1 || st.RelaysRefused != 1 {
@@ -191,11 +192,11 @@ func TestRoomsPerAddr(t *testing.T) {
 	if err := a2.QuickMatch(ctxT(t)); err != nil { // a queue place counts
 		t.Fatal(err)
 	}
-	var e *Error
-	if _, err := a3.CreateRoom(ctxT(t)); !errors.As(err, &e) || e.Code != ErrTooManyRooms || !strings.Contains(e.Message, "your address") {
+	var e *signaling.Error
+	if _, err := a3.CreateRoom(ctxT(t)); !errors.As(err, &e) || e.Code != signaling.ErrTooManyRooms || !strings.Contains(e.Message, "your address") {
 		t.Fatalf("3rd room: %v", err)
 	}
-	if _, err := a3.JoinOrCreateRoom(ctxT(t), "ABCDEF"); !errors.Is(err, ErrTooManyRooms) {
+	if _, err := a3.JoinOrCreateRoom(ctxT(t), "ABCDEF"); !errors.Is(err, signaling.ErrTooManyRooms) {
 		t.Fatalf("3rd room by join-create: %v", err)
 	}
 	// Another address creates rooms, and joining the attacker's is fine.
@@ -206,14 +207,14 @@ func TestRoomsPerAddr(t *testing.T) {
 	if err := h2.JoinRoom(ctxT(t), string(code1)); err != nil {
 		t.Fatal(err)
 	}
-	next(t, a1, EventPaired)
-	next(t, h2, EventPaired)
+	next(t, a1, signaling.EventPaired)
+	next(t, h2, signaling.EventPaired)
 	// The attacker's host leaves: the honest player now holds the room,
 	// and the attacker's address may create one again.
 	if err := a1.Leave(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	next(t, h2, EventPeerLeft)
+	next(t, h2, signaling.EventPeerLeft)
 	if _, err := a3.CreateRoom(ctxT(t)); err != nil {
 		t.Fatalf("after handing a room over: %v", err)
 	}
@@ -223,15 +224,15 @@ func TestRoomsPerAddr(t *testing.T) {
 	if err := h3.QuickMatch(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	next(t, a2, EventPaired)
-	next(t, h3, EventPaired)
-	if err := a1.QuickMatch(ctxT(t)); !errors.Is(err, ErrTooManyRooms) {
+	next(t, a2, signaling.EventPaired)
+	next(t, h3, signaling.EventPaired)
+	if err := a1.QuickMatch(ctxT(t)); !errors.Is(err, signaling.ErrTooManyRooms) {
 		t.Fatalf("quick over the limit: %v", err)
 	}
 	if err := a2.Leave(ctxT(t)); err != nil { // h3 now holds it
 		t.Fatal(err)
 	}
-	next(t, h3, EventPeerLeft)
+	next(t, h3, signaling.EventPeerLeft)
 	if err := a1.QuickMatch(ctxT(t)); err != nil {
 		t.Fatalf("quick after the room went to h3: %v", err)
 	}
@@ -251,10 +252,10 @@ func TestAddrRateLimit(t *testing.T) {
 	}
 	h := honest.raw(t, url)
 	h.send(`{"type":"create"}`)
-	h.expect(TypeJoined)
+	h.expect(signaling.TypeJoined)
 	for i := 0; i < 4; i++ {
-		r1.expectError(ErrWrongState)
-		r2.expectError(ErrWrongState)
+		r1.expectError(signaling.ErrWrongState)
+		r2.expectError(signaling.ErrWrongState)
 	}
 	if st := s.Stats(); st.RateLimited != 0 || s.delayed.Load() == 0 {
 		t.Fatalf("stats %+v, delayed %d", st, s.delayed.Load())
@@ -319,8 +320,8 @@ func refusedHandshake(t testing.TB, c net.Conn) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m, err := DecodeMessage(body)
-	if resp.StatusCode != http.StatusTooManyRequests || err != nil || m.Code != ErrTooManyHandshakes {
+	m, err := signaling.DecodeMessage(body)
+	if resp.StatusCode != http.StatusTooManyRequests || err != nil || m.Code != signaling.ErrTooManyHandshakes {
 		t.Fatalf("got %s %q", resp.Status, body)
 	}
 }
@@ -396,7 +397,7 @@ func TestTrustedProxy(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		attacker.dial(t, proxy)
 	}
-	if _, err := Dial(ctxT(t), proxy, attacker.client(ClientConfig{})); !errors.Is(err, ErrTooManyConns) {
+	if _, err := signaling.Dial(ctxT(t), proxy, attacker.client(signaling.ClientConfig{})); !errors.Is(err, signaling.ErrTooManyConns) {
 		t.Fatalf("5th connection through the proxy: %v", err)
 	}
 	// Honest players behind the same proxy are counted apart, and pair
@@ -415,14 +416,14 @@ func TestTrustedProxy(t *testing.T) {
 	}
 	// A client that is not a trusted proxy cannot forge the header: its
 	// connection counts under its own address, which is full.
-	forged := attacker.client(ClientConfig{Header: http.Header{"X-Forwarded-For": {"127.0.0.9"}}})
-	if _, err := Dial(ctxT(t), base, forged); !errors.Is(err, ErrTooManyConns) {
+	forged := attacker.client(signaling.ClientConfig{Header: http.Header{"X-Forwarded-For": {"127.0.0.9"}}})
+	if _, err := signaling.Dial(ctxT(t), base, forged); !errors.Is(err, signaling.ErrTooManyConns) {
 		t.Fatalf("direct connection with a forged header: %v", err)
 	}
 	// A trusted proxy that sends no client address is refused.
-	_, err = Dial(ctxT(t), base, newFrom(t, "127.0.0.1").client(ClientConfig{}))
-	var e *Error
-	if !errors.As(err, &e) || e.Code != ErrBadMessage || !strings.Contains(e.Message, "X-Forwarded-For") {
+	_, err = signaling.Dial(ctxT(t), base, newFrom(t, "127.0.0.1").client(signaling.ClientConfig{}))
+	var e *signaling.Error
+	if !errors.As(err, &e) || e.Code != signaling.ErrBadMessage || !strings.Contains(e.Message, "X-Forwarded-For") {
 		t.Fatalf("proxy without the header: %v", err)
 	}
 	if st := s.Stats(); st.Clients != 6 {

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"crypto/hmac"
@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"time"
+
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Relay tokens are self-contained: a server verifies one with its secret
@@ -32,7 +34,7 @@ const (
 // relayClaims is what a relay token says.
 type relayClaims struct {
 	instance, pairing uint64
-	room              RoomCode
+	room              signaling.RoomCode
 	side              int // 0 offerer, 1 answerer
 	expiry            time.Time
 }
@@ -58,7 +60,7 @@ func randUint64() uint64 {
 }
 
 // mintRelayToken encodes and signs c with key.
-func mintRelayToken(key []byte, c relayClaims) RelayToken {
+func mintRelayToken(key []byte, c relayClaims) signaling.RelayToken {
 	var b [relayTokenRaw]byte
 	b[0] = relayTokenVersion
 	binary.BigEndian.PutUint64(b[1:], c.instance)
@@ -69,14 +71,14 @@ func mintRelayToken(key []byte, c relayClaims) RelayToken {
 	m := hmac.New(sha256.New, key)
 	m.Write(b[:32])
 	copy(b[32:], m.Sum(nil)[:relayTokenMACLen])
-	return RelayToken(base64.RawURLEncoding.EncodeToString(b[:]))
+	return signaling.RelayToken(base64.RawURLEncoding.EncodeToString(b[:]))
 }
 
 // verifyRelayToken checks t's format, signature and expiry. The error
 // says which check failed, without echoing the token.
-func verifyRelayToken(key []byte, t RelayToken, now time.Time) (relayClaims, *Error) {
-	bad := func(msg string) (relayClaims, *Error) {
-		return relayClaims{}, &Error{Code: ErrBadToken, Message: "relay token " + t.String() + " " + msg}
+func verifyRelayToken(key []byte, t signaling.RelayToken, now time.Time) (relayClaims, *signaling.Error) {
+	bad := func(msg string) (relayClaims, *signaling.Error) {
+		return relayClaims{}, &signaling.Error{Code: signaling.ErrBadToken, Message: "relay token " + t.String() + " " + msg}
 	}
 	if len(t) != relayTokenLen {
 		return bad("is malformed (Authorization: Bearer <token from paired>)")
@@ -94,8 +96,8 @@ func verifyRelayToken(key []byte, t RelayToken, now time.Time) (relayClaims, *Er
 		return bad("was not issued by this server (or its secret changed)")
 	}
 	// Signed, so the fields are ours; check them anyway.
-	room, rerr := ParseRoomCode(string(b[17:23]))
-	if rerr != nil || room != RoomCode(b[17:23]) || (b[23] != 1 && b[23] != 2) {
+	room, rerr := signaling.ParseRoomCode(string(b[17:23]))
+	if rerr != nil || room != signaling.RoomCode(b[17:23]) || (b[23] != 1 && b[23] != 2) {
 		return bad("has invalid fields")
 	}
 	c := relayClaims{

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type Running struct {
 // cfg.Secret the server's relay tokens are signed with a random secret of
 // its own, valid for its lifetime.
 func Start(addr string, cfg Config) (*Running, error) {
-	s, err := NewServer(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}

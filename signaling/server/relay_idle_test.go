@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // relayKinds are the three pairings of relay streams the server joins:
@@ -27,7 +28,7 @@ var relayKinds = []struct {
 // dialRelayKinds attaches both players of a pairing to the relay, player i
 // on the WebSocket relay if ws[i] and on the raw one otherwise, and returns
 // their ends (closed at cleanup).
-func dialRelayKinds(t *testing.T, cc ClientConfig, url string, p [2]Pairing, ws [2]bool) [2]net.Conn {
+func dialRelayKinds(t *testing.T, cc signaling.ClientConfig, url string, p [2]signaling.Pairing, ws [2]bool) [2]net.Conn {
 	t.Helper()
 	var ends [2]net.Conn
 	var errs [2]error
@@ -35,9 +36,9 @@ func dialRelayKinds(t *testing.T, cc ClientConfig, url string, p [2]Pairing, ws 
 	for i := range 2 {
 		wg.Go(func() {
 			if ws[i] {
-				ends[i], errs[i] = DialRelayWebSocket(ctxT(t), url, p[i].Token, cc)
+				ends[i], errs[i] = signaling.DialRelayWebSocket(ctxT(t), url, p[i].Token, cc)
 			} else {
-				ends[i], errs[i] = DialRelay(ctxT(t), url, p[i].Token, cc)
+				ends[i], errs[i] = signaling.DialRelay(ctxT(t), url, p[i].Token, cc)
 			}
 		})
 	}
@@ -100,10 +101,10 @@ func TestRelayIdleOneWay(t *testing.T) {
 func testRelayIdleOneWay(t *testing.T, ws [2]bool) {
 	const idle = 500 * time.Millisecond
 	s, url, mn := startMemServer(t, Config{RelayIdleTimeout: idle})
-	cc := mn.client(ClientConfig{})
+	cc := mn.client(signaling.ClientConfig{})
 	a, b := dial(t, url, cc), dial(t, url, cc)
 	pa, pb := pairByCode(t, a, b)
-	ends := dialRelayKinds(t, cc, url, [2]Pairing{pa, pb}, ws)
+	ends := dialRelayKinds(t, cc, url, [2]signaling.Pairing{pa, pb}, ws)
 	x, y := ends[0], ends[1]
 
 	// One way, then the other: each direction alone keeps the stream open
@@ -156,10 +157,10 @@ func TestRelayStuckReader(t *testing.T) {
 func testRelayStuckReader(t *testing.T, ws [2]bool) {
 	const writeTimeout = 2 * time.Second
 	s, url, mn := startMemServer(t, Config{WriteTimeout: writeTimeout, RelayIdleTimeout: time.Hour})
-	cc := mn.client(ClientConfig{})
+	cc := mn.client(signaling.ClientConfig{})
 	a, b := dial(t, url, cc), dial(t, url, cc)
 	pa, pb := pairByCode(t, a, b)
-	ends := dialRelayKinds(t, cc, url, [2]Pairing{pa, pb}, ws)
+	ends := dialRelayKinds(t, cc, url, [2]signaling.Pairing{pa, pb}, ws)
 	x, y := ends[0], ends[1]
 	roundTrip(t, x, y, "before")
 

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -31,7 +32,7 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
-	s, err := NewServer(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +58,9 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 // slower, never a failure.
 func ctxT(t testing.TB) context.Context { return testwait.Context(t) }
 
-func dial(t testing.TB, url string, cfg ClientConfig) *Client {
+func dial(t testing.TB, url string, cfg signaling.ClientConfig) *signaling.Client {
 	t.Helper()
-	c, err := Dial(ctxT(t), url, cfg)
+	c, err := signaling.Dial(ctxT(t), url, cfg)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -68,7 +69,7 @@ func dial(t testing.TB, url string, cfg ClientConfig) *Client {
 }
 
 // next returns the next event of kind, failing on any other event.
-func next(t testing.TB, c *Client, kind EventKind) Event {
+func next(t testing.TB, c *signaling.Client, kind signaling.EventKind) signaling.Event {
 	t.Helper()
 	ev, err := c.Recv(ctxT(t))
 	if err != nil {
@@ -81,7 +82,7 @@ func next(t testing.TB, c *Client, kind EventKind) Event {
 }
 
 // pairByCode creates a room with a and joins it with b.
-func pairByCode(t testing.TB, a, b *Client) (Pairing, Pairing) {
+func pairByCode(t testing.TB, a, b *signaling.Client) (signaling.Pairing, signaling.Pairing) {
 	t.Helper()
 	code, err := a.CreateRoom(ctxT(t))
 	if err != nil {
@@ -90,8 +91,8 @@ func pairByCode(t testing.TB, a, b *Client) (Pairing, Pairing) {
 	if err := b.JoinRoom(ctxT(t), strings.ToLower(string(code))); err != nil {
 		t.Fatal(err)
 	}
-	pa := next(t, a, EventPaired).Pairing
-	pb := next(t, b, EventPaired).Pairing
+	pa := next(t, a, signaling.EventPaired).Pairing
+	pb := next(t, b, signaling.EventPaired).Pairing
 	return pa, pb
 }
 
@@ -121,7 +122,7 @@ func dialRawVia(t testing.TB, hc *http.Client, base, query string) *raw {
 
 func dialRawOK(t testing.TB, base string) *raw {
 	r := dialRaw(t, base, "v=1")
-	r.expect(TypeWelcome)
+	r.expect(signaling.TypeWelcome)
 	return r
 }
 
@@ -132,25 +133,25 @@ func (r *raw) send(s string) {
 	}
 }
 
-func (r *raw) read() (Message, error) {
+func (r *raw) read() (signaling.Message, error) {
 	ctx := ctxT(r.t)
 	for {
 		_, b, err := r.conn.Read(ctx)
 		if err != nil {
-			return Message{}, err
+			return signaling.Message{}, err
 		}
-		m, err := DecodeMessage(b)
+		m, err := signaling.DecodeMessage(b)
 		if err != nil {
 			r.t.Fatalf("server sent undecodable %q: %v", b, err)
 		}
-		if m.Type == TypePong {
+		if m.Type == signaling.TypePong {
 			continue
 		}
 		return m, nil
 	}
 }
 
-func (r *raw) expect(typ MsgType) Message {
+func (r *raw) expect(typ signaling.MsgType) signaling.Message {
 	r.t.Helper()
 	m, err := r.read()
 	if err != nil {
@@ -162,9 +163,9 @@ func (r *raw) expect(typ MsgType) Message {
 	return m
 }
 
-func (r *raw) expectError(code ErrorCode) Message {
+func (r *raw) expectError(code signaling.ErrorCode) signaling.Message {
 	r.t.Helper()
-	m := r.expect(TypeError)
+	m := r.expect(signaling.TypeError)
 	if m.Code != code {
 		r.t.Fatalf("got error %+v, want code %s", m, code)
 	}
@@ -207,7 +208,7 @@ func startMemServer(t *testing.T, cfg Config) (*Server, string, *memNet) {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
-	s, err := NewServer(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,10 @@ func (m *memNet) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 }
 
 // client returns cfg with the memNet's HTTP client.
-func (m *memNet) client(cfg ClientConfig) ClientConfig { cfg.HTTPClient = m.hc; return cfg }
+func (m *memNet) client(cfg signaling.ClientConfig) signaling.ClientConfig {
+	cfg.HTTPClient = m.hc
+	return cfg
+}
 
 // relayDialer dials relays through the memNet.
 
@@ -266,7 +270,7 @@ var _ = io.EOF
 
 // relayWaiting reports whether the holder of tok has a relay request
 // waiting for its peer on s.
-func relayWaiting(s *Server, tok RelayToken) bool {
+func relayWaiting(s *Server, tok signaling.RelayToken) bool {
 	c, err := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
 	if err != nil {
 		return false
@@ -298,22 +302,25 @@ func newFrom(t testing.TB, ip string) *from {
 }
 
 // client returns cfg dialing from f's address.
-func (f *from) client(cfg ClientConfig) ClientConfig { cfg.HTTPClient = f.hc; return cfg }
+func (f *from) client(cfg signaling.ClientConfig) signaling.ClientConfig {
+	cfg.HTTPClient = f.hc
+	return cfg
+}
 
 // relayDialer dials relays from f's address.
-func (f *from) relayDialer() ClientConfig { return f.client(ClientConfig{}) }
+func (f *from) relayDialer() signaling.ClientConfig { return f.client(signaling.ClientConfig{}) }
 
 // dial connects a Client from f's address.
-func (f *from) dial(t testing.TB, url string) *Client {
+func (f *from) dial(t testing.TB, url string) *signaling.Client {
 	t.Helper()
-	return dial(t, url, f.client(ClientConfig{}))
+	return dial(t, url, f.client(signaling.ClientConfig{}))
 }
 
 // raw connects a bare WebSocket from f's address.
 func (f *from) raw(t testing.TB, base string) *raw {
 	t.Helper()
 	r := dialRawVia(t, f.hc, base, "v=1")
-	r.expect(TypeWelcome)
+	r.expect(signaling.TypeWelcome)
 	return r
 }
 

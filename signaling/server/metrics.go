@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"net/http"
@@ -6,12 +6,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Prometheus metrics, served at /metrics from a registry of the Server's
 // own (nothing is registered globally, so several servers can run in one
 // process). Names start with ragsync_signal_; the Go runtime's go_* and
-// the process's process_* metrics are included.
+// the process's process_* metrics are included. With Config.Node, every
+// metric also has the label node.
 //
 //	ragsync_signal_clients                   gauge      open WebSocket connections
 //	ragsync_signal_rooms                     gauge      rooms with one or two players
@@ -56,17 +58,17 @@ const (
 )
 
 // defaultReason is the reason of codes that have only one.
-func defaultReason(code ErrorCode) string {
+func defaultReason(code signaling.ErrorCode) string {
 	switch code {
-	case ErrTooManyRooms, ErrServerFull, ErrTooManyRelays:
+	case signaling.ErrTooManyRooms, signaling.ErrServerFull, signaling.ErrTooManyRelays:
 		return reasonGlobal
-	case ErrTooManyConns, ErrTooManyHandshakes, ErrTooManyFailedJoins:
+	case signaling.ErrTooManyConns, signaling.ErrTooManyHandshakes, signaling.ErrTooManyFailedJoins:
 		return reasonPerAddress
-	case ErrRateLimited, ErrMessageTooBig, ErrSlowConsumer:
+	case signaling.ErrRateLimited, signaling.ErrMessageTooBig, signaling.ErrSlowConsumer:
 		return reasonPerConnection
-	case ErrIdleTimeout, ErrPeerTimeout:
+	case signaling.ErrIdleTimeout, signaling.ErrPeerTimeout:
 		return reasonTimeout
-	case ErrShuttingDown:
+	case signaling.ErrShuttingDown:
 		return reasonShutdown
 	}
 	return reasonClient
@@ -75,11 +77,15 @@ func defaultReason(code ErrorCode) string {
 func newMetrics(s *Server) *metrics {
 	const ns = "ragsync_signal"
 	m := &metrics{reg: prometheus.NewRegistry()}
+	var reg prometheus.Registerer = m.reg
+	if s.cfg.Node != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"node": s.cfg.Node}, reg)
+	}
 	gauge := func(name, help string, f func() float64) {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f))
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f))
 	}
 	counter := func(name, help string, f func() float64) {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, f))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, f))
 	}
 	locked := func(f func() int) func() float64 {
 		return func() float64 {
@@ -117,13 +123,13 @@ func newMetrics(s *Server) *metrics {
 	for _, k := range []string{"code", "quick"} {
 		m.pairings.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.pairings, m.pairingWait, m.pairingLatency, m.refusals, m.turnAllocs, m.turnAllocsTot, m.turnRefusals,
+	reg.MustRegister(m.pairings, m.pairingWait, m.pairingLatency, m.refusals, m.turnAllocs, m.turnAllocsTot, m.turnRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // refusal counts an error reply or refused connection.
-func (s *Server) refusal(code ErrorCode, reason string) {
+func (s *Server) refusal(code signaling.ErrorCode, reason string) {
 	s.met.refusals.WithLabelValues(string(code), reason).Inc()
 }
 

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // The WebSocket relay: the relay for clients that cannot open a raw
@@ -37,13 +39,10 @@ import (
 // write to a player that stopped reading takes Config.WriteTimeout.
 
 // relayAttached is the server's text message once the stream runs.
-const relayAttached = `{"type":"relay_attached"}`
+const relayAttached = wire.RelayAttached
 
 // relayHello is the client's first WebSocket relay message.
-type relayHello struct {
-	Type  string     `json:"type"`
-	Token RelayToken `json:"token"`
-}
+type relayHello = wire.RelayHello
 
 func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 	originErr := s.checkOrigin(r)
@@ -54,7 +53,7 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.relaysRefused.Add(1)
-		s.refusal(ErrBadMessage, reasonClient)
+		s.refusal(signaling.ErrBadMessage, reasonClient)
 		s.log.Debug("signaling: websocket relay accept failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
@@ -62,8 +61,8 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 		s.refuseRelayWS(conn, originErr, reasonClient)
 		return
 	}
-	if v := r.URL.Query().Get("v"); v != fmt.Sprint(ProtocolVersion) {
-		s.refuseRelayWS(conn, &Error{Code: ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), ProtocolVersion)}, reasonClient)
+	if v := r.URL.Query().Get("v"); v != fmt.Sprint(signaling.ProtocolVersion) {
+		s.refuseRelayWS(conn, &signaling.Error{Code: signaling.ErrUnsupportedVersion, Message: fmt.Sprintf("protocol version %q not supported; this server speaks v=%d", truncate(v, 16), signaling.ProtocolVersion)}, reasonClient)
 		return
 	}
 	conn.SetReadLimit(1024)
@@ -72,13 +71,13 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	if err != nil {
 		s.relaysRefused.Add(1)
-		s.refusal(ErrBadMessage, reasonClient)
+		s.refusal(signaling.ErrBadMessage, reasonClient)
 		conn.CloseNow()
 		return
 	}
 	var h relayHello
 	if typ != websocket.MessageText || json.Unmarshal(data, &h) != nil || h.Type != "relay" || h.Token == "" {
-		s.refuseRelayWS(conn, &Error{Code: ErrBadToken, Message: `the first message must be {"type":"relay","token":"<token from paired>"}`}, reasonClient)
+		s.refuseRelayWS(conn, &signaling.Error{Code: signaling.ErrBadToken, Message: `the first message must be {"type":"relay","token":"<token from paired>"}`}, reasonClient)
 		return
 	}
 	j := s.joinRelay(r, r.Context(), string(h.Token))
@@ -107,7 +106,7 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 // Accept does: the request's own host, or Config.OriginPatterns) and
 // returns the refusal for a page of another origin, nil otherwise
 // (non-browser clients send no Origin).
-func (s *Server) checkOrigin(r *http.Request) *Error {
+func (s *Server) checkOrigin(r *http.Request) *signaling.Error {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return nil
@@ -127,15 +126,15 @@ func (s *Server) checkOrigin(r *http.Request) *Error {
 			}
 		}
 	}
-	return &Error{Code: ErrOriginNotAllowed, Message: fmt.Sprintf("pages from origin %q may not connect: this server accepts its own origin (%s) and the origins it was started with (-origins, Config.OriginPatterns: %q)", truncate(origin, 100), truncate(r.Host, 100), s.cfg.OriginPatterns)}
+	return &signaling.Error{Code: signaling.ErrOriginNotAllowed, Message: fmt.Sprintf("pages from origin %q may not connect: this server accepts its own origin (%s) and the origins it was started with (-origins, Config.OriginPatterns: %q)", truncate(origin, 100), truncate(r.Host, 100), s.cfg.OriginPatterns)}
 }
 
 // refuseRelayWS sends the refusal as an error message and closes.
-func (s *Server) refuseRelayWS(conn *websocket.Conn, e *Error, reason string) {
+func (s *Server) refuseRelayWS(conn *websocket.Conn, e *signaling.Error, reason string) {
 	s.relaysRefused.Add(1)
 	s.refusal(e.Code, reason)
 	s.log.Debug("signaling: websocket relay refused", "code", e.Code, "msg", e.Message)
-	b, _ := AppendMessage(nil, e.message())
+	b, _ := signaling.AppendMessage(nil, errMessage(e))
 	ctx, cancel := context.WithTimeout(context.Background(), min(s.cfg.WriteTimeout, 5*time.Second))
 	err := conn.Write(ctx, websocket.MessageText, b)
 	cancel()
@@ -144,61 +143,4 @@ func (s *Server) refuseRelayWS(conn *websocket.Conn, e *Error, reason string) {
 		return
 	}
 	conn.Close(websocket.StatusPolicyViolation, string(e.Code))
-}
-
-// DialRelayWebSocket attaches to the server's relay over a WebSocket, as
-// DialRelay does over a raw stream, for clients that cannot open one (a
-// browser; in a js/wasm build it uses the browser's WebSocket). It
-// returns once the other player has attached too (on either kind of
-// relay), with the byte stream to that player; or ctx.Err(); or the
-// server's refusal as *Error. baseURL is the URL given to Dial.
-func DialRelayWebSocket(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
-	u, err := endpointURL(baseURL, "/relay", true)
-	if err != nil {
-		return nil, err
-	}
-	if u, err = relayPath(u); err != nil {
-		return nil, err
-	}
-	conn, _, err := websocket.Dial(ctx, u, dialOptions(&cfg))
-	if err != nil {
-		return nil, fmt.Errorf("signaling: websocket relay dial %s: %w", u, err)
-	}
-	hello, _ := json.Marshal(relayHello{Type: "relay", Token: token})
-	if err := conn.Write(ctx, websocket.MessageText, hello); err != nil {
-		conn.CloseNow()
-		return nil, fmt.Errorf("signaling: websocket relay %s: %w", u, err)
-	}
-	conn.SetReadLimit(4096)
-	typ, data, err := conn.Read(ctx)
-	if err != nil {
-		conn.CloseNow()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("signaling: websocket relay %s: waiting for the peer: %w", u, err)
-	}
-	if typ == websocket.MessageText && string(data) == relayAttached {
-		return websocket.NetConn(context.Background(), conn, websocket.MessageBinary), nil
-	}
-	conn.CloseNow()
-	if m, derr := DecodeMessage(data); derr == nil && m.Type == TypeError {
-		return nil, &Error{Code: m.Code, Message: m.Text}
-	}
-	return nil, fmt.Errorf("signaling: websocket relay %s: unexpected reply %q", u, truncate(string(data), 100))
-}
-
-// relayPath swaps the last path element of a ws(s) URL made by
-// endpointURL for "relay" (a URL whose path was empty already has it).
-func relayPath(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	if u.Path != "/relay" {
-		if i := strings.LastIndexByte(u.Path, '/'); i >= 0 {
-			u.Path = u.Path[:i] + "/relay"
-		}
-	}
-	return u.String(), nil
 }

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // Per-address limits.
@@ -276,7 +278,7 @@ func (s *Server) trusted(a netip.Addr) bool {
 // A request from a trusted proxy without a usable header is an error: the
 // proxy is misconfigured, and counting all its clients as one address
 // would let one of them lock the others out.
-func (s *Server) clientAddr(r *http.Request) (netip.Addr, *Error) {
+func (s *Server) clientAddr(r *http.Request) (netip.Addr, *signaling.Error) {
 	direct := peerAddr(r.RemoteAddr)
 	if !s.trusted(direct) {
 		return addrKey(direct, s.cfg.IPv6PrefixLen), nil
@@ -302,7 +304,7 @@ func (s *Server) clientAddr(r *http.Request) (netip.Addr, *Error) {
 		// Every hop is a trusted proxy: the leftmost is the client.
 		return addrKey(last, s.cfg.IPv6PrefixLen), nil
 	}
-	return netip.Addr{}, &Error{Code: ErrBadMessage, Message: fmt.Sprintf("request came through trusted proxy %s without a valid %s header (got %q); configure the proxy to set it", direct, h, truncate(strings.Join(vals, ","), 64))}
+	return netip.Addr{}, &signaling.Error{Code: signaling.ErrBadMessage, Message: fmt.Sprintf("request came through trusted proxy %s without a valid %s header (got %q); configure the proxy to set it", direct, h, truncate(strings.Join(vals, ","), 64))}
 }
 
 // parseForwarded parses one element of X-Forwarded-For (or a similar
@@ -350,7 +352,7 @@ func (l *trackListener) Accept() (net.Conn, error) {
 		if ok {
 			return &trackedConn{Conn: c, s: s, st: st}, nil
 		}
-		e := &Error{Code: ErrTooManyHandshakes, Message: fmt.Sprintf("your address has %d connections that have not completed their HTTP handshake; finish or close them first", s.cfg.MaxHandshakesPerAddr)}
+		e := &signaling.Error{Code: signaling.ErrTooManyHandshakes, Message: fmt.Sprintf("your address has %d connections that have not completed their HTTP handshake; finish or close them first", s.cfg.MaxHandshakesPerAddr)}
 		s.refusal(e.Code, reasonPerAddress)
 		s.log.Debug("signaling: connection refused", "remote", c.RemoteAddr().String(), "code", e.Code)
 		if s.refusing.Add(1) > maxRefusing {
@@ -369,9 +371,9 @@ func (l *trackListener) Accept() (net.Conn, error) {
 // error and closes it. It reads (and discards) what the client sent for up
 // to a second, so the close does not reset the connection before the
 // client has read the answer.
-func refuseRaw(c net.Conn, status int, e *Error) {
+func refuseRaw(c net.Conn, status int, e *signaling.Error) {
 	defer c.Close()
-	body, _ := AppendMessage(nil, e.message())
+	body, _ := signaling.AppendMessage(nil, errMessage(e))
 	body = append(body, '\n')
 	c.SetDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", status, http.StatusText(status), len(body), body)

@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // benchConfig lifts the per-connection rate limit so it does not throttle
@@ -26,10 +27,10 @@ func benchConfig() Config {
 func BenchmarkPairing(b *testing.B) {
 	_, url := startServer(b, benchConfig())
 	const pairs = 8
-	type pair struct{ a, b *Client }
+	type pair struct{ a, b *signaling.Client }
 	ps := make(chan pair, pairs)
 	for i := 0; i < pairs; i++ {
-		ps <- pair{dial(b, url, ClientConfig{KeepAlive: -1}), dial(b, url, ClientConfig{KeepAlive: -1})}
+		ps <- pair{dial(b, url, signaling.ClientConfig{KeepAlive: -1}), dial(b, url, signaling.ClientConfig{KeepAlive: -1})}
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -47,8 +48,8 @@ func BenchmarkPairing(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			for _, c := range []*Client{p.a, p.b} {
-				if ev, err := c.Recv(ctx); err != nil || ev.Kind != EventPaired {
+			for _, c := range []*signaling.Client{p.a, p.b} {
+				if ev, err := c.Recv(ctx); err != nil || ev.Kind != signaling.EventPaired {
 					b.Errorf("%v %v", ev.Kind, err)
 					return
 				}
@@ -72,9 +73,9 @@ func BenchmarkQuickMatchConnect(b *testing.B) {
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			var cs [2]*Client
+			var cs [2]*signaling.Client
 			for i := range cs {
-				c, err := Dial(ctx, url, ClientConfig{KeepAlive: -1})
+				c, err := signaling.Dial(ctx, url, signaling.ClientConfig{KeepAlive: -1})
 				if err != nil {
 					b.Error(err)
 					return
@@ -88,7 +89,7 @@ func BenchmarkQuickMatchConnect(b *testing.B) {
 			// With parallel workers the two may be paired with others; each
 			// waits for its own pairing.
 			for _, c := range cs {
-				if ev, err := c.Recv(ctx); err != nil || ev.Kind != EventPaired {
+				if ev, err := c.Recv(ctx); err != nil || ev.Kind != signaling.EventPaired {
 					b.Errorf("%v %v", ev.Kind, err)
 				}
 			}
@@ -187,13 +188,13 @@ func BenchmarkIdleClients(b *testing.B) {
 	perConn := float64(heapAndStacks()-before) / float64(n)
 
 	// until reads messages until one of type typ.
-	until := func(c *websocket.Conn, typ MsgType) error {
+	until := func(c *websocket.Conn, typ signaling.MsgType) error {
 		for {
 			_, data, err := c.Read(ctx)
 			if err != nil {
 				return err
 			}
-			m, err := DecodeMessage(data)
+			m, err := signaling.DecodeMessage(data)
 			if err != nil {
 				return err
 			}
@@ -206,13 +207,13 @@ func BenchmarkIdleClients(b *testing.B) {
 		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"quick"}`)); err != nil {
 			return err
 		}
-		if err := until(c, TypePaired); err != nil {
+		if err := until(c, signaling.TypePaired); err != nil {
 			return err
 		}
 		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"leave"}`)); err != nil {
 			return err
 		}
-		return until(c, TypeLeft)
+		return until(c, signaling.TypeLeft)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

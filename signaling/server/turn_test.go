@@ -1,4 +1,4 @@
-package signaling
+package server
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/turn/v5"
 	"github.com/pion/webrtc/v4"
+	"github.com/ragsync/ragsync/signaling"
 )
 
 // turnConfig is an embedded TURN server on loopback only: both listeners
@@ -25,7 +26,7 @@ func turnConfig() *TURNConfig {
 // relayOnlyPC is a bare pion PeerConnection that may only use relay
 // candidates (so direct UDP between the peers is never tried), gathering on
 // loopback, without mDNS.
-func relayOnlyPC(t *testing.T, servers []ICEServer) *webrtc.PeerConnection {
+func relayOnlyPC(t *testing.T, servers []signaling.ICEServer) *webrtc.PeerConnection {
 	t.Helper()
 	se := webrtc.SettingEngine{}
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
@@ -49,7 +50,7 @@ func relayOnlyPC(t *testing.T, servers []ICEServer) *webrtc.PeerConnection {
 }
 
 // only keeps the TURN server entry, with only the URLs containing sub.
-func only(servers []ICEServer, sub string) []ICEServer {
+func only(servers []signaling.ICEServer, sub string) []signaling.ICEServer {
 	for _, s := range servers {
 		if s.Username == "" {
 			continue
@@ -61,7 +62,7 @@ func only(servers []ICEServer, sub string) []ICEServer {
 			}
 		}
 		s.URLs = urls
-		return []ICEServer{s}
+		return []signaling.ICEServer{s}
 	}
 	return nil
 }
@@ -73,11 +74,11 @@ func only(servers []ICEServer, sub string) []ICEServer {
 func TestTURNRelaysWebRTC(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{TURN: turnConfig()})
-	a, b := dial(t, url, ClientConfig{}), dial(t, url, ClientConfig{})
+	a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
 	pa, pb := pairByCode(t, a, b)
 	// paired carries a TURN entry (udp and tcp) with per-player
 	// credentials, and a STUN entry.
-	for _, p := range []Pairing{pa, pb} {
+	for _, p := range []signaling.Pairing{pa, pb} {
 		if len(p.ICEServers) != 2 || len(p.ICEServers[0].URLs) != 2 || p.ICEServers[1].Username != "" ||
 			!strings.HasPrefix(p.ICEServers[1].URLs[0], "stun:127.0.0.1:") {
 			t.Fatalf("ICE servers %+v", p.ICEServers)
@@ -128,7 +129,7 @@ func TestTURNRelaysWebRTC(t *testing.T) {
 	if err := a.SendOffer(ctx, offer); err != nil {
 		t.Fatal(err)
 	}
-	ev := next(t, b, EventOffer)
+	ev := next(t, b, signaling.EventOffer)
 	if err := pcB.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: ev.SDP}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestTURNRelaysWebRTC(t *testing.T) {
 	if err := b.SendAnswer(ctx, answer); err != nil {
 		t.Fatal(err)
 	}
-	ev = next(t, a, EventAnswer)
+	ev = next(t, a, signaling.EventAnswer)
 	if err := pcA.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: ev.SDP}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func gathered(t *testing.T, pc *webrtc.PeerConnection, d webrtc.SessionDescripti
 func TestTURNCredentialsAndPeers(t *testing.T) {
 	leaktest.Check(t)
 	clk := newFakeClock()
-	s, err := NewServer(Config{Logger: testLogger(t), Now: clk.Now, TURN: &TURNConfig{
+	s, err := New(Config{Logger: testLogger(t), Now: clk.Now, TURN: &TURNConfig{
 		ListenUDP: "127.0.0.1:0", RelayIP: netip.MustParseAddr("127.0.0.1"), RelayBind: netip.MustParseAddr("127.0.0.1"),
 		AllowPeers: []netip.Prefix{netip.MustParsePrefix("127.9.0.0/16")},
 	}})
@@ -241,7 +242,7 @@ func TestTURNCredentialsAndPeers(t *testing.T) {
 		{ListenUDP: ":0", RelayIP: netip.MustParseAddr("127.0.0.1"), RelayBind: netip.MustParseAddr("::1")},
 		{ListenUDP: ":0", RelayIP: netip.MustParseAddr("127.0.0.1"), URLs: []string{"http://x"}},
 	} {
-		if _, err := NewServer(Config{TURN: &cfg}); err == nil {
+		if _, err := New(Config{TURN: &cfg}); err == nil {
 			t.Errorf("TURN config %+v accepted", cfg)
 		}
 	}
