@@ -56,7 +56,14 @@ func TestHonestAttackerIrregularLink(t *testing.T) {
 		{"spammer, a 2.9 s freeze", irregularLink{spammer: true, bursty: true, freeze: 2900 * time.Millisecond, seconds: 25, minBurst: 60}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 2; seed++ {
+			seeds := uint64(2)
+			if testing.Short() {
+				// One seed, and the freezes' 10 s lead-in kept, the rest
+				// shortened: the short loop's check of every case.
+				seeds = 1
+				c.link.seconds = max(c.link.seconds/2, min(c.link.seconds, 14*int(c.link.freeze/time.Second)))
+			}
+			for seed := uint64(1); seed <= seeds; seed++ {
 				st, attacks, burst := playIrregular(t, c.link, seed)
 				if st.Refused.Total() != 0 {
 					t.Errorf("seed %d: refused %v (%d attacks, stats %+v)", seed, st.Refused, attacks, st.Hits)

@@ -163,3 +163,16 @@ func closest(a *replicated, pa []physics.Pose, b *replicated, pb []physics.Pose,
 	}
 	return best
 }
+
+// sizeOf returns the largest distance from a body's origin to a point of
+// its shapes: a bound for cheap distance checks.
+func sizeOf(o *physics.Object) float64 {
+	var s float64
+	for _, sh := range o.Shapes() {
+		s = max(s, sh.Center.Len()+sh.Radius)
+		for _, v := range sh.Vertices {
+			s = max(s, v.Len())
+		}
+	}
+	return s
+}
