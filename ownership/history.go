@@ -176,3 +176,17 @@ func sizeOf(o *physics.Object) float64 {
 	}
 	return s
 }
+
+// moved returns the smallest distance between pos and body i of object o
+// over the records of the last d.
+func (h *history) moved(o *replicated, i int, pos physics.Vec2, d time.Duration, now clocksync.GameTime) float64 {
+	best := inf
+	for j := range h.count {
+		s := h.slot(j)
+		if now.Sub(h.t[s]) > d {
+			break
+		}
+		best = min(best, h.pose[s*h.bodies+o.hist+i].Pos.Sub(pos).Len())
+	}
+	return best
+}

@@ -41,6 +41,12 @@ type Config struct {
 	// objects always keep gravity: its remote fighters stand on their own
 	// muscles.
 	RemoteGravity bool
+
+	// RoundLength is the longest a round lasts: ResetRound is accepted
+	// once it has passed since the last reset (or the first tick), and
+	// otherwise only after a knock-out. Zero: 60 s. Negative: rounds end
+	// only on a knock-out.
+	RoundLength time.Duration
 }
 
 // Stats are a Replicator's counters. Reading them allocates nothing.
@@ -118,6 +124,7 @@ type replicated struct {
 	attacks attackPolicy
 	health  healthPolicy
 	budget  damageBudget
+	motion  motion
 }
 
 // Replicator keeps the objects of a physics.World in sync with the rival's
@@ -164,6 +171,9 @@ type Replicator struct {
 	heardAny          bool
 	damaged           []physics.HitEvent // hits applied as damage this tick
 	sent              bool               // AppendPacket ran: damaged is last tick's
+	floor             float64            // the arena's floor (y), for the rival's time in the air
+	roundStart        clocksync.GameTime // the last accepted round reset, or the first tick
+	started           bool               // BeforeStep ran
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -197,6 +207,7 @@ func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, e
 		inputHold: corr.InputHold,
 		body:      make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
 		damaged:   make([]physics.HitEvent, 0, 8),
+		floor:     world.Arena().Min.Y,
 	}, nil
 }
 
@@ -261,6 +272,7 @@ func (r *Replicator) lookup(id physics.ObjectID) *replicated {
 // they are limp and weightless unless RemoteGravity).
 func (r *Replicator) setMode(o *replicated, m Mode) {
 	o.mode = m
+	o.motion.forget()
 	o.corr.Reset()
 	o.mon.Reset()
 	o.idle = false
@@ -542,6 +554,9 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	r.world.SetClock(now) // both peers' fighters walk in step
 	r.newTick()
 	r.now = now
+	if !r.started {
+		r.roundStart, r.started = now, true
+	}
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false
 	for _, o := range r.objs {

@@ -10,6 +10,7 @@ package ownership
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ragsync/ragsync/clocksync"
@@ -49,10 +50,25 @@ const (
 	// the attacker's state of the same time, or whose time this peer's
 	// history does not cover.
 	RefusedHitAttack
+	// RefusedMotion: a state whose bodies move beyond what the object's
+	// body can do since the rival's last accepted state of it: a body
+	// faster than its speed limit, a velocity change or a displacement
+	// larger than the elapsed ticks allow, a joint pulled apart, or a
+	// claimed prop placed away from where this peer's world had it (see
+	// motionLimits). Value: the offending figure (m/s or m).
+	RefusedMotion
+	// RefusedAir: a fighter state still high in the air longer after its
+	// last accepted state on the ground than a jump or a fall lasts
+	// (Value: the time in the air, ms).
+	RefusedAir
+	// RefusedRound: a round reset declared (Replicator.ResetRound) while
+	// neither fighter is knocked out at 0 HP in its owner's states nor the
+	// round's time is up. Nothing is reset.
+	RefusedRound
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"attack rate", "damage rate", "healing", "prop reach", "hit tolerance", "hit attack"}
+var refusalNames = [numRefusals]string{"attack rate", "damage rate", "healing", "prop reach", "hit tolerance", "hit attack", "motion", "air", "round"}
 
 func (r Refusal) String() string {
 	if r < numRefusals {
@@ -541,9 +557,25 @@ var errNotOwnFighter = errors.New("hit report on a fighter this peer does not ow
 // round protocol decides when); its reset's states may arrive before this
 // peer declares it, and are held back, not applied, until it does. The
 // rival's attack history is forgotten (a knocked-out fighter's last attack
-// does not constrain its first of the new round).
-func (r *Replicator) ResetRound(now clocksync.GameTime) {
+// does not constrain its first of the new round), and so is where its
+// objects were (the game may place them anew).
+//
+// A round ends only on what both worlds can check: a fighter knocked out
+// at 0 HP in its owner's states (this peer's own fighter, or the rival's
+// as its accepted states show it), or the round's time
+// (Config.RoundLength since the last reset, or the first tick) being up.
+// A reset declared otherwise is refused: it changes nothing, is counted
+// (RefusedRound) and returns a *RefusedError whose Value is the round's
+// age in ms.
+func (r *Replicator) ResetRound(now clocksync.GameTime) error {
+	if !r.roundOver(now) {
+		return r.refuse(0, RefusedRound, float64(now.Sub(r.roundStart))/float64(time.Millisecond))
+	}
+	r.roundStart = now
 	for _, o := range r.objs {
+		if o.mode == ModeRemote {
+			o.motion.forget()
+		}
 		if o.fighter == nil {
 			continue
 		}
@@ -555,7 +587,40 @@ func (r *Replicator) ResetRound(now clocksync.GameTime) {
 			o.attacks.reset()
 		}
 	}
+	return nil
 }
+
+// roundOver reports whether the round may end at now: a fighter is
+// knocked out at 0 HP in its owner's states, or the round's time is up.
+func (r *Replicator) roundOver(now clocksync.GameTime) bool {
+	if l := r.roundLength(); l > 0 && now.Sub(r.roundStart) >= l {
+		return true
+	}
+	for _, o := range r.objs {
+		switch {
+		case o.fighter == nil:
+		case o.mode == ModeOwned && o.fighter.HP() == 0:
+			return true
+		case o.mode == ModeRemote && o.health.hp == 0:
+			return true
+		}
+	}
+	return false
+}
+
+// roundLength is Config.RoundLength with its default (0: none).
+func (r *Replicator) roundLength() time.Duration {
+	switch {
+	case r.cfg.RoundLength == 0:
+		return defaultRoundLength
+	case r.cfg.RoundLength < 0:
+		return 0
+	}
+	return r.cfg.RoundLength
+}
+
+// defaultRoundLength is Config.RoundLength's default.
+const defaultRoundLength = 60 * time.Second
 
 // refuse counts a refusal and returns its error.
 func (r *Replicator) refuse(id physics.ObjectID, why Refusal, v float64) error {
@@ -565,6 +630,10 @@ func (r *Replicator) refuse(id physics.ObjectID, why Refusal, v float64) error {
 
 // initRival sets up the rules object o is held to while the rival owns it.
 func (o *replicated) initRival() {
+	o.motion.lim = propLimits
+	if o.fighter != nil {
+		o.motion.lim = fighterLimits
+	}
 	if o.fighter == nil {
 		return
 	}
@@ -581,7 +650,11 @@ func (o *replicated) initRival() {
 // yet (a rise of HP waiting for the round reset to be declared here).
 // commitRival records an accepted state.
 func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) (held bool, err error) {
-	if o.fighter != nil {
+	if o.fighter == nil {
+		if err := r.judgeMotion(o, os, d, now); err != nil {
+			return false, err
+		}
+	} else {
 		if ok, hold := o.health.judge(&os.Fighter, now); !ok {
 			if hold {
 				o.health.hold(now)
@@ -590,10 +663,19 @@ func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decisi
 			return false, r.refuse(os.ID, RefusedHealing, float64(os.Fighter.HP))
 		}
 		if o.health.rises(&os.Fighter) {
-			return false, nil // the rival's round reset: its attacks start afresh
+			// The rival's round reset: its attacks start afresh, and its
+			// fighter may stand anywhere.
+			return false, nil
 		}
 		if gap, ok := o.attacks.judgeState(&os.Fighter, r.inTick); !ok {
 			return false, r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
+		}
+		if err := r.judgeMotion(o, os, d, now); err != nil {
+			// Refused, but the attack it shows passed its rule: it is
+			// remembered, so hit reports cannot claim it again as an
+			// attack whose states were lost.
+			o.attacks.commitState(&os.Fighter, r.inTick)
+			return false, err
 		}
 		return false, nil
 	}
@@ -616,6 +698,7 @@ func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decisi
 // commitRival records a rival's accepted state os of object o in the rules
 // judgeRival holds it to.
 func (r *Replicator) commitRival(o *replicated, os *physics.ObjectState) {
+	o.motion.commit(o, os, r.inTick, r.floor, r.in.Time)
 	if o.fighter == nil {
 		return
 	}
@@ -752,7 +835,8 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		return r.refuse(h.attacker, why, v)
 	}
 	r.stats.Hits.MaxMiss = max(r.stats.Hits.MaxMiss, dist-h.copyErr)
-	ev := physics.HitEvent{Attacker: h.attacker, Victim: h.victim, Part: h.part, Impulse: h.impulse, Tick: r.world.Tick(),
+	imp := verifiedImpulse(att, h.strike, h.g, h.impulse)
+	ev := physics.HitEvent{Attacker: h.attacker, Victim: h.victim, Part: h.part, Impulse: imp, Tick: r.world.Tick(),
 		Attack: rec.action, Blocked: block, AttackSeq: h.seq, Strike: h.strike}
 	return r.damage(att, vic, rec, &ev, &r.stats.Hits.Confirmed)
 }
@@ -789,7 +873,9 @@ func (r *Replicator) detected(h *physics.HitEvent) {
 		_ = r.refuse(h.Attacker, RefusedHitAttack, 0)
 		return
 	}
-	_ = r.damage(att, vic, rec, h, &r.stats.Hits.Detected)
+	ev := *h
+	ev.Impulse = verifiedImpulse(att, h.Strike, r.now, h.Impulse)
+	_ = r.damage(att, vic, rec, &ev, &r.stats.Hits.Detected)
 }
 
 // damage applies hit h of attack rec once, within the attacker's damage
@@ -848,3 +934,226 @@ const claimGap = 250 * time.Millisecond
 // propReachWindow is how far back in this peer's history a prop claim is
 // judged.
 const propReachWindow = time.Second
+
+// motionLimits is what an object's body can do between two of its owner's
+// states, with the tolerances that keep honest play clear of them. Honest
+// bot fights (TestHonestMotion, cmd/ragsim) peak at 10.1 m/s for a
+// fighter's body, 8.4 m/s of velocity change in a tick (a hit), 0.12 m of
+// joint separation, 6 m/s for a crate; a jump lifts a fighter's lowest
+// body 1.6 m at most.
+type motionLimits struct {
+	speed float64 // m/s, any body
+	dv    float64 // m/s of velocity change per elapsed tick, any body
+	slack float64 // m a body may be off its path (quantization, correction of the owner's copy)
+	joint float64 // m a joint may be pulled apart; 0: not checked
+}
+
+var (
+	fighterLimits = motionLimits{speed: 16, dv: 14, slack: 0.3, joint: 0.35}
+	propLimits    = motionLimits{speed: 20, dv: 20, slack: 0.3}
+)
+
+const (
+	// airHeight is how high (m) above the arena's floor a fighter's lowest
+	// body is "in the air": above a crate, and above most of a jump.
+	airHeight = 1.2
+	// maxAir is how long after its last accepted state with a body below
+	// airHeight a fighter may be shown in the air: a jump spends well
+	// under half a second above airHeight, a fall from the top of the
+	// arena under 1.5 s.
+	maxAir = 1500 * time.Millisecond
+	// claimSlack is how far (m) a claimed prop may be from where this
+	// peer's world had it within the last propReachWindow: the claimer's
+	// copy follows this peer's states, a latency behind.
+	claimSlack = 1.0
+)
+
+// motion is what the motion rules remember of a rival's object: its last
+// accepted state's bodies and rival tick, its last tick on the ground, and
+// the speeds of its bodies in its last accepted states (to judge the
+// impulse of its hits).
+type motion struct {
+	speeds [speedRing]speedAt
+	nspeed int
+	lim    motionLimits
+	pos    [physics.MaxBodiesPerObject]physics.Vec2
+	vel    [physics.MaxBodiesPerObject]physics.Vec2
+	tick   int64 // rival tick of the last accepted state
+	ground int64 // rival tick of the last accepted state on the ground (fighters)
+	has    bool
+}
+
+// forget drops the last state (a round reset, a transfer): the next state
+// is judged on its own.
+func (m *motion) forget() { m.has = false }
+
+func (m *motion) commit(o *replicated, os *physics.ObjectState, tick int64, floor float64, g clocksync.GameTime) {
+	sp := &m.speeds[m.nspeed%speedRing]
+	m.nspeed++
+	sp.t = g
+	for i, b := range os.Bodies {
+		m.pos[i], m.vel[i] = b.Pos, b.Vel
+		sp.v[i] = float32(b.Vel.Len())
+	}
+	if !m.has || lowest(os)-floor <= airHeight {
+		m.ground = tick
+	}
+	m.tick, m.has = tick, true
+}
+
+func lowest(os *physics.ObjectState) float64 {
+	low := inf
+	for _, b := range os.Bodies {
+		low = min(low, b.Pos.Y)
+	}
+	return low
+}
+
+// judgeMotion holds a rival's state os of object o (authorized as d) to
+// what o's body can do: speeds, velocity change and displacement since the
+// rival's last accepted state of it (in the rival's ticks, so a lost
+// packet or a blackout only widens the bounds), joint separation, time in
+// the air; and a claimed prop to where this peer's world had it. It changes
+// nothing.
+func (r *Replicator) judgeMotion(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) error {
+	m := &o.motion
+	lim := &m.lim
+	for _, b := range os.Bodies {
+		if v := b.Vel.Len(); v > lim.speed {
+			return r.refuse(os.ID, RefusedMotion, v)
+		}
+	}
+	if lim.joint > 0 {
+		if sep := jointSeparation(o.obj.Layout(), os.Bodies); sep > lim.joint {
+			return r.refuse(os.ID, RefusedMotion, sep)
+		}
+	}
+	claimed := d.owner != d.fromOwner && d.owner == r.reg.remote
+	if claimed && !(now.Sub(r.gapEnd) <= claimGap && r.gapEnd != 0) {
+		if dist := r.claimedMove(o, os); dist > claimSlack {
+			return r.refuse(os.ID, RefusedMotion, dist)
+		}
+	}
+	if !m.has || claimed || o.mode != ModeRemote {
+		return nil
+	}
+	dt := max(1, r.inTick-m.tick)
+	span := float64(dt) * physics.TickDuration.Seconds()
+	for i, b := range os.Bodies {
+		if dv := b.Vel.Sub(m.vel[i]).Len(); dv > lim.dv*float64(dt) {
+			return r.refuse(os.ID, RefusedMotion, dv)
+		}
+		if dp := b.Pos.Sub(m.pos[i]).Len(); dp > lim.speed*span+lim.slack {
+			return r.refuse(os.ID, RefusedMotion, dp)
+		}
+	}
+	if o.fighter != nil && lowest(os)-r.floor > airHeight {
+		if air := time.Duration(r.inTick-m.ground) * physics.TickDuration; air > maxAir {
+			return r.refuse(os.ID, RefusedAir, float64(air)/float64(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// jointSeparation returns the largest distance between the two ends of a
+// joint of layout l at the given body states.
+func jointSeparation(l *physics.Layout, bodies []physics.BodyState) float64 {
+	var sep float64
+	for i, lb := range l.Bodies {
+		if lb.Parent < 0 || i >= len(bodies) {
+			continue
+		}
+		p, c := &bodies[lb.Parent], &bodies[i]
+		a := p.Pos.Add(rotate(lb.AnchorParent, p.Angle))
+		b := c.Pos.Add(rotate(lb.AnchorSelf, c.Angle))
+		sep = max(sep, a.Sub(b).Len())
+	}
+	return sep
+}
+
+func rotate(v physics.Vec2, angle float64) physics.Vec2 {
+	s, c := math.Sincos(angle)
+	return physics.V(c*v.X-s*v.Y, s*v.X+c*v.Y)
+}
+
+// claimedMove returns how far the claim's state os of prop o is from where
+// this peer's world had the prop, now or within propReachWindow: a thief
+// may not move a prop to its fighter in the claim.
+func (r *Replicator) claimedMove(o *replicated, os *physics.ObjectState) float64 {
+	best := inf
+	for i, b := range os.Bodies {
+		p := o.obj.Pose(i).Pos
+		d := b.Pos.Sub(p).Len()
+		if r.hist != nil && r.hist.count > 0 {
+			d = min(d, r.hist.moved(o, i, b.Pos, propReachWindow, r.hist.t[r.hist.slot(0)]))
+		}
+		if i == 0 {
+			best = d
+		}
+		best = max(best, d)
+	}
+	return best
+}
+
+// speedRing is how many of a rival object's last accepted states' body
+// speeds are kept: 267 ms at 60 per second, more than a hit report's
+// window around its hit.
+const speedRing = 16
+
+type speedAt struct {
+	t clocksync.GameTime
+	v [physics.MaxBodiesPerObject]float32
+}
+
+// limbSpeed returns the largest speed body i had in the accepted states
+// stamped within [g-hitSpeedBefore, g+hitSpeedAfter], or, if none was, in
+// the state nearest in time to g; ok is false without any state.
+func (m *motion) limbSpeed(i int, g clocksync.GameTime) (v float64, ok bool) {
+	near, best := -1, inf
+	for k := range min(m.nspeed, speedRing) {
+		s := &m.speeds[k]
+		if s.t >= g-us(hitSpeedBefore) && s.t <= g+us(hitSpeedAfter) {
+			v, ok = max(v, float64(s.v[i])), true
+		}
+		if d := math.Abs(float64(s.t - g)); d < best {
+			near, best = k, d
+		}
+	}
+	if !ok && near >= 0 {
+		return float64(m.speeds[near].v[i]), true
+	}
+	return v, ok
+}
+
+const (
+	// hitSpeedBefore and hitSpeedAfter are the span of the attacker's
+	// states around a hit whose striking limb's speed bounds the hit's
+	// impulse: the swing before it, and the state of the hit's tick.
+	hitSpeedBefore = 100 * time.Millisecond
+	hitSpeedAfter  = 20 * time.Millisecond
+
+	// impulseFactor bounds a hit's impulse by the striking limb's
+	// momentum: impulse ≤ impulseFactor · limb mass · limb speed. The
+	// arm or leg behind the limb adds to its own mass: honest bot fights
+	// peak at 4.3 times the limb's momentum over the same span (69 hits,
+	// TestHonestMotion's calibration). Honest damage is unchanged for a
+	// hit below the factor; above it, it is capped.
+	impulseFactor = 5.0
+)
+
+// verifiedImpulse caps a hit's reported impulse (a hint) by what the
+// victim's peer can check: the striking limb's mass and its speed in the
+// attacker's own accepted states around the hit's game time g (see
+// impulseFactor). An attacker without any accepted state deals the least
+// damage a hit can deal.
+func verifiedImpulse(att *replicated, strike physics.BodyPart, g clocksync.GameTime, reported float64) float64 {
+	i := strike.Index()
+	if i < 0 || i >= att.obj.NumBodies() {
+		return 0
+	}
+	v, ok := att.motion.limbSpeed(i, g)
+	if !ok {
+		return 0
+	}
+	return min(reported, impulseFactor*att.obj.Bodies()[i].M_mass*v)
+}
