@@ -411,3 +411,152 @@ func TestHitsConfirmedOnce(t *testing.T) {
 			sa.Hits.Reported, sa.HitsDealt, sb.Hits.Confirmed, sb.Hits.Duplicate, sb.Hits.Stale)
 	}
 }
+
+// A hostile peer's movement, hits and rounds beyond what its body and the
+// rules allow: each is refused and counted, A's fighter keeps its HP and
+// place, and A's copy of the cheater is not dragged along.
+func TestHostilePeerPhysics(t *testing.T) {
+	refused := func(m *Match, why ownership.Refusal) uint64 { return m.Stats().Replicator.Refused[why] }
+	shift := func(id physics.ObjectID, d physics.Vec2) func(int, *wirePacket) {
+		return func(_ int, wp *wirePacket) {
+			if s := wp.fighterState(id); s != nil {
+				for i := range s.Bodies {
+					s.Bodies[i].Pos = s.Bodies[i].Pos.Add(d)
+				}
+			}
+		}
+	}
+	speed := func(v physics.Vec2) func(int, *wirePacket) {
+		return func(tick int, wp *wirePacket) {
+			s := wp.fighterState(idB)
+			for i := range s.Bodies {
+				s.Bodies[i].Vel = v
+			}
+		}
+	}
+	torso := func(m *Match, id physics.ObjectID) physics.Vec2 { return m.World().Object(id).Pose(0).Pos }
+	for _, c := range []struct {
+		name  string
+		bx    float64 // B's fighter's x
+		ticks int
+		cheat func(int, *wirePacket)
+		why   ownership.Refusal
+	}{
+		{"teleport 14 m", 7, 30, shift(idB, physics.V(-14, 0)), ownership.RefusedMotion},
+		{"hover 4 m up", 3, 120, shift(idB, physics.V(0, 4)), ownership.RefusedAir},
+		{"run at 30 m/s", 3, 60, speed(physics.V(-30, 0)), ownership.RefusedMotion},
+		{"ram at 119 m/s", 3, 30, speed(physics.V(-119, 0)), ownership.RefusedMotion},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHostilePair(t, worldWith(c.bx, -6))
+			h.run(t, 30, nil)
+			hp, posA, posB := h.a.Fighter().HP(), torso(h.a, idA), torso(h.a, idB)
+			h.run(t, c.ticks, c.cheat)
+			st := h.a.Stats().Replicator
+			// The link delivers a packet a tick later: all but the last.
+			if got := st.Refused[ownership.RefusedMotion] + st.Refused[ownership.RefusedAir]; got < uint64(c.ticks-1) || st.Refused[c.why] == 0 {
+				t.Errorf("%d of %d states refused (motion, air: %v)", got, c.ticks-1, st.Refused)
+			}
+			if d := torso(h.a, idB).Sub(posB).Len(); d > 0.3 {
+				t.Errorf("A's copy of B was dragged %.2f m", d)
+			}
+			if h.a.Fighter().HP() != hp || torso(h.a, idA).Sub(posA).Len() > 0.1 {
+				t.Errorf("A: HP %d → %d, moved %.2f m", hp, h.a.Fighter().HP(), torso(h.a, idA).Sub(posA).Len())
+			}
+			h.honestAfter(t)
+		})
+	}
+
+	t.Run("teleport then claim a prop", func(t *testing.T) {
+		// B moves the crate from 6 m away to its fighter in the claim,
+		// then hurls it at A.
+		h := newHostilePair(t, worldWith(0.5, 6.5))
+		h.run(t, 30, nil)
+		hp, posA := h.a.Fighter().HP(), torso(h.a, idA)
+		h.run(t, 30, func(tick int, wp *wirePacket) {
+			crate := physics.ObjectState{ID: idProp, Bodies: h.b.World().Object(idProp).ReadState(nil)}
+			crate.Bodies[0].Pos = physics.V(1.1, 0.25) // beside B's fighter
+			crate.Bodies[0].Vel = physics.V(-19, 1)
+			wp.claims = append(wp.claims, [2]uint64{uint64(idProp), 1})
+			wp.snap.Objects = append(wp.snap.Objects, crate)
+		})
+		if got := refused(h.a, ownership.RefusedMotion); got < 29 {
+			t.Errorf("%d of 29 claims of a moved crate refused (motion)", got)
+		}
+		if owner, _ := h.a.Replicator().Owner(idProp); owner != 1 {
+			t.Errorf("the crate went to side %d", owner)
+		}
+		if h.a.Fighter().HP() != hp || torso(h.a, idA).Sub(posA).Len() > 0.1 {
+			t.Errorf("A: HP %d → %d, moved %.2f m", hp, h.a.Fighter().HP(), torso(h.a, idA).Sub(posA).Len())
+		}
+		h.honestAfter(t)
+	})
+
+	t.Run("one-sided round reset", func(t *testing.T) {
+		// Mid-fight, B declares a new round: its own match refuses it,
+		// and B's healed states (as a modified client would send them
+		// anyway) are refused by A, whose match refuses the reset too.
+		h := newHostilePair(t, newTestWorld)
+		h.run(t, 30, nil)
+		h.run(t, 10, func(_ int, wp *wirePacket) { wp.fighterState(idB).Fighter.HP = 60 })
+		hpA := h.a.Fighter().HP()
+		if err := h.b.ResetRound(); err == nil {
+			t.Error("B's one-sided reset was accepted by B's own match")
+		}
+		if err := h.a.ResetRound(); err == nil {
+			t.Error("A adopted a reset mid-fight")
+		}
+		if got := refused(h.a, ownership.RefusedRound); got != 1 {
+			t.Errorf("A counted %d refused resets", got)
+		}
+		before := refused(h.a, ownership.RefusedHealing)
+		h.run(t, 180, func(_ int, wp *wirePacket) { wp.fighterState(idB).Fighter.HP = 100 })
+		if got := refused(h.a, ownership.RefusedHealing) - before; got < 100 {
+			t.Errorf("%d healed states refused", got)
+		}
+		if got := h.a.Rival().HP(); got != 60 {
+			t.Errorf("A's copy of B has HP %d, want 60", got)
+		}
+		if h.a.Fighter().HP() != hpA {
+			t.Errorf("A's HP %d → %d", hpA, h.a.Fighter().HP())
+		}
+	})
+
+	t.Run("max impulse on every allowed attack", func(t *testing.T) {
+		// B punches A at the fastest pace the move table allows, both
+		// honestly and with every report's impulse rewritten to the
+		// wire's largest: the victim derives the damage from B's arm's
+		// momentum in B's own states, so the lie gains at most what
+		// impulseFactor allows over the arm's momentum.
+		play := func(lie bool) (lost int, hits uint64) {
+			h := newHostilePair(t, newTestWorld)
+			h.run(t, 30, nil)
+			hp := h.a.Fighter().HP()
+			var cheat func(int, *wirePacket)
+			if lie {
+				cheat = func(_ int, wp *wirePacket) {
+					for i := range wp.hits {
+						wp.hits[i].impulse = 1000
+					}
+				}
+			}
+			h.cheat = cheat
+			for i := range 600 {
+				in := physics.InputPunch
+				if i%24 >= 12 {
+					in = 0
+				}
+				h.b.Fighter().SetInput(in)
+				h.tick(t)
+			}
+			st := h.a.Stats().Replicator
+			return hp - h.a.Fighter().HP(), st.Hits.Confirmed + st.Hits.Detected
+		}
+		honest, nh := play(false)
+		lied, nl := play(true)
+		t.Logf("10 s of punches: honest %d HP in %d hits, max-impulse reports %d HP in %d hits", honest, nh, lied, nl)
+		if lied >= 100 || lied > 5*max(honest, 1)+int(nl) {
+			t.Errorf("max-impulse reports took %d HP (honest %d)", lied, honest)
+		}
+	})
+}
