@@ -57,9 +57,9 @@ const (
 	// claimed prop placed away from where this peer's world had it (see
 	// motionLimits). Value: the offending figure (m/s or m).
 	RefusedMotion
-	// RefusedAir: a fighter state still high in the air longer after its
-	// last accepted state on the ground than a jump or a fall lasts
-	// (Value: the time in the air, ms).
+	// RefusedAir: a fighter state higher above its last accepted state on
+	// the ground than a launch at 8 m/s could carry it under gravity in
+	// the time since (a hover). Value: the time in the air, ms.
 	RefusedAir
 	// RefusedRound: a round reset declared (Replicator.ResetRound) while
 	// neither fighter is knocked out at 0 HP in its owner's states nor the
@@ -955,13 +955,14 @@ var (
 
 const (
 	// airHeight is how high (m) above the arena's floor a fighter's lowest
-	// body is "in the air": above a crate, and above most of a jump.
+	// body is "in the air": above a crate, and above most of a jump. (No
+	// limit on the time in the air: a fighter may stand on a crate on a
+	// knocked-out rival for as long as it likes.)
 	airHeight = 1.2
-	// maxAir is how long after its last accepted state with a body below
-	// airHeight a fighter may be shown in the air: a jump spends well
-	// under half a second above airHeight, a fall from the top of the
-	// arena under 1.5 s.
-	maxAir = 1500 * time.Millisecond
+	// maxLaunch (m/s) and gravity (m/s²) bound how high a fighter off the
+	// ground may rise: a jump leaves at about 5 m/s.
+	maxLaunch = 8.0
+	gravity   = 9.8
 	// claimSlack is how far (m) a claimed prop may be from where this
 	// peer's world had it within the last propReachWindow: the claimer's
 	// copy follows this peer's states, a latency behind.
@@ -978,8 +979,9 @@ type motion struct {
 	lim    motionLimits
 	pos    [physics.MaxBodiesPerObject]physics.Vec2
 	vel    [physics.MaxBodiesPerObject]physics.Vec2
-	tick   int64 // rival tick of the last accepted state
-	ground int64 // rival tick of the last accepted state on the ground (fighters)
+	tick   int64   // rival tick of the last accepted state
+	ground int64   // rival tick of the last accepted state on the ground (fighters)
+	low    float64 // its lowest body's height then
 	has    bool
 }
 
@@ -995,8 +997,8 @@ func (m *motion) commit(o *replicated, os *physics.ObjectState, tick int64, floo
 		m.pos[i], m.vel[i] = b.Pos, b.Vel
 		sp.v[i] = float32(b.Vel.Len())
 	}
-	if !m.has || lowest(os)-floor <= airHeight {
-		m.ground = tick
+	if low := lowest(os); !m.has || low-floor <= airHeight {
+		m.ground, m.low = tick, low
 	}
 	m.tick, m.has = tick, true
 }
@@ -1047,8 +1049,13 @@ func (r *Replicator) judgeMotion(o *replicated, os *physics.ObjectState, d decis
 			return r.refuse(os.ID, RefusedMotion, dp)
 		}
 	}
-	if o.fighter != nil && lowest(os)-r.floor > airHeight {
-		if air := time.Duration(r.inTick-m.ground) * physics.TickDuration; air > maxAir {
+	if low := lowest(os); o.fighter != nil && low-r.floor > airHeight {
+		air := time.Duration(r.inTick-m.ground) * physics.TickDuration
+		// Off the ground, the body rises at most as a launch at
+		// maxLaunch would carry it under gravity.
+		ta := min(air.Seconds(), maxLaunch/gravity)
+		rise := maxLaunch*ta - gravity*ta*ta/2 + lim.slack
+		if low-m.low > rise {
 			return r.refuse(os.ID, RefusedAir, float64(air)/float64(time.Millisecond))
 		}
 	}
