@@ -558,3 +558,53 @@ func TestHostilePeerPhysics(t *testing.T) {
 		}
 	})
 }
+
+// Honest bot fights at close range, with jumps, falls, knock-downs and the
+// crate, are clear of every motion rule and of the hit impulse's cap: 0
+// refusals on both sides, and every hit's impulse within 5 times its
+// striking limb's momentum over the swing (ownership's impulseFactor), so
+// its damage is the honest one.
+func TestHonestMotion(t *testing.T) {
+	seeds := uint64(3)
+	if testing.Short() {
+		seeds = 1
+	}
+	var worst float64
+	for seed := uint64(1); seed <= seeds; seed++ {
+		p := newMatchPair(t, nil)
+		bots := [2]*physics.Bot{physics.NewBot(seed), physics.NewBot(seed + 100)}
+		var speeds [2][8][physics.FighterBodies]float64 // the last 8 ticks' body speeds
+		for i := range 30 * physics.TickRate {
+			for k, m := range []*Match{p.a, p.b} {
+				m.Fighter().SetInput(bots[k].Input(m.World(), m.Fighter().Object().ID(), m.Rival().Object().ID()))
+			}
+			p.tick(t)
+			for k, m := range []*Match{p.a, p.b} {
+				o := m.Fighter().Object()
+				for j, b := range o.ReadState(nil) {
+					speeds[k][i%8][j] = b.Vel.Len()
+				}
+				for _, h := range m.World().Hits() {
+					if h.Attacker != o.ID() {
+						continue
+					}
+					j := h.Strike.Index()
+					var v float64
+					for r := range 8 {
+						v = max(v, speeds[k][r][j])
+					}
+					worst = max(worst, h.Impulse/(o.Bodies()[j].M_mass*v))
+				}
+			}
+		}
+		for _, m := range []*Match{p.a, p.b} {
+			if st := m.Stats().Replicator; st.Refused.Total() != 0 {
+				t.Errorf("seed %d, side %d: refused %v", seed, m.Side(), st.Refused)
+			}
+		}
+	}
+	t.Logf("largest impulse / striking limb momentum: %.2f", worst)
+	if worst > 5 {
+		t.Errorf("an honest hit's impulse is %.2f times its limb's momentum: the cap (5) would cut its damage", worst)
+	}
+}

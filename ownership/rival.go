@@ -879,9 +879,9 @@ func (r *Replicator) detected(h *physics.HitEvent) {
 		_ = r.refuse(h.Attacker, RefusedHitAttack, 0)
 		return
 	}
-	ev := *h
-	ev.Impulse = verifiedImpulse(att, h.Strike, r.now, h.Impulse)
-	_ = r.damage(att, vic, rec, &ev, &r.stats.Hits.Detected)
+	// Its impulse is this world's own measure: the copy moves only as
+	// the rival's accepted states, held to the motion rules, move it.
+	_ = r.damage(att, vic, rec, h, &r.stats.Hits.Detected)
 }
 
 // damage applies hit h of attack rec once, within the attacker's damage
@@ -1119,21 +1119,19 @@ type speedAt struct {
 }
 
 // limbSpeed returns the largest speed body i had in the accepted states
-// stamped within [g-hitSpeedBefore, g+hitSpeedAfter], or, if none was, in
-// the state nearest in time to g; ok is false without any state.
+// stamped within [g-hitSpeedBefore, g+hitSpeedAfter], or, if none was (the
+// swing's states were lost), the body speed limit; ok is false without
+// any state.
 func (m *motion) limbSpeed(i int, g clocksync.GameTime) (v float64, ok bool) {
-	near, best := -1, inf
 	for k := range min(m.nspeed, speedRing) {
 		s := &m.speeds[k]
 		if s.t >= g-us(hitSpeedBefore) && s.t <= g+us(hitSpeedAfter) {
 			v, ok = max(v, float64(s.v[i])), true
 		}
-		if d := math.Abs(float64(s.t - g)); d < best {
-			near, best = k, d
-		}
 	}
-	if !ok && near >= 0 {
-		return float64(m.speeds[near].v[i]), true
+	if !ok && m.nspeed > 0 {
+		// The swing's states were lost (a blackout): the speed limit.
+		return m.lim.speed, true
 	}
 	return v, ok
 }
