@@ -119,6 +119,7 @@ type replicated struct {
 	stamp   clocksync.GameTime // the time of its last applied state
 	hist, k int                // offset of its poses in a history record; index among the objects
 	size    float64            // largest distance from a body's origin to its shapes
+	start   physics.Vec2       // its first body's place when tracked (the match's start)
 
 	// A remote fighter is held to the rules of its own fighter.
 	attacks attackPolicy
@@ -173,7 +174,9 @@ type Replicator struct {
 	sent              bool               // AppendPacket ran: damaged is last tick's
 	floor             float64            // the arena's floor (y), for the rival's time in the air
 	roundStart        clocksync.GameTime // the last accepted round reset, or the first tick
-	started           bool               // BeforeStep ran
+	resetAt           clocksync.GameTime // the last accepted round reset
+	resetDeclared     bool
+	started           bool // BeforeStep ran
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -238,6 +241,7 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	for i, b := range obj.Bodies() {
 		o.gravity[i] = b.M_gravityScale
 	}
+	o.start = obj.Pose(0).Pos
 	o.initRival()
 	r.insert(o)
 	r.hist = nil // rebuilt for the new set of objects

@@ -572,6 +572,7 @@ func (r *Replicator) ResetRound(now clocksync.GameTime) error {
 		return r.refuse(0, RefusedRound, float64(now.Sub(r.roundStart))/float64(time.Millisecond))
 	}
 	r.roundStart = now
+	r.resetAt, r.resetDeclared = now, true
 	for _, o := range r.objs {
 		if o.mode == ModeRemote {
 			o.motion.forget()
@@ -657,7 +658,9 @@ func (o *replicated) initRival() {
 // commitRival records an accepted state.
 func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) (held bool, err error) {
 	if o.fighter == nil {
-		if err := r.judgeMotion(o, os, d, now); err != nil {
+		if err := r.judgeMotion(o, os, d, now); err == errAwaitReset {
+			return true, nil
+		} else if err != nil {
 			return false, err
 		}
 	} else {
@@ -676,7 +679,9 @@ func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decisi
 		if gap, ok := o.attacks.judgeState(&os.Fighter, r.inTick); !ok {
 			return false, r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
 		}
-		if err := r.judgeMotion(o, os, d, now); err != nil {
+		if err := r.judgeMotion(o, os, d, now); err == errAwaitReset {
+			return true, nil
+		} else if err != nil {
 			// Refused, but the attack it shows passed its rule: it is
 			// remembered, so hit reports cannot claim it again as an
 			// attack whose states were lost.
@@ -969,11 +974,20 @@ const (
 	// ground may rise: a jump leaves at about 5 m/s.
 	maxLaunch = 8.0
 	gravity   = 9.8
+	// startSlack is how far (m) from its place at the match's start
+	// (Replicator.Track) an object's first body may be for a jump there
+	// to be a new round's placement: accepted within resetGrace of a
+	// reset declared here, held back (not applied, not counted) otherwise.
+	startSlack = 0.5
 	// claimSlack is how far (m) a claimed prop may be from where this
 	// peer's world had it within the last propReachWindow: the claimer's
 	// copy follows this peer's states, a latency behind.
 	claimSlack = 1.0
 )
+
+// errAwaitReset marks a state that jumped back to its object's place at
+// the match's start while no round reset is declared here: held back.
+var errAwaitReset = errors.New("ownership: placed for a new round not declared yet")
 
 // motion is what the motion rules remember of a rival's object: its last
 // accepted state's bodies and rival tick, its last tick on the ground, and
@@ -1052,6 +1066,13 @@ func (r *Replicator) judgeMotion(o *replicated, os *physics.ObjectState, d decis
 			return r.refuse(os.ID, RefusedMotion, dv)
 		}
 		if dp := b.Pos.Sub(m.pos[i]).Len(); dp > lim.speed*span+lim.slack {
+			if os.Bodies[0].Pos.Sub(o.start).Len() <= startSlack {
+				// Placed back where the match began: a new round.
+				if r.resetDeclared && now.Sub(r.resetAt) <= resetGrace {
+					return nil
+				}
+				return errAwaitReset // held until this peer declares it
+			}
 			return r.refuse(os.ID, RefusedMotion, dp)
 		}
 	}
