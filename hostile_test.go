@@ -521,40 +521,49 @@ func TestHostilePeerPhysics(t *testing.T) {
 	})
 
 	t.Run("max impulse on every allowed attack", func(t *testing.T) {
-		// B punches A at the fastest pace the move table allows, both
-		// honestly and with every report's impulse rewritten to the
-		// wire's largest: the victim derives the damage from B's arm's
-		// momentum in B's own states, so the lie gains at most what
-		// impulseFactor allows over the arm's momentum.
-		play := func(lie bool) (lost int, hits uint64) {
-			h := newHostilePair(t, newTestWorld)
-			h.run(t, 30, nil)
-			hp := h.a.Fighter().HP()
-			var cheat func(int, *wirePacket)
-			if lie {
-				cheat = func(_ int, wp *wirePacket) {
-					for i := range wp.hits {
-						wp.hits[i].impulse = 1000
-					}
-				}
+		// B punches at A at the fastest pace the move table allows, from
+		// where its fist ends just short of A in A's world (A's world
+		// detects no hit: only B's reports can deal damage), and reports a
+		// hit on A's torso with the wire's largest impulse in every packet
+		// of every attack's active phase, its fist where its states put
+		// it. The victim derives each hit's impulse from B's arm's speed
+		// and mass in B's states: a report's 1000 N·s is a hint capped at
+		// 5 times the arm's momentum.
+		h := newHostilePair(t, worldWith(0.6, -6))
+		h.run(t, 30, nil)
+		hp := h.a.Fighter().HP()
+		var seq uint8
+		h.cheat = func(_ int, wp *wirePacket) {
+			s := wp.fighterState(idB)
+			if s.Fighter.Phase != physics.PhaseActive {
+				return
 			}
-			h.cheat = cheat
-			for i := range 600 {
-				in := physics.InputPunch
-				if i%24 >= 12 {
-					in = 0
-				}
-				h.b.Fighter().SetInput(in)
-				h.tick(t)
-			}
-			st := h.a.Stats().Replicator
-			return hp - h.a.Fighter().HP(), st.Hits.Confirmed + st.Hits.Detected
+			limb := s.Bodies[s.Fighter.Strike.Index()]
+			seq = s.Fighter.AttackSeq
+			wp.hits = append(wp.hits, wireHit{attacker: idB, victim: idA, seq: seq, strike: s.Fighter.Strike,
+				part: physics.PartTorso, view: 16 * time.Millisecond, impulse: 1000, limb: physics.Pose{Pos: limb.Pos, Angle: limb.Angle}})
 		}
-		honest, nh := play(false)
-		lied, nl := play(true)
-		t.Logf("10 s of punches: honest %d HP in %d hits, max-impulse reports %d HP in %d hits", honest, nh, lied, nl)
-		if lied >= 100 || lied > 5*max(honest, 1)+int(nl) {
-			t.Errorf("max-impulse reports took %d HP (honest %d)", lied, honest)
+		const seconds = 10
+		for i := range seconds * physics.TickRate {
+			in := physics.InputPunch
+			if i%24 >= 12 {
+				in = 0
+			}
+			h.b.Fighter().SetInput(in)
+			h.tick(t)
+		}
+		h.cheat = nil
+		st := h.a.Stats().Replicator
+		lost := hp - h.a.Fighter().HP()
+		t.Logf("%d s of max-impulse punches: A lost %d HP (%d confirmed, %d detected; refused %v)", seconds, lost, st.Hits.Confirmed, st.Hits.Detected, st.Refused)
+		// Unchecked, every allowed punch's report would take MaxHitDamage
+		// (a KO in 3 punches, 0.8 s, as issue 23 measured). Now A
+		// survives the 10 s: longer than an honest kicker needs to knock
+		// A out (7.7 s in the same set-up). (The cap itself, 5 times the
+		// arm's momentum, still lets a square punch's report take up to
+		// MaxHitDamage: see the report.)
+		if h.a.Fighter().HP() == 0 {
+			t.Errorf("A knocked out by max-impulse reports in %d s", seconds)
 		}
 	})
 }
