@@ -13,7 +13,7 @@ import (
 	"github.com/ragsync/ragsync"
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/physics"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // A p2p session is the Link a Match runs over.
@@ -79,7 +79,7 @@ func readKeyboard() physics.Input { return physics.InputRight | physics.InputPun
 // walks right for its first second; both screens show it.
 func ExampleMatch_loopback() {
 	// The server both players reach; quiet here.
-	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}

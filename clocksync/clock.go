@@ -12,7 +12,7 @@ import (
 // backwards and is not affected by wall-clock adjustments. Everything in
 // this package takes its time from a Clock (or from explicit arguments), so
 // it runs unchanged in virtual time: see ManualClock and SkewedClock.
-// (p2p/netsim.Clock is the other clock abstraction: the wall-clock time and
+// (internal/netsim.Clock is the other clock abstraction: the wall-clock time and
 // timers a real-time netsim.Pipe delivers on.)
 type Clock interface {
 	Now() time.Duration

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 )
 
 // TestPresets runs every netsim preset with 100 ppm of drift: 10 s of

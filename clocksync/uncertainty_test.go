@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 )
 
 // TestUncertaintyContainsTruth: what a session reports as the clock offset

@@ -26,13 +26,15 @@ func TestInitialChoice(t *testing.T) {
 		{20 * ms, 20 * ms, TransportWebRTC, "lower or equal"},
 	} {
 		t.Run(fmt.Sprintf("webrtc %v tcp %v", c.webrtc, c.tcp), func(t *testing.T) {
-			s := &Session{cfg: Config{SwitchMargin: defaultSwitchMargin}}
+			o := &offererRole{}
+			o.cfg.SwitchMargin = defaultSwitchMargin
+			var links [2]linkState
 			for i, d := range []time.Duration{c.webrtc, c.tcp} {
-				ls := &s.links[i]
+				ls := &links[i]
 				ls.state = LinkUp
 				ls.probe.n, ls.probe.max = 3, d
 			}
-			got, reason := s.initialChoice()
+			got, reason := o.initialChoice(&links)
 			if got != c.want || !strings.Contains(reason, c.reason) {
 				t.Errorf("%v (%s), want %v (%s)", got, reason, c.want, c.reason)
 			}

@@ -14,7 +14,7 @@ import "github.com/ragsync/ragsync/clocksync"
 func (s *Session) GameTime() (clocksync.GameTime, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cal.GameTime()
+	return s.ping.cal.GameTime()
 }
 
 // StartMatch tells the calibrator the match has started: it pings less
@@ -24,7 +24,7 @@ func (s *Session) GameTime() (clocksync.GameTime, bool) {
 func (s *Session) StartMatch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cal.StartMatch()
+	s.ping.cal.StartMatch()
 }
 
 // ClockStats returns the calibrator's statistics (estimate, drift, RTT,
@@ -32,5 +32,5 @@ func (s *Session) StartMatch() {
 func (s *Session) ClockStats() clocksync.Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cal.Stats()
+	return s.ping.cal.Stats()
 }

@@ -2,7 +2,6 @@ package p2p
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -195,9 +194,9 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		cl.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.life.wg.Add(1)
 	go s.pumpSignaling(sig, early)
-	if err := s.waitReady(ctx); err != nil {
+	if err := s.life.waitReady(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -352,135 +351,4 @@ func (l *sigLink) close() {
 	l.closed = true
 	l.mu.Unlock()
 	l.cl.Load().Close()
-}
-
-// Signaling reconnection backoff.
-const (
-	resignalMin = 200 * time.Millisecond
-	resignalMax = 2 * time.Second
-)
-
-// pumpSignaling feeds the peer's negotiation messages to the session
-// until it ends. When the signaling connection drops, it connects again
-// and rejoins the pairing (with backoff) while the session goes on over
-// its transports; it gives up only when the server says the pairing has
-// ended.
-func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
-	defer s.wg.Done()
-	cl := l.cl.Load()
-	for _, ev := range early {
-		s.signalEvent(cl, ev)
-	}
-	for {
-		ev, err := cl.Recv(s.ctx)
-		if err != nil {
-			if s.ctx.Err() != nil || errors.Is(err, signaling.ErrClosed) {
-				return
-			}
-			s.log.Info("p2p: signaling connection lost; reconnecting, the session goes on", "err", err)
-			if cl = s.resignal(l); cl == nil {
-				return
-			}
-			continue
-		}
-		s.signalEvent(cl, ev)
-	}
-}
-
-// resignal connects to the signaling server again and rejoins the
-// pairing; nil when the session ended or the pairing has.
-func (s *Session) resignal(l *sigLink) *signaling.Client {
-	backoff := resignalMin
-	for s.ctx.Err() == nil {
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
-		cl, err := signaling.Dial(ctx, l.url, l.cfg)
-		if err == nil {
-			_, err = cl.Rejoin(ctx, l.token)
-			if err != nil {
-				cl.Close()
-			}
-		}
-		cancel()
-		if err == nil {
-			if !l.swap(cl) {
-				return nil
-			}
-			s.log.Info("p2p: signaling connection back")
-			s.sigRejoined.Add(1)
-			return cl
-		}
-		var se *signaling.Error
-		if errors.As(err, &se) && se.Code == signaling.ErrBadToken {
-			s.log.Info("p2p: the pairing has ended on the signaling server; no more renegotiation", "err", err)
-			return nil
-		}
-		s.log.Debug("p2p: signaling reconnect failed", "err", err, "retry_in", backoff)
-		select {
-		case <-s.ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, resignalMax)
-	}
-	return nil
-}
-
-func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
-	switch ev.Kind {
-	case signaling.EventOffer:
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
-		if err := s.handleOffer(ctx, ev.SDP); err != nil {
-			s.log.Warn("p2p: the peer's offer", "err", err)
-		}
-		cancel()
-	case signaling.EventAnswer:
-		if err := s.handleAnswer(ev.SDP); err != nil {
-			s.log.Warn("p2p: the peer's answer", "err", err)
-		}
-	case signaling.EventCandidate:
-		c := ev.Candidate
-		s.handleCandidate(webrtc.ICECandidateInit{
-			Candidate:        c.Candidate,
-			SDPMid:           c.SDPMid,
-			SDPMLineIndex:    c.SDPMLineIndex,
-			UsernameFragment: c.UsernameFragment,
-		})
-	case signaling.EventPeerLeft:
-		// The peer's signaling connection ended: it closed or left
-		// ("disconnected", "left"), or its connection dropped ("dropped";
-		// its place is kept for it to rejoin). Its transports may still
-		// work: the session ends only if the peer also falls silent (see
-		// goodbye). After a final leave, leave the room too, so the
-		// server does not pair us with a stranger.
-		s.log.Info("p2p: peer left the signaling server", "reason", ev.Reason)
-		s.peerLeftSignaling(ev.Reason)
-		if ev.Reason == "dropped" {
-			return
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
-			defer cancel()
-			_ = cl.Leave(ctx)
-		}()
-	case signaling.EventPaired:
-		if ev.Pairing.Room == signaling.RoomCode(s.room) && ev.Pairing.Role == s.role {
-			// The pairing again, after a rejoin (ours or the peer's).
-			s.log.Info("p2p: paired again on the signaling server")
-			s.peerBackOnSignaling()
-			return
-		}
-		// A new player in our room after the peer left: not ours.
-		s.log.Info("p2p: ignoring a new pairing during the session")
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.TCPTimeout)
-			defer cancel()
-			_ = cl.Leave(ctx)
-		}()
-	case signaling.EventError:
-		s.log.Debug("p2p: signaling error", "err", ev.Err)
-	}
 }

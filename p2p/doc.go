@@ -41,7 +41,7 @@
 // The SDP offer/answer and trickled ICE candidates go through the
 // signaling server. The STUN/TURN servers are Config.ICEServers or, when
 // it is nil, those the signaling server hands out with the pairing (its
-// embedded TURN server, see signaling.TURNConfig; none if it runs none):
+// embedded TURN server, see signaling/server.TURNConfig; none if it runs none):
 // two peers whose direct UDP is blocked connect through TURN on relay
 // candidates, and Stats.WebRTCViaTURN says so. No other server is
 // contacted; mDNS candidates are off. Config.Net injects a transport.Net
@@ -315,4 +315,78 @@
 // testing.AllocsPerRun over the TCP transport). pion allocates inside
 // its SCTP/DTLS stack for every WebRTC message, and crypto/tls one small
 // object per read of the relay stream; see the benchmarks.
+//
+// # Internals
+//
+// A map for maintainers. Session (session.go) wires types it owns, each
+// with one job and its own tests:
+//
+//   - rolePolicy (role.go): the transport policy of this peer's role,
+//     chosen once at start: offererRole decides the transport and sends
+//     the selects, answererRole follows them. Both build on the path
+//     evidence and verdicts of policy.go. The session asks the policy
+//     and never compares its role.
+//   - transports (transport.go): the two transports, rtcTransport
+//     (webrtc.go, webrtc_js.go) and tcpTransport (tcp.go), behind the
+//     link interface, and which of them are open, read lock-free.
+//   - dataPath (datapath.go): Send and Poll: data numbering, send and
+//     receive accounting, sequence, loss and rates, the receive ring.
+//   - eventQueue (eventq.go): the Events channel, which merges and never
+//     blocks.
+//   - sigPump (signal.go): identity and the peer's pinned fingerprint,
+//     offers and answers, WebRTC renegotiation, the signaling rejoin.
+//   - pinger (pinger.go): pings, pongs and control messages, the clock
+//     calibrator, the peer's protocol faults.
+//   - liveness (liveness.go): the peer's presence, interruptions, the
+//     local loop's stalls, the signaling server's goodbye.
+//   - lifecycle (lifecycle.go): ready, the end and its error, Close, the
+//     goroutines' WaitGroup and context.
+//
+// What the transports read enters through the session's linkHandler
+// methods (handler.go); the loop (loop.go) runs the connecting phases
+// (links, probes, the initial choice), liveness, the policy's decisions
+// and pings; relay.go dials the relay.
+//
+// Lock order. Session.mu guards the session's bookkeeping: the phase and
+// state, the links (linkState), the role policy, the pinger and its
+// calibrator, liveness, and sigPump's renegotiation fields. With it held
+// the session may take, and never the other way round:
+//
+//	Session.mu → dataPath.txMu, dataPath.rxMu (leaves, never both)
+//	Session.mu → eventQueue.mu (leaf)
+//	Session.mu → a transport's own locks (link.send must not block, and a
+//	             transport never calls its linkHandler with a lock held:
+//	             the handler takes Session.mu)
+//
+// sigPump.mu (the pinned fingerprint) and msgRing.mu are leaves taken
+// without Session.mu; msgRing.consMu (Poll) is taken before msgRing.mu.
+// Send takes no session lock but dataPath.txMu: the active transport
+// (Session.active), the open links (transports) and the end
+// (lifecycle.ended) are atomics. No application code runs with
+// Session.mu held (the Poll callback runs under msgRing.consMu only; the
+// logger is the one exception).
+//
+// Goroutines, and who owns them. The session's own are counted in
+// lifecycle.wg, so Close waits for them; all stop on lifecycle.ctx,
+// canceled when the session ends:
+//
+//   - loop (loop.go), started by newSession: the timers every
+//     tickInterval; on the end it runs teardown, which closes the
+//     transports, the signaling connection and the Events channel.
+//   - relayLoop (relay.go), started by newSession when TCP is on: dials
+//     the relay (again, with backoff, after it drops); also stopped by
+//     transports.cancelTCP when the peer has no relay.
+//   - pumpSignaling (signal.go), started by Connect once the session
+//     exists: feeds the peer's signaling messages to the handlers and
+//     rejoins a dropped signaling connection.
+//   - short-lived ones, each counted in lifecycle.wg: the offerer's
+//     renegotiation (one at a time, sigPump.renewing), the closing of a
+//     replaced PeerConnection, and the leave after the peer left the
+//     signaling server.
+//
+// Each transport owns its reader goroutine (tcpTransport.readLoop,
+// rtcTransport.readLoop), which calls the linkHandler, and pion its own;
+// they end when the transport is closed (by teardown, or by the session
+// replacing it). Before the session exists, Connect makes the key and the
+// early offer in the background (prepareIdentity, startEarlyOffer).
 package p2p

@@ -51,7 +51,7 @@ func TestEarlyOffer(t *testing.T) {
 		}
 		t.Cleanup(func() { early.Close(); waiting.Close() })
 		check(t, early, waiting)
-		if rtc := early.rtc.Load(); rtc == nil || rtc.early == nil {
+		if rtc := early.tr.rtc.Load(); rtc == nil || rtc.early == nil {
 			t.Error("the offerer's PeerConnection is not its early offer's")
 		}
 	})
@@ -76,7 +76,7 @@ func TestEarlyOffer(t *testing.T) {
 		}
 		t.Cleanup(func() { creator.Close(); joiner.Close() })
 		check(t, joiner, creator)
-		if rtc := joiner.rtc.Load(); rtc == nil || rtc.early == nil {
+		if rtc := joiner.tr.rtc.Load(); rtc == nil || rtc.early == nil {
 			t.Error("the joiner's PeerConnection is not its early offer's")
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/ragsync/ragsync/internal/clockwire"
 	"github.com/ragsync/ragsync/internal/leaktest"
@@ -84,11 +85,13 @@ func TestTLSFingerprintAttr(t *testing.T) {
 // (a third-party client's mistake) is reported in Stats, not ignored.
 func TestLeaderPongWithoutGameTime(t *testing.T) {
 	leaktest.Check(t)
-	_, b := newPipeSessions(t, testConfig())
-	pong := clockwire.AppendPong(wire.AppendHeader(nil, wire.Header{Type: wire.MsgPong}), clockwire.Pong{Seq: 1, T1: 1, T2: 2, T3: 3, Leader: true})
-	b.onMessage(TransportTCP, pong)
-	st := b.Stats()
-	if st.PeerProtocolErrors != 1 || !strings.Contains(st.LastPeerProtocolError, "no game time") {
-		t.Fatalf("PeerProtocolErrors %d, last %q; want the missing game time reported", st.PeerProtocolErrors, st.LastPeerProtocolError)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		_, b := newPipeSessions(t, testConfig())
+		pong := clockwire.AppendPong(wire.AppendHeader(nil, wire.Header{Type: wire.MsgPong}), clockwire.Pong{Seq: 1, T1: 1, T2: 2, T3: 3, Leader: true})
+		b.onMessage(TransportTCP, pong)
+		st := b.Stats()
+		if st.PeerProtocolErrors != 1 || !strings.Contains(st.LastPeerProtocolError, "no game time") {
+			t.Fatalf("PeerProtocolErrors %d, last %q; want the missing game time reported", st.PeerProtocolErrors, st.LastPeerProtocolError)
+		}
+	})
 }

@@ -91,4 +91,4 @@ func (r *msgRing) droppedCount() uint64 {
 // have no tick of their own and want to block until something arrives
 // (tools, tests, benchmarks): a game polls once per tick instead. The
 // channel is never closed; select on Done as well.
-func (s *Session) Received() <-chan struct{} { return s.ring.notify }
+func (s *Session) Received() <-chan struct{} { return s.data.ring.notify }

@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,12 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/ragsync/ragsync/clocksync"
-	"github.com/ragsync/ragsync/internal/clockwire"
-	"github.com/ragsync/ragsync/p2p/internal/stats"
-	"github.com/ragsync/ragsync/p2p/internal/wire"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -64,51 +58,6 @@ const goodbyeSilence = 300 * time.Millisecond
 // plus this is a stall of the local process.
 const stallSlack = 40 * time.Millisecond
 
-// phase of the session's lifecycle.
-type phase uint8
-
-const (
-	phaseLinks   phase = iota // waiting for the transports to open or time out
-	phaseProbe                // 3 probes on each open transport
-	phaseAwait                // answerer: probes done, waiting for the offerer's select
-	phaseRunning              // transport chosen
-	phaseEnded
-)
-
-// linkState is the session's bookkeeping for one transport (under mu).
-type linkState struct {
-	kind  TransportKind
-	state LinkState
-	err   string
-	// peerDisabled: the peer does not have this transport.
-	peerDisabled bool
-	upAt         time.Duration
-	hadRecv      bool
-
-	lastRecv time.Duration
-
-	rtt     clocksync.RTTEstimator
-	jin     stats.Jitter // peer → us, from t4 − t3
-	jout    stats.Jitter // us → peer, from t2 − t1
-	pings   uint64
-	pongs   uint64
-	rx, rxB uint64
-
-	// Initial probing.
-	probe struct {
-		running     bool
-		n           int
-		res         [3]time.Duration // 0 = lost
-		lost        int
-		outstanding bool
-		t1          time.Duration
-		sentAt      time.Duration
-		max         time.Duration
-	}
-}
-
-func (l *linkState) up() bool { return l.state == LinkUp }
-
 // Session is a connection to one peer over two transports: a WebRTC data
 // channel and a TCP stream relayed by the signaling server. One of them is
 // active (both peers agree which); the other is kept warm as a standby.
@@ -116,97 +65,37 @@ func (l *linkState) up() bool { return l.state == LinkUp }
 //
 // Send, Poll and Stats are safe for concurrent use and do not allocate.
 type Session struct {
+	// Fixed at start.
 	cfg   Config
 	role  signaling.Role
 	room  string
 	log   *slog.Logger
 	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
-	cal   *clocksync.Calibrator // under mu
 
-	rtc      atomic.Pointer[rtcTransport] // the current PeerConnection (nil without WebRTC)
-	rtcOn    bool                         // WebRTC is enabled here
-	tcp      atomic.Pointer[tcpTransport]
-	linkPtr  [2]atomic.Pointer[linkBox] // open links, by kind.idx()
-	closeSig func()                     // closes the signaling client
-	sig      signaler                   // nil without signaling (tests)
-	id       *identity                  // this session's key and certificate
-	peerFP   []byte                     // under mu: the peer's pinned fingerprint
-	pinned   chan struct{}              // closed once peerFP is set
+	// Owned parts, each with its own job (see the package doc's
+	// Internals); those marked "mu" are used with mu held.
+	tr   transports  // the two transports behind the link interface (lock-free)
+	data *dataPath   // send, receive, sequence and loss accounting (own locks)
+	ev   *eventQueue // the Events channel (own lock)
+	sig  *sigPump    // signaling: identities, negotiation, renegotiation, rejoin
+	life *lifecycle  // ready, the end, Close, the goroutines (lock-free)
+	pol  rolePolicy  // mu: the transport policy of this peer's role
+	ping *pinger     // mu: pings, pongs and controls; the clock calibrator
+	live liveness    // mu: the peer's presence, the loop's stalls
 
-	// Data path.
-	sendMu      sync.Mutex
-	sendBuf     []byte
-	dataSeq     uint32
-	sent        uint64
-	sendDropped uint64
-	txRate      stats.RateMeter // under sendMu (all messages sent)
-	txLink      [2]uint64       // under sendMu: messages sent per link
-	txLinkB     [2]uint64
-	active      atomic.Uint32
-	ended       atomic.Bool
+	// active is the transport data is sent on, read lock-free by Send.
+	active atomic.Uint32
 
-	ring *msgRing
-
-	mu            sync.Mutex
-	phase         phase
-	state         ConnState
-	links         [2]linkState
-	seq           stats.SeqTracker
-	rxRate        stats.RateMeter
-	lossBase      [2]uint64 // expected, received at the last rate window
-	lossRecent    float64
-	malformed     uint64
-	lastRecv      time.Duration
-	silentSince   time.Duration // when an interruption started
-	readyAt       time.Duration
-	linksDeadline [2]time.Duration
-	awaitDeadline time.Duration
-	epoch         uint32 // offerer: the epoch of its last decision
-	acked         bool   // offerer: the answerer acknowledged epoch
-	nextSelect    time.Duration
-	off           offererPolicy  // the offerer's transport policy
-	ans           answererPolicy // the answerer's
-	pol           *pathPolicy    // the one of this role: evidence about the paths
-	lastTick      time.Duration  // when the loop last ran (stall detection)
-	ticked        bool           // lastTick is set
-	switches      int
-	choiceReason  string
-	ctrlSeq       uint32
-	enabled       uint8              // our transports, as in the hello message
-	cancelTCP     context.CancelFunc // stops dialling the relay
-	relayRejected uint64             // relay streams whose TLS refused a record or the handshake
-	peerErrors    uint64             // the peer's clock messages that break the protocol
-	lastPeerErr   string             // the last of them
-	goodbye       string             // the signaling server said the peer left ("" if not, or it is back)
-	rtcRenewing   bool               // offerer: a new PeerConnection is being made
-	rtcAttemptAt  time.Duration      // offerer: when the last one was
-	rtcRenewals   uint64             // new PeerConnections negotiated after the first
-	sigRejoined   atomic.Int64       // times the signaling connection was re-established
-	endErr        error
-	loopBuf       []byte
-	pongBufs      [2][]byte // per reader goroutine
-
-	evMu          sync.Mutex
-	events        chan Event
-	evClosed      bool
-	evScratch     []Event
-	eventsMerged  uint64
-	eventsDropped uint64
-
-	ready     chan struct{} // closed when the first transport is chosen (or Connect fails)
-	readyErr  error         // under mu
-	readyDone bool          // under mu: ready is closed
-	done      chan struct{} // closed when the session has ended
-	closing   chan struct{} // closed by Close
-	closeOnce sync.Once
-	wg        sync.WaitGroup
-	ctx       context.Context // canceled when the session ends
-	cancel    context.CancelFunc
+	// mu guards the session's bookkeeping; see the lock order in the
+	// package doc.
+	mu           sync.Mutex
+	phase        phase
+	state        ConnState
+	links        [2]linkState
+	switches     int
+	choiceReason string
 }
-
-// linkBox lets an interface value live in an atomic.Pointer.
-type linkBox struct{ l link }
 
 // sessionParams is what newSession needs besides the config; Connect fills
 // it from the signaling client, tests from in-process pipes.
@@ -251,7 +140,13 @@ func newSession(p sessionParams) (*Session, error) {
 		p.clock = newWallClock()
 	}
 	cc := p.cfg.ClockSync
-	cc.Leader = p.role == signaling.RoleOfferer
+	start := p.clock.Now()
+	pol := newRolePolicy(p.role, policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
+		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer},
+		// The answerer gives up waiting for the offerer's choice after the
+		// offerer's longest wait plus its probes, with a margin.
+		start+max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)+4*p.cfg.ProbeTimeout+2*time.Second)
+	cc.Leader = pol.leader()
 	cal, err := clocksync.NewCalibrator(cc, p.clock)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ClockSync: %w", ErrBadConfig, err)
@@ -262,49 +157,28 @@ func newSession(p sessionParams) (*Session, error) {
 		}
 	}
 	s := &Session{
-		id:       p.id,
-		sig:      p.sig,
-		pinned:   make(chan struct{}),
-		cfg:      p.cfg,
-		role:     p.role,
-		room:     p.room,
-		log:      p.cfg.Logger.With("role", p.role.String()),
-		clock:    p.clock,
-		cal:      cal,
-		closeSig: p.closeSig,
-		sendBuf:  make([]byte, 0, wire.HeaderLen+p.cfg.MaxMessageSize),
-		ring:     newMsgRing(p.cfg.RecvQueue, p.cfg.MaxMessageSize),
-		events:   make(chan Event, max(p.cfg.EventBuffer, minEventBuffer)),
-		ready:    make(chan struct{}),
-		done:     make(chan struct{}),
-		closing:  make(chan struct{}),
-		loopBuf:  make([]byte, 0, 256),
-		state:    StateConnecting,
+		sig:   &sigPump{sig: p.sig, closeSig: p.closeSig, id: p.id, pinned: make(chan struct{})},
+		cfg:   p.cfg,
+		role:  p.role,
+		room:  p.room,
+		log:   p.cfg.Logger.With("role", p.role.String()),
+		clock: p.clock,
+		ping:  newPinger(cal),
+		data:  newDataPath(p.cfg.MaxMessageSize, p.cfg.RecvQueue),
+		ev:    newEventQueue(max(p.cfg.EventBuffer, minEventBuffer)),
+		life:  newLifecycle(),
+		state: StateConnecting,
 	}
-	for i := range s.pongBufs {
-		s.pongBufs[i] = make([]byte, 0, 256)
-	}
-	s.start = s.clock.Now()
-	pc := policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
-		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}
-	s.off.cfg, s.ans.cfg = pc, pc
-	s.pol = &s.ans.pathPolicy
-	if p.role == signaling.RoleOfferer {
-		s.pol = &s.off.pathPolicy
-	}
-	s.seq.Begin(0) // the peer's first data message is number 0
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.start = start
+	s.pol = pol
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
-	s.linksDeadline[0] = s.start + s.cfg.WebRTCTimeout
-	s.rtcAttemptAt = s.start
-	s.linksDeadline[1] = s.start + s.cfg.TCPTimeout
-	// The answerer gives up waiting for the offerer's choice after the
-	// offerer's longest wait plus its probes, with a margin.
-	s.awaitDeadline = s.start + max(s.cfg.WebRTCTimeout, s.cfg.TCPTimeout) + 4*s.cfg.ProbeTimeout + 2*time.Second
+	s.links[0].deadline = s.start + s.cfg.WebRTCTimeout
+	s.sig.attemptAt = s.start
+	s.links[1].deadline = s.start + s.cfg.TCPTimeout
 
 	if p.peerFP != nil {
-		s.pin(p.peerFP)
+		s.sig.pin(p.peerFP)
 	}
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
@@ -313,40 +187,40 @@ func newSession(p sessionParams) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.rtc.Store(rtc)
-		s.rtcOn = true
+		s.tr.rtc.Store(rtc)
+		s.tr.rtcOn = true
 	}
 	if p.cfg.DisableTCP || p.dialTCP == nil {
 		s.links[1].state = LinkDisabled
 	}
 	for i := range s.links {
 		if s.links[i].state != LinkDisabled {
-			s.enabled |= 1 << i
+			s.tr.enabled |= 1 << i
 		}
 	}
 	var tcpCtx context.Context
-	tcpCtx, s.cancelTCP = context.WithCancel(s.ctx)
-	s.wg.Add(1)
+	tcpCtx, s.tr.cancelTCP = context.WithCancel(s.life.ctx)
+	s.life.wg.Add(1)
 	go s.loop()
 	if s.links[1].state == LinkConnecting {
-		s.wg.Add(1)
+		s.life.wg.Add(1)
 		go s.relayLoop(tcpCtx, p.dialTCP)
 	} else {
-		s.cancelTCP()
+		s.tr.cancelTCP()
 	}
-	if p.role == signaling.RoleOfferer && p.sig != nil {
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
+	if s.pol.leader() && p.sig != nil {
+		ctx, cancel := context.WithTimeout(s.life.ctx, signalTimeout)
 		var err error
-		if rtc := s.rtc.Load(); rtc != nil {
+		if rtc := s.tr.rtc.Load(); rtc != nil {
 			err = rtc.start(ctx)
 		} else {
 			// No WebRTC here: the offer only carries the fingerprint that
 			// pins the relay.
-			err = p.sig.sendOffer(ctx, relayOnlySDP(s.id.fp))
+			err = p.sig.sendOffer(ctx, relayOnlySDP(s.sig.id.fp))
 		}
 		cancel()
 		if err != nil {
-			if s.rtcOn {
+			if s.tr.rtcOn {
 				s.onDown(TransportWebRTC, err)
 			} else {
 				s.log.Warn("p2p: sending the fingerprint failed", "err", err)
@@ -356,369 +230,7 @@ func newSession(p sessionParams) (*Session, error) {
 	return s, nil
 }
 
-// pin sets the peer's certificate fingerprint, the first time; it reports
-// whether fp is the pinned one.
-func (s *Session) pin(fp []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.peerFP == nil {
-		s.peerFP = bytes.Clone(fp)
-		close(s.pinned)
-		return true
-	}
-	return bytes.Equal(s.peerFP, fp)
-}
-
-// peerSDP checks the fingerprint of an SDP from the peer and pins it. An
-// SDP with another fingerprint than the pinned one is refused: the peer
-// keeps its certificate for the whole session.
-func (s *Session) peerSDP(sdp string) error {
-	fp, err := sdpFingerprint(sdp)
-	if err != nil {
-		return err
-	}
-	if !s.pin(fp) {
-		return fmt.Errorf("p2p: refusing an SDP whose fingerprint %s is not the peer's (%s)", fingerprintLine(fp), fingerprintLine(s.peerFP))
-	}
-	return nil
-}
-
-// handleOffer handles the offerer's SDP (answerer only).
-func (s *Session) handleOffer(ctx context.Context, sdp string) error {
-	if s.role != signaling.RoleAnswerer {
-		return fmt.Errorf("p2p: unexpected offer for the %s", s.role)
-	}
-	if err := s.peerSDP(sdp); err != nil {
-		return err
-	}
-	rtc := s.rtc.Load()
-	if rtc == nil || isRelayOnlySDP(sdp) {
-		if isRelayOnlySDP(sdp) {
-			s.peerHasNoWebRTC()
-		}
-		if s.sig == nil {
-			return nil
-		}
-		return s.sig.sendAnswer(ctx, relayOnlySDP(s.id.fp))
-	}
-	if prev := rtc.remoteSessionID(); prev != "" && sdpSessionID(sdp) != prev {
-		// The offerer made a new PeerConnection (its WebRTC path failed):
-		// so do we.
-		s.log.Info("p2p: webrtc: the peer renegotiates with a new PeerConnection")
-		var err error
-		if rtc, err = s.replaceRTC(errPeerRenegotiates); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.rtcRenewals++
-		s.mu.Unlock()
-	}
-	if err := rtc.handleOffer(ctx, sdp); err != nil {
-		s.rtcDown(rtc, err)
-		return err
-	}
-	return nil
-}
-
-// handleAnswer handles the answerer's SDP (offerer only).
-func (s *Session) handleAnswer(sdp string) error {
-	if s.role != signaling.RoleOfferer {
-		return fmt.Errorf("p2p: unexpected answer for the %s", s.role)
-	}
-	if err := s.peerSDP(sdp); err != nil {
-		return err
-	}
-	if isRelayOnlySDP(sdp) {
-		s.peerHasNoWebRTC()
-		return nil
-	}
-	rtc := s.rtc.Load()
-	if rtc == nil {
-		return nil
-	}
-	if err := rtc.handleAnswer(sdp); err != nil {
-		s.rtcDown(rtc, err)
-		return err
-	}
-	return nil
-}
-
-// handleCandidate adds a trickled remote candidate.
-func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
-	if rtc := s.rtc.Load(); rtc != nil {
-		rtc.handleCandidate(c)
-	}
-}
-
-// WebRTC recovery: errors that replace a PeerConnection.
-var (
-	errRenegotiating    = errors.New("p2p: webrtc: the path failed; negotiating a new PeerConnection")
-	errPeerRenegotiates = errors.New("p2p: webrtc: the peer negotiates a new PeerConnection")
-)
-
-// rtcRetry is the least time between two new PeerConnections the offerer
-// negotiates; rtcFailedFor is how long the WebRTC path must have failed
-// (its pings unanswered) before it does, when the other path works, and
-// rtcSilentFor when no path answers (the peer may be paused).
-const (
-	rtcRetry      = 2 * time.Second
-	rtcFailedFor  = 2 * time.Second
-	rtcSilentFor  = 4 * time.Second
-	rtcConnectFor = 10 * time.Second
-)
-
-// newRTC makes a WebRTC transport (a PeerConnection) for this session, or
-// one on the early offer's.
-func (s *Session) newRTC(early *earlyOffer) (*rtcTransport, error) {
-	h := &rtcHandler{s: s}
-	t, err := newRTCTransport(&s.cfg, s.role, s.sig, h, s.id, early)
-	if err != nil {
-		return nil, err
-	}
-	h.t = t
-	return t, nil
-}
-
-// rtcHandler passes a WebRTC transport's callbacks to the session, which
-// ignores the opening and closing of a transport it has replaced.
-type rtcHandler struct {
-	s *Session
-	t *rtcTransport
-}
-
-func (h *rtcHandler) onUp(k TransportKind) {
-	if h.s.rtc.Load() == h.t {
-		h.s.onUp(k)
-	}
-}
-func (h *rtcHandler) onDown(k TransportKind, err error)   { h.s.rtcDown(h.t, err) }
-func (h *rtcHandler) onMessage(k TransportKind, p []byte) { h.s.onMessage(k, p) }
-func (h *rtcHandler) onMalformed(k TransportKind)         { h.s.onMalformed(k) }
-
-// rtcDown reports WebRTC down if t is the current transport.
-func (s *Session) rtcDown(t *rtcTransport, err error) {
-	if s.rtc.Load() == t {
-		s.onDown(TransportWebRTC, err)
-	}
-}
-
-// replaceRTC closes the current PeerConnection (in the background) and
-// makes a new one, reporting WebRTC down with why.
-func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
-	if old := s.rtc.Load(); old != nil {
-		s.rtcDown(old, why)
-	}
-	t, err := s.newRTC(nil)
-	if err != nil {
-		s.log.Warn("p2p: webrtc: new peer connection", "err", err)
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.phase == phaseEnded {
-		s.mu.Unlock()
-		_ = t.close()
-		return nil, ErrClosed
-	}
-	old := s.rtc.Swap(t)
-	s.linkPtr[0].Store(nil)
-	s.mu.Unlock()
-	if old != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			_ = old.close()
-		}()
-	}
-	return t, nil
-}
-
-// maybeRenewRTC is the offerer's WebRTC recovery: when the path has
-// failed for long enough, or the PeerConnection closed or never
-// connected, it negotiates a new PeerConnection over signaling (every
-// rtcRetry at most, for as long as it takes). Called with mu held.
-func (s *Session) maybeRenewRTC(now time.Duration) {
-	ls := &s.links[0]
-	if s.role != signaling.RoleOfferer || !s.rtcOn || ls.peerDisabled || s.rtcRenewing || now-s.rtcAttemptAt < rtcRetry {
-		return
-	}
-	why := ""
-	switch ls.state {
-	case LinkDown:
-		why = "down: " + ls.err
-	case LinkConnecting:
-		// pion's ICE gives up on its own after iceDisconnected+iceFailed
-		// (then the link is down); this is a safety net.
-		if now-s.rtcAttemptAt >= rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
-			why = "did not connect"
-		}
-	case LinkUp:
-		if failed, since, _ := s.pol.failed(now, TransportWebRTC); failed {
-			works := s.pol.worksSince(TransportTCP, since)
-			if works && now-since >= rtcFailedFor || now-since >= rtcSilentFor {
-				why = fmt.Sprintf("pings unanswered for %v", (now - since).Round(time.Millisecond))
-			}
-		}
-	}
-	if why == "" {
-		return
-	}
-	s.rtcRenewing = true
-	s.rtcAttemptAt = now
-	s.rtcRenewals++
-	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			s.rtcRenewing = false
-			s.mu.Unlock()
-		}()
-		t, err := s.replaceRTC(errRenegotiating)
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		if ls.state == LinkDown {
-			ls.state = LinkConnecting
-		}
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(s.ctx, signalTimeout)
-		defer cancel()
-		if err := t.start(ctx); err != nil {
-			s.rtcDown(t, err)
-		}
-	}()
-}
-
-// peerHasNoWebRTC marks WebRTC down: the peer's SDP says it has none.
-func (s *Session) peerHasNoWebRTC() {
-	s.mu.Lock()
-	ls := &s.links[0]
-	ls.peerDisabled = true
-	if ls.state == LinkConnecting {
-		ls.state = LinkDown
-		ls.err = "disabled by the peer"
-	}
-	if s.phase == phaseLinks {
-		s.tickLinks(s.now())
-	}
-	s.mu.Unlock()
-}
-
 func (s *Session) now() time.Duration { return s.clock.Now() }
-
-// Relay re-dial backoff: the first retry after relayRetryMin, doubling up
-// to relayRetryMax, so a relay that drops, or a signaling server that
-// restarts, is back within about relayRetryMax of answering again.
-const (
-	relayRetryMin = 100 * time.Millisecond
-	relayRetryMax = time.Second
-)
-
-// relayLoop dials the relay, runs the session over it until it ends, and
-// dials again (with backoff) until the session ends or the peer turns out
-// to have no relay. Each attempt is bounded by Config.TCPTimeout.
-func (s *Session) relayLoop(ctx context.Context, dial func(context.Context) (net.Conn, error)) {
-	defer s.wg.Done()
-	backoff := relayRetryMin
-	for ctx.Err() == nil {
-		t, err := s.dialRelay(ctx, dial)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.onDown(TransportTCP, err)
-			s.log.Debug("p2p: relay dial failed", "err", err, "retry_in", backoff)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, relayRetryMax)
-			continue
-		}
-		backoff = relayRetryMin
-		s.mu.Lock()
-		if s.phase == phaseEnded {
-			s.mu.Unlock()
-			_ = t.close()
-			return
-		}
-		s.tcp.Store(t)
-		s.mu.Unlock()
-		s.onUp(TransportTCP) // before reading, so that replies have a link
-		t.start()
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return // teardown closes it
-		}
-		_ = t.close()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(relayRetryMin):
-		}
-	}
-}
-
-// dialRelay dials the relay and runs its TLS handshake, once the peer's
-// fingerprint is known.
-func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net.Conn, error)) (*tcpTransport, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.TCPTimeout)
-	defer cancel()
-	raw, err := dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("p2p: tcp relay: %w", err)
-	}
-	select {
-	case <-s.pinned:
-	case <-ctx.Done():
-		raw.Close()
-		return nil, fmt.Errorf("p2p: tcp relay: the peer's fingerprint did not arrive: %w", ctx.Err())
-	}
-	if relayTLSDefer > 0 {
-		t := time.NewTimer(relayTLSDefer)
-		select {
-		case <-s.ready:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	}
-	s.mu.Lock()
-	peerFP := s.peerFP
-	s.mu.Unlock()
-	tc, err := relayTLS(ctx, raw, s.role == signaling.RoleOfferer, s.id, peerFP)
-	if err != nil {
-		raw.Close()
-		if isTLSFailure(err) || errors.Is(err, errPeerCertificate) {
-			err = fmt.Errorf("%w: %w", errRelayRejected, err)
-		}
-		return nil, err
-	}
-	return newTCPTransport(tc, raw, s.cfg.MaxMessageSize, s), nil
-}
-
-// peerLeftSignaling records that the signaling server said the peer left
-// (reason: "left", "disconnected" or "dropped"). A peer that left and has
-// fallen silent is gone (the session ends within goodbyeSilence); one
-// whose signaling connection merely dropped keeps talking, and the
-// session goes on.
-func (s *Session) peerLeftSignaling(reason string) {
-	s.mu.Lock()
-	s.goodbye = reason
-	s.mu.Unlock()
-}
-
-// peerBackOnSignaling records that the peer is back on the signaling
-// server (paired again after a rejoin).
-func (s *Session) peerBackOnSignaling() {
-	s.mu.Lock()
-	s.goodbye = ""
-	s.mu.Unlock()
-}
 
 // Role returns this peer's role, signaling.RoleOfferer or
 // signaling.RoleAnswerer, which both peers agree on. The offerer decides
@@ -740,911 +252,27 @@ func (s *Session) Room() string { return s.room }
 // where every transition ended up, and the last event
 // (EventDisconnected) is never lost. The channel is closed when the
 // session ends (after EventDisconnected, or on Close).
-func (s *Session) Events() <-chan Event { return s.events }
+func (s *Session) Events() <-chan Event { return s.ev.ch }
+
+// emit queues ev, stamped with the session time.
+func (s *Session) emit(ev Event) {
+	ev.At = s.now() - s.start
+	s.ev.emit(ev)
+}
 
 // Done is closed when the session has ended (Close, or the peer
 // disconnected). Err then says why.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} { return s.life.done }
 
 // Err returns why the session ended (ErrClosed, or an error wrapping
 // ErrDisconnected), or nil while it runs.
 func (s *Session) Err() error {
 	select {
-	case <-s.done:
+	case <-s.life.done:
 	default:
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.endErr
-}
-
-// emit delivers an event without blocking. When the channel is full it
-// takes the queued events back, merges neighbours that a later one
-// summarises (see mergeEvents) and queues the result: a transition is
-// folded into a later one, never dropped.
-func (s *Session) emit(ev Event) {
-	ev.At = s.now() - s.start
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	if s.evClosed {
-		return
-	}
-	select {
-	case s.events <- ev:
-		return
-	default:
-	}
-	q := s.evScratch[:0]
-drain:
-	for len(q) < cap(s.events) {
-		select {
-		case e := <-s.events:
-			q = append(q, e)
-		default:
-			break drain
-		}
-	}
-	q = append(q, ev)
-	var merged, dropped int
-	q, merged, dropped = mergeEvents(q, cap(s.events))
-	s.eventsMerged += uint64(merged)
-	s.eventsDropped += uint64(dropped)
-	for _, e := range q {
-		s.events <- e // fits: len(q) <= cap, and only emit sends
-	}
-	clear(q)
-	s.evScratch = q[:0]
-}
-
-// mergeEvents shortens q to at most n events by merging neighbours into
-// the later one, which then says where things ended up:
-//
-//   - transport-changed A→B then B→C: one transport-changed A→C;
-//   - interrupted then resumed: resumed (its Silence says how long);
-//   - resumed then interrupted, or twice the same state: the later one;
-//   - transport-down then transport-up of one transport (or up then
-//     down): the later one.
-//
-// Each merge adds the events folded in to the survivor's Merged. If no
-// neighbours can be merged (never in practice: at most two transitions of
-// each kind in a row can be unmergeable), the oldest event that is not
-// EventDisconnected is dropped and counted.
-func mergeEvents(q []Event, n int) (out []Event, merged, dropped int) {
-	for len(q) > n {
-		i := mergeable(q)
-		if i < 0 {
-			j := 0
-			for j < len(q)-1 && q[j].Kind == EventDisconnected {
-				j++
-			}
-			q = append(q[:j], q[j+1:]...)
-			dropped++
-			continue
-		}
-		a, b := q[i], q[i+1]
-		if a.Kind == EventTransportChanged && b.Kind == EventTransportChanged {
-			b.From = a.From
-		}
-		b.Merged += a.Merged + 1
-		q[i+1] = b
-		q = append(q[:i], q[i+1:]...)
-		merged++
-	}
-	return q, merged, dropped
-}
-
-// mergeable returns the index of the first event that the next one
-// summarises, or -1.
-func mergeable(q []Event) int {
-	for i := 0; i+1 < len(q); i++ {
-		a, b := q[i], q[i+1]
-		switch {
-		case a.Kind == EventDisconnected || b.Kind == EventDisconnected:
-		case a.Kind == EventTransportChanged && b.Kind == EventTransportChanged:
-			return i
-		case (a.Kind == EventInterrupted || a.Kind == EventResumed) && (b.Kind == EventInterrupted || b.Kind == EventResumed):
-			return i
-		case (a.Kind == EventTransportUp || a.Kind == EventTransportDown) && (b.Kind == EventTransportUp || b.Kind == EventTransportDown) &&
-			a.Transport == b.Transport:
-			return i
-		}
-	}
-	return -1
-}
-
-// ---- linkHandler ----
-
-func (s *Session) onUp(k TransportKind) {
-	var l link
-	switch k {
-	case TransportWebRTC:
-		l = s.rtc.Load()
-	case TransportTCP:
-		l = s.tcp.Load()
-	}
-	now := s.now()
-	s.mu.Lock()
-	ls := &s.links[k.idx()]
-	if s.phase == phaseEnded || ls.state == LinkDisabled || ls.peerDisabled {
-		s.mu.Unlock()
-		return
-	}
-	ls.state = LinkUp
-	ls.err = ""
-	ls.upAt = now
-	if ls.kind == TransportWebRTC || !ls.hadRecv {
-		// A path that comes back starts its round-trip figures afresh.
-		ls.rtt = clocksync.RTTEstimator{}
-	}
-	s.pol.path(k).setUp(now, true)
-	running := s.phase == phaseRunning
-	s.linkPtr[k.idx()].Store(&linkBox{l: l})
-	// Tell the peer which transports we have, so that it does not wait for
-	// one we disabled.
-	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
-	b = wire.AppendControl(b, wire.Control{Kind: wire.CtrlHello, Enabled: s.enabled})
-	s.loopBuf = b
-	s.xmit(k, b)
-	if s.phase == phaseLinks {
-		s.tickLinks(now) // start probing at once if this was the last one
-	}
-	s.mu.Unlock()
-	s.log.Debug("p2p: transport up", "transport", k.String())
-	if running {
-		s.emit(Event{Kind: EventTransportUp, Transport: k})
-	}
-}
-
-func (s *Session) onDown(k TransportKind, err error) {
-	s.mu.Lock()
-	ls := &s.links[k.idx()]
-	if errors.Is(err, errRelayRejected) {
-		s.relayRejected++
-	}
-	if s.phase == phaseEnded || ls.state == LinkDisabled {
-		s.mu.Unlock()
-		return
-	}
-	if ls.state == LinkDown {
-		ls.err = err.Error() // the latest reason
-		s.mu.Unlock()
-		return
-	}
-	wasUp := ls.state == LinkUp
-	ls.state = LinkDown
-	ls.err = err.Error()
-	running := s.phase == phaseRunning && wasUp
-	s.pol.path(k).setUp(s.now(), false)
-	s.linkPtr[k.idx()].Store(nil)
-	s.mu.Unlock()
-	s.log.Debug("p2p: transport down", "transport", k.String(), "err", err)
-	if running {
-		s.emit(Event{Kind: EventTransportDown, Transport: k, Err: err})
-	}
-}
-
-func (s *Session) onMalformed(TransportKind) {
-	s.mu.Lock()
-	s.malformed++
-	s.mu.Unlock()
-}
-
-func (s *Session) onMessage(k TransportKind, p []byte) {
-	now := s.now()
-	h, payload, err := wire.ParseHeader(p)
-	if err != nil {
-		s.mu.Lock()
-		s.malformed++
-		s.mu.Unlock()
-		return
-	}
-	switch h.Type {
-	case wire.MsgData:
-		if len(payload) > s.cfg.MaxMessageSize {
-			s.mu.Lock()
-			s.malformed++
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Lock()
-		s.received(k, now, len(p))
-		res := s.seq.Add(h.Seq)
-		s.mu.Unlock()
-		if res.Deliver() {
-			s.ring.push(payload)
-		}
-	case wire.MsgPing:
-		// Answer at once, on the link it came in on. The calibrator stamps
-		// t2 and t3.
-		buf := s.pongBufs[k.idx()]
-		s.mu.Lock()
-		buf = wire.AppendHeader(buf[:0], wire.Header{Type: wire.MsgPong, Seq: s.nextCtrlSeq()})
-		buf, err = s.cal.HandlePing(payload, buf)
-		if err != nil {
-			s.badClockMsg(err)
-			s.mu.Unlock()
-			return
-		}
-		s.received(k, now, len(p))
-		s.mu.Unlock()
-		s.pongBufs[k.idx()] = buf
-		s.xmit(k, buf)
-	case wire.MsgPong:
-		pg, err := clockwire.ParsePong(payload)
-		s.mu.Lock()
-		var smp clocksync.Sample
-		if err == nil {
-			smp, err = s.cal.HandlePong(payload)
-		}
-		if err != nil {
-			s.badClockMsg(err)
-		} else {
-			s.received(k, now, len(p))
-			s.pong(k, pg, smp)
-		}
-		s.mu.Unlock()
-	case wire.MsgControl:
-		c, err := wire.ParseControl(payload)
-		s.mu.Lock()
-		if err != nil {
-			s.malformed++
-			s.mu.Unlock()
-			return
-		}
-		s.received(k, now, len(p))
-		s.control(k, now, c)
-		s.mu.Unlock()
-	}
-}
-
-// received updates liveness and counters for one valid message. Called
-// with mu held.
-func (s *Session) received(k TransportKind, now time.Duration, n int) {
-	ls := &s.links[k.idx()]
-	ls.lastRecv = now
-	ls.hadRecv = true
-	ls.rx++
-	ls.rxB += uint64(n)
-	s.rxRate.Add(n)
-	s.lastRecv = now
-	if s.state == StateInterrupted {
-		s.state = StateConnected
-		silence := now - s.silentSince
-		s.emit(Event{Kind: EventResumed, Silence: silence})
-	}
-}
-
-func (s *Session) nextCtrlSeq() uint32 {
-	s.ctrlSeq++
-	return s.ctrlSeq
-}
-
-// pong processes an answered ping: the pong's timestamps and the sample
-// the calibrator made of them (its round trip, its t4 in At). Called with
-// mu held.
-func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample) {
-	t4, rtt := smp.At, smp.Delay
-	ls := &s.links[k.idx()]
-	ls.pongs++
-	// A round trip that spans a stall of this process, or an outage, is
-	// left out of the round-trip figures (see pathPolicy.answered).
-	if s.pol.answered(k, t4, pg.T1, rtt) {
-		ls.rtt.Add(t4, rtt)
-		s.pol.setRTT(k, ls.rtt.Stats(t4).Smoothed)
-	}
-	ls.jout.Add(pg.T2 - pg.T1)
-	ls.jin.Add(t4 - pg.T3)
-	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == pg.T1 {
-		pr.res[pr.n] = rtt
-		pr.n++
-		pr.outstanding = false
-		// Probe again (or decide) now rather than at the next tick: the
-		// three probes are back-to-back round trips.
-		if s.phase == phaseProbe || s.phase == phaseAwait {
-			s.tickProbe(t4)
-		}
-	}
-}
-
-// control handles a control message. Called with mu held.
-func (s *Session) control(k TransportKind, now time.Duration, c wire.Control) {
-	if s.phase == phaseEnded {
-		return
-	}
-	switch c.Kind {
-	case wire.CtrlSelect:
-		if s.role != signaling.RoleAnswerer {
-			s.malformed++
-			return
-		}
-		tr := TransportKind(c.Transport)
-		from := TransportKind(s.active.Load())
-		first := !s.ans.seen
-		changed, ack := s.ans.onSelect(now, c.Epoch, tr)
-		if first && s.ans.seen || changed {
-			s.active.Store(uint32(tr))
-			if s.phase != phaseRunning {
-				s.choiceReason = fmt.Sprintf("chosen by the offerer: %v", tr)
-				s.becomeRunning(now)
-			} else if from != tr {
-				s.switches++
-				s.choiceReason = fmt.Sprintf("offerer switched to %v (epoch %d)", tr, c.Epoch)
-				s.emit(Event{Kind: EventTransportChanged, From: from, Transport: tr, Reason: "chosen by the offerer"})
-			}
-		}
-		// Acknowledge every select of the current epoch (also repeats: our
-		// ack may have been lost).
-		if ack {
-			s.sendControlLocked(wire.Control{Kind: wire.CtrlSelectAck, Epoch: c.Epoch, Transport: c.Transport})
-		}
-	case wire.CtrlSelectAck:
-		if s.role == signaling.RoleOfferer && c.Epoch == s.epoch {
-			s.acked = true
-		}
-	case wire.CtrlBye:
-		s.endLocked(fmt.Errorf("%w: the peer closed the session", ErrDisconnected), "the peer closed the session", 0)
-	case wire.CtrlHello:
-		for i := range s.links {
-			ls := &s.links[i]
-			if c.Enabled&(1<<i) == 0 && ls.state == LinkConnecting {
-				ls.peerDisabled = true
-				ls.state = LinkDown
-				ls.err = "disabled by the peer"
-				if ls.kind == TransportTCP && s.cancelTCP != nil {
-					s.cancelTCP()
-				}
-			}
-		}
-		if s.phase == phaseLinks {
-			s.tickLinks(now)
-		}
-		// The peer's hello shows its end of a transport is open: an
-		// offerer that started before hearing anything from it (see
-		// earlyChoice) repeats its select now rather than at the next
-		// PingInterval, in case the first one arrived before the peer's
-		// channel could take it.
-		if s.role == signaling.RoleOfferer && s.phase == phaseRunning && !s.acked {
-			s.sendSelect(now)
-		}
-	}
-}
-
-// badClockMsg counts a ping or pong the calibrator refused. Malformed ones
-// count as Malformed; stale or unknown pongs (answers to pings that timed
-// out, duplicates) only in the calibrator's Rejected counter. Called with
-// mu held.
-func (s *Session) badClockMsg(err error) {
-	s.log.Debug("p2p: clock message refused", "err", err)
-	if errors.Is(err, clocksync.ErrMalformed) || errors.Is(err, clocksync.ErrBadTimestamps) || errors.Is(err, clocksync.ErrRoleConflict) {
-		s.malformed++
-	}
-	// A peer that gets the protocol wrong (a third-party client, see
-	// PROTOCOL.md) is told in Stats and the log, once per kind of error,
-	// not left to wonder why the clock never syncs.
-	if errors.Is(err, clocksync.ErrNoGameTime) || errors.Is(err, clocksync.ErrRoleConflict) {
-		s.peerErrors++
-		if msg := err.Error(); msg != s.lastPeerErr {
-			s.lastPeerErr = msg
-			s.log.Warn("p2p: the peer breaks the clock protocol; its pongs are refused", "err", err, "role", s.role.String())
-		}
-	}
-}
-
-// sendControlLocked sends c on every open link (through the loop buffer).
-// Called with mu held; transports' sends do not block.
-func (s *Session) sendControlLocked(c wire.Control) {
-	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgControl, Seq: s.nextCtrlSeq()})
-	b = wire.AppendControl(b, c)
-	s.loopBuf = b
-	for i := range s.links {
-		if s.links[i].up() {
-			s.xmit(s.links[i].kind, b)
-		}
-	}
-}
-
-// xmit sends a non-data message on link k, counting it.
-func (s *Session) xmit(k TransportKind, p []byte) {
-	b := s.linkPtr[k.idx()].Load()
-	if b == nil {
-		return
-	}
-	if b.l.send(p) == nil {
-		s.sendMu.Lock()
-		s.txRate.Add(len(p))
-		s.txLink[k.idx()]++
-		s.txLinkB[k.idx()] += uint64(len(p))
-		s.sendMu.Unlock()
-	}
-}
-
-// becomeRunning ends the connecting phase. Called with mu held.
-func (s *Session) becomeRunning(now time.Duration) {
-	s.phase = phaseRunning
-	s.state = StateConnected
-	s.readyAt = now
-	s.lastRecv = now
-	for i := range s.links {
-		s.links[i].probe.running = false
-	}
-	s.log.Debug("p2p: session running", "transport", TransportKind(s.active.Load()).String(), "reason", s.choiceReason)
-	s.readyDone = true
-	close(s.ready)
-}
-
-// failConnect ends the connecting phase with an error. Called with mu held.
-func (s *Session) failConnect(err error) { s.endLocked(err, "", 0) }
-
-// endLocked ends the session (once). Called with mu held.
-func (s *Session) endLocked(err error, reason string, silence time.Duration) {
-	if s.phase == phaseEnded {
-		return
-	}
-	wasRunning := s.phase == phaseRunning
-	s.phase = phaseEnded
-	s.endErr = err
-	s.ended.Store(true)
-	if !s.readyDone { // still connecting: Connect fails with err
-		s.readyErr = err
-		s.readyDone = true
-		close(s.ready)
-	}
-	if errors.Is(err, ErrClosed) {
-		s.state = StateClosed
-	} else {
-		s.state = StateDisconnected
-		if wasRunning {
-			s.emit(Event{Kind: EventDisconnected, Reason: reason, Silence: silence, Err: err})
-		}
-	}
-	s.cancel()
-}
-
-// loop runs the session's timers until it ends, then tears it down.
-func (s *Session) loop() {
-	defer s.wg.Done()
-	t := time.NewTicker(tickInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.closing:
-			s.mu.Lock()
-			s.endLocked(ErrClosed, "", 0)
-			s.mu.Unlock()
-		case <-s.ctx.Done():
-		}
-		s.mu.Lock()
-		if s.phase == phaseEnded {
-			s.mu.Unlock()
-			s.teardown()
-			return
-		}
-		s.tick(s.now())
-		s.mu.Unlock()
-	}
-}
-
-// tick does one round of housekeeping. Called with mu held.
-func (s *Session) tick(now time.Duration) {
-	// A gap between two runs of the loop much longer than its period is a
-	// stall of this process: what it did not hear meanwhile is no
-	// evidence against a path (see the policies).
-	if s.ticked && now-s.lastTick > tickInterval+stallSlack {
-		s.pol.stalled(s.lastTick, now)
-		s.log.Debug("p2p: local stall", "for", now-s.lastTick)
-	}
-	s.lastTick, s.ticked = now, true
-	s.sendMu.Lock()
-	s.txRate.Update(now)
-	s.sendMu.Unlock()
-	if s.rxRate.Update(now) {
-		// A rate window just closed: recent loss over it.
-		e, r := s.seq.Expected(), s.seq.Received()
-		de, dr := e-s.lossBase[0], r-s.lossBase[1]
-		s.lossRecent = 0
-		if de > 0 && dr < de {
-			s.lossRecent = float64(de-dr) / float64(de)
-		}
-		s.lossBase = [2]uint64{e, r}
-	}
-	for i := range s.links {
-		ls := &s.links[i]
-		// Once the session runs, a WebRTC that is still connecting keeps
-		// trying; the offerer renews it if it takes too long (see
-		// maybeRenewRTC).
-		if ls.state == LinkConnecting && now >= s.linksDeadline[i] && !(i == 0 && s.phase == phaseRunning) {
-			ls.state = LinkDown
-			ls.err = fmt.Sprintf("did not connect within %v", s.linksDeadline[i]-s.start)
-			if i == 0 {
-				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
-			}
-		}
-		// A probe unanswered past its grace breaks the path's streak.
-		if e := s.pol.path(ls.kind); e.streak > 0 {
-			if _, ok := s.pol.onset(now, e); ok {
-				e.streak = 0
-			}
-		}
-	}
-	switch s.phase {
-	case phaseLinks:
-		s.tickLinks(now)
-	case phaseProbe, phaseAwait:
-		s.tickProbe(now)
-	case phaseRunning:
-		s.tickRunning(now)
-	}
-}
-
-func (s *Session) tickLinks(now time.Duration) {
-	resolved := true
-	anyUp := false
-	for i := range s.links {
-		st := s.links[i].state
-		if st == LinkConnecting {
-			resolved = false
-		}
-		if st == LinkUp {
-			anyUp = true
-		}
-	}
-	// With a preferred transport that is already up there is no need to
-	// wait for the other one. The offerer does not wait for the relay once
-	// WebRTC is open either (unless TCP is preferred): it starts on
-	// WebRTC once its channel is open (see earlyChoice) and judges the
-	// relay in the background once it opens.
-	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
-		resolved = true
-	}
-	if s.role == signaling.RoleOfferer && s.cfg.Prefer != TransportTCP && s.links[0].up() {
-		resolved = true
-	}
-	// With one transport open, the other has until a fifth of its own
-	// timeout after the pairing (1 s for WebRTC by default): on a long,
-	// lossy link the session starts on the open one rather than wait for
-	// the other's retransmissions, and moves to the other when it opens
-	// and pings as well (see decide); a transport that opens later than
-	// that (a browser's relay, whose TLS waits, see relayTLSDefer) is used
-	// at once. On a LAN both open within milliseconds.
-	for i := range s.links {
-		o := &s.links[1-i]
-		if s.links[i].up() && o.state == LinkConnecting {
-			timeout := s.linksDeadline[1-i] - s.start
-			if now-s.start >= timeout/5 {
-				resolved = true
-			}
-		}
-	}
-	if !resolved {
-		if s.role == signaling.RoleAnswerer && now > s.awaitDeadline {
-			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
-		}
-		return
-	}
-	if !anyUp {
-		s.failConnect(s.noTransportErr(""))
-		return
-	}
-	s.phase = phaseProbe
-	for i := range s.links {
-		if s.links[i].up() {
-			s.links[i].probe.running = true
-		}
-	}
-	s.tickProbe(now)
-}
-
-func (s *Session) noTransportErr(why string) error {
-	msg := ErrNoTransport.Error()
-	if why != "" {
-		msg += ": " + why
-	}
-	for i := range s.links {
-		ls := &s.links[i]
-		msg += fmt.Sprintf("; %v: %v", ls.kind, ls.state)
-		if ls.err != "" {
-			msg += " (" + ls.err + ")"
-		}
-	}
-	return fmt.Errorf("%w%s", ErrNoTransport, msg[len(ErrNoTransport.Error()):])
-}
-
-// tickProbe sends the three sequential probes on each open link and, on
-// the offerer, chooses once every probe is answered or lost.
-func (s *Session) tickProbe(now time.Duration) {
-	done := true
-	for i := range s.links {
-		ls := &s.links[i]
-		pr := &ls.probe
-		// The offerer started probing WebRTC before the relay opened (see
-		// tickLinks): a relay that opens before the choice is probed too.
-		if i == 1 && s.role == signaling.RoleOfferer && !pr.running && pr.n == 0 && ls.up() {
-			pr.running = true
-		}
-		if !pr.running {
-			continue
-		}
-		if !ls.up() {
-			pr.running = false
-			continue
-		}
-		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout {
-			pr.res[pr.n] = 0
-			pr.lost++
-			pr.n++
-			pr.outstanding = false
-		}
-		if pr.n == 3 {
-			pr.running = false
-			pr.max = 0
-			for _, r := range pr.res {
-				if r == 0 {
-					r = s.cfg.ProbeTimeout
-				}
-				pr.max = max(pr.max, r)
-			}
-			continue
-		}
-		done = false
-		if !pr.outstanding {
-			pr.outstanding = true
-			pr.sentAt = now
-			pr.t1 = s.sendPing(ls.kind, now)
-		}
-	}
-	if s.role == signaling.RoleAnswerer {
-		if done {
-			s.phase = phaseAwait
-		}
-		if now > s.awaitDeadline {
-			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
-		}
-		return
-	}
-	if !done {
-		if k, reason := s.earlyChoice(); k != TransportUnknown {
-			s.choiceReason = reason
-			s.decide(now, k)
-			s.becomeRunning(now)
-		}
-		return
-	}
-	k, reason := s.initialChoice()
-	if k == TransportUnknown && s.links[1].state == LinkConnecting {
-		// WebRTC lost its probes while the relay is still connecting: wait
-		// for the relay (or its deadline, see tick).
-		return
-	}
-	if k == TransportUnknown {
-		s.failConnect(s.noTransportErr("every probe was lost"))
-		return
-	}
-	s.choiceReason = reason
-	s.decide(now, k)
-	s.becomeRunning(now)
-}
-
-// earlyChoice lets the offerer start on WebRTC before the probes are
-// done. When the relay is not being probed (still connecting, or down),
-// it has no evidence to compare with: the offerer starts on WebRTC as soon
-// as its data channel is open, whose SCTP handshake crossed the path both
-// ways, so a probe round trip would add only a ping figure, at the cost of
-// a round trip through the peer (in a browser, through the page's one
-// thread, behind its frames). Waiting for the relay would cost its connect
-// time. Once running, the relay is probed as the standby when it opens,
-// and the session moves to it if it pings better (see decide), as after
-// any initial choice. With both links probing, or TCP preferred, the
-// 3-probe rule decides (initialChoice), except that the offerer starts on
-// WebRTC once it answered a probe, unless the relay already answered one
-// faster by the switch margin: one answered probe shows the path works,
-// and a relay that pings better over the next seconds takes over as after
-// any choice.
-func (s *Session) earlyChoice() (TransportKind, string) {
-	w, t := &s.links[0], &s.links[1]
-	if s.cfg.Prefer == TransportTCP || !w.up() {
-		return TransportUnknown, ""
-	}
-	if !t.probe.running && t.probe.n == 0 {
-		return TransportWebRTC, fmt.Sprintf("webrtc's data channel is open while tcp is %v: starting on webrtc, judging tcp once it opens", s.whyNot(t))
-	}
-	if w.probe.n-w.probe.lost < 1 {
-		return TransportUnknown, ""
-	}
-	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
-		for _, r := range ls.probe.res[:ls.probe.n] {
-			if r > 0 {
-				m, ok = max(m, r), true
-			}
-		}
-		return m, ok
-	}
-	rtt, _ := answeredMax(w)
-	trtt, ok := answeredMax(t)
-	if ok && trtt+max(s.cfg.SwitchMargin, rtt/10) < rtt {
-		return TransportUnknown, "" // the 3-probe rule decides
-	}
-	return TransportWebRTC, fmt.Sprintf("webrtc answered a probe (ping %v) and tcp pinged no better so far: starting on webrtc, judging tcp in the background", rtt)
-}
-
-// initialChoice applies the 3-probe rule to the probe results: a transport
-// that answered at least one probe is usable; with Config.Prefer set and
-// usable, it wins; otherwise the lower 3-probe maximum wins, ties to WebRTC.
-func (s *Session) initialChoice() (TransportKind, string) {
-	usable := func(ls *linkState) bool { return ls.up() && ls.probe.n == 3 && ls.probe.lost < 3 }
-	w, t := &s.links[0], &s.links[1]
-	wu, tu := usable(w), usable(t)
-	switch {
-	case !wu && !tu:
-		return TransportUnknown, ""
-	case wu && !tu:
-		return TransportWebRTC, fmt.Sprintf("only webrtc works (3-probe ping %v; tcp %v)", w.probe.max, s.whyNot(t))
-	case tu && !wu:
-		return TransportTCP, fmt.Sprintf("only tcp works (3-probe ping %v; webrtc %v)", t.probe.max, s.whyNot(w))
-	}
-	if p := s.cfg.Prefer; p != TransportUnknown {
-		return p, fmt.Sprintf("preferred by config (3-probe ping webrtc %v, tcp %v)", w.probe.max, t.probe.max)
-	}
-	margin := max(s.cfg.SwitchMargin, w.probe.max/10)
-	if t.probe.max+margin < w.probe.max {
-		return TransportTCP, fmt.Sprintf("lower 3-probe ping: tcp %v < webrtc %v by more than %v", t.probe.max, w.probe.max, margin)
-	}
-	if t.probe.max < w.probe.max {
-		return TransportWebRTC, fmt.Sprintf("3-probe pings within %v count as a tie, which webrtc wins: webrtc %v, tcp %v", margin, w.probe.max, t.probe.max)
-	}
-	return TransportWebRTC, fmt.Sprintf("lower or equal 3-probe ping: webrtc %v <= tcp %v", w.probe.max, t.probe.max)
-}
-
-func (s *Session) whyNot(ls *linkState) string {
-	switch {
-	case ls.state == LinkDisabled:
-		return "disabled"
-	case ls.state == LinkUp && ls.probe.lost == 3:
-		return "lost all 3 probes"
-	case ls.err != "":
-		return ls.state.String() + ": " + ls.err
-	}
-	return ls.state.String()
-}
-
-// decide makes k the active transport under a new epoch and starts telling
-// the answerer (offerer only). Called with mu held.
-func (s *Session) decide(now time.Duration, k TransportKind) {
-	s.epoch++
-	s.acked = false
-	s.active.Store(uint32(k))
-	s.off.switched(now, k)
-	s.nextSelect = now
-	s.sendSelect(now)
-}
-
-func (s *Session) sendSelect(now time.Duration) {
-	s.sendControlLocked(wire.Control{Kind: wire.CtrlSelect, Epoch: s.epoch, Transport: uint8(s.active.Load())})
-	s.nextSelect = now + s.cfg.PingInterval
-}
-
-// sendPing sends a timestamped ping on link k and returns its t1.
-// Called with mu held.
-func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
-	ls := &s.links[k.idx()]
-	b := wire.AppendHeader(s.loopBuf[:0], wire.Header{Type: wire.MsgPing, Seq: s.nextCtrlSeq()})
-	b = s.cal.AppendPing(b)
-	s.loopBuf = b
-	t1 := now
-	if pg, err := clockwire.ParsePing(b[wire.HeaderLen:]); err == nil {
-		t1 = pg.T1
-	}
-	ls.pings++
-	s.pol.path(k).probeSent(t1)
-	s.xmit(k, b)
-	return t1
-}
-
-func (s *Session) tickRunning(now time.Duration) {
-	// Liveness over all transports. Time this process stood still is not
-	// the peer's silence.
-	silence := now - s.pol.stall.after(s.lastRecv)
-	switch {
-	case silence >= s.cfg.DisconnectAfter:
-		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
-			"timeout", silence)
-		return
-	case silence >= s.cfg.InterruptAfter && s.state == StateConnected:
-		s.state = StateInterrupted
-		s.silentSince = s.lastRecv
-		s.emit(Event{Kind: EventInterrupted, Silence: silence})
-	}
-
-	// A fast goodbye: the signaling server said the peer left (closed,
-	// left, or its connection dropped) and nothing has come from it for
-	// goodbyeSilence: it is gone, no need to wait for DisconnectAfter.
-	if s.goodbye != "" && silence >= goodbyeSilence {
-		s.endLocked(fmt.Errorf("%w: the peer left the signaling server (%s) and has been silent for %v",
-			ErrDisconnected, s.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.goodbye, silence)
-		return
-	}
-	s.pol.observe(now)
-	s.maybeRenewRTC(now)
-	if s.role == signaling.RoleOfferer {
-		if k, why := s.off.decide(now); k != TransportUnknown {
-			s.switchTo(now, k, why)
-		}
-		if !s.acked && now >= s.nextSelect {
-			s.sendSelect(now)
-		}
-	}
-	// Pings: the active transport when the calibrator wants one but at
-	// least every PingInterval; the standby as the policy says.
-	calDue := now >= s.cal.NextPing()
-	for i := range s.links {
-		ls := &s.links[i]
-		if ls.up() && s.pol.probeDue(now, ls.kind, calDue) {
-			s.sendPing(ls.kind, now)
-		}
-	}
-}
-
-func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
-	from := TransportKind(s.active.Load())
-	s.switches++
-	s.off.switches++
-	s.choiceReason = reason
-	s.decide(now, k)
-	s.log.Info("p2p: transport changed", "from", from.String(), "to", k.String(), "reason", reason)
-	s.emit(Event{Kind: EventTransportChanged, From: from, Transport: k, Reason: reason})
-}
-
-// teardown closes everything once the loop has seen the session end.
-func (s *Session) teardown() {
-	s.mu.Lock()
-	closedByUs := errors.Is(s.endErr, ErrClosed)
-	if closedByUs {
-		s.sendControlLocked(wire.Control{Kind: wire.CtrlBye, Reason: wire.ByeClosed})
-	}
-	s.mu.Unlock()
-	if closedByUs {
-		s.flushBye()
-	}
-	s.linkPtr[0].Store(nil)
-	s.linkPtr[1].Store(nil)
-	s.mu.Lock()
-	rtc := s.rtc.Swap(nil)
-	s.mu.Unlock()
-	if rtc != nil {
-		_ = rtc.close()
-	}
-	if t := s.tcp.Load(); t != nil {
-		_ = t.close()
-	}
-	if s.closeSig != nil {
-		s.closeSig()
-	}
-	// Nothing emits once the session has ended (the handlers check the
-	// phase), so the channel can be closed.
-	s.evMu.Lock()
-	s.evClosed = true
-	close(s.events)
-	s.evMu.Unlock()
-	close(s.done)
-}
-
-// flushBye gives the bye messages a moment to leave.
-func (s *Session) flushBye() {
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		pending := false
-		if r := s.rtc.Load().rawChan(); r != nil && r.dc.BufferedAmount() > 0 {
-			pending = true
-		}
-		if t := s.tcp.Load(); t != nil && t.unwritten() {
-			pending = true
-		}
-		if !pending {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return s.life.endErr
 }
 
 // Close ends the session: it tells the peer (a bye message on every open
@@ -1653,14 +281,9 @@ func (s *Session) flushBye() {
 // queued can be drained with Poll after Close. It is idempotent and
 // returns nil.
 func (s *Session) Close() error {
-	s.closeOnce.Do(func() {
-		close(s.closing)
-		s.wg.Wait()
-	})
+	s.life.close()
 	return nil
 }
-
-// ---- data path ----
 
 // Send sends p to the peer as one unreliable message on the active
 // transport: it may be lost, duplicated messages are filtered, and order is
@@ -1682,52 +305,11 @@ func (s *Session) Send(p []byte) error {
 	if len(p) > s.cfg.MaxMessageSize {
 		return &MessageSizeError{Size: len(p), Limit: s.cfg.MaxMessageSize}
 	}
-	if s.ended.Load() {
-		return s.endError()
+	if s.life.ended.Load() {
+		return s.life.err()
 	}
-	s.sendMu.Lock()
-	b := s.sendLink()
-	if b == nil {
-		s.sendDropped++
-		s.sendMu.Unlock()
-		return nil
-	}
-	buf := wire.AppendHeader(s.sendBuf[:0], wire.Header{Type: wire.MsgData, Seq: s.dataSeq})
-	buf = append(buf, p...)
-	if err := b.l.sendData(buf); err != nil {
-		s.sendDropped++
-		s.sendMu.Unlock()
-		return nil
-	}
-	s.dataSeq++
-	s.sent++
-	s.txRate.Add(len(buf))
-	s.txLink[b.l.kind().idx()]++
-	s.txLinkB[b.l.kind().idx()] += uint64(len(buf))
-	s.sendMu.Unlock()
+	s.data.send(s.tr.sendLink(TransportKind(s.active.Load())), p)
 	return nil
-}
-
-// sendLink returns the active link if it is open, else the other one if
-// that is open (the answerer's emergency path while the offerer decides).
-func (s *Session) sendLink() *linkBox {
-	k := TransportKind(s.active.Load())
-	if k == TransportUnknown {
-		return nil
-	}
-	if b := s.linkPtr[k.idx()].Load(); b != nil {
-		return b
-	}
-	return s.linkPtr[k.other().idx()].Load()
-}
-
-func (s *Session) endError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.endErr == nil {
-		return ErrClosed
-	}
-	return s.endErr
 }
 
 // Poll hands every received message to fn, oldest first, and returns how
@@ -1736,17 +318,7 @@ func (s *Session) endError() error {
 // a bounded queue (Config.RecvQueue; when it is full the oldest are
 // dropped, counted in Stats.RecvOverflow), also after the session ended.
 func (s *Session) Poll(fn func(p []byte)) int {
-	s.ring.consMu.Lock()
-	defer s.ring.consMu.Unlock()
-	n := 0
-	for {
-		m, ok := s.ring.popSwap()
-		if !ok {
-			return n
-		}
-		fn(m)
-		n++
-	}
+	return s.data.poll(fn)
 }
 
 // Stats returns a snapshot of the link statistics. It does not allocate.
@@ -1759,26 +331,16 @@ func (s *Session) Stats() Stats {
 	st.Transport = TransportKind(s.active.Load())
 	st.ChoiceReason = s.choiceReason
 	st.Switches = s.switches
-	if s.phase == phaseRunning || s.phase == phaseEnded && s.readyAt != 0 {
-		st.Uptime = now - s.readyAt
-		st.SinceLastRecv = now - s.lastRecv
-		st.ConnectTime = s.readyAt - s.start
+	if s.phase == phaseRunning || s.phase == phaseEnded && s.live.readyAt != 0 {
+		st.Uptime = now - s.live.readyAt
+		st.SinceLastRecv = now - s.live.lastRecv
+		st.ConnectTime = s.live.readyAt - s.start
 	}
-	st.Received = s.seq.Received()
-	st.Expected = s.seq.Expected()
-	st.Lost = s.seq.Lost()
-	st.Loss = s.seq.Loss()
-	st.LossRecent = s.lossRecent
-	st.Duplicates = s.seq.Duplicates()
-	st.Reordered = s.seq.Reordered()
-	st.Late = s.seq.Late()
-	st.Malformed = s.malformed
-	st.RelayRejected = s.relayRejected
-	st.SignalingReconnects = uint64(s.sigRejoined.Load())
-	st.WebRTCRenewals = s.rtcRenewals
-	st.RxPacketsPerSec = s.rxRate.PacketsPerSec()
-	st.RxBytesPerSec = s.rxRate.BytesPerSec()
-	cs := s.cal.Stats()
+	st.Malformed = s.ping.malformed
+	st.RelayRejected = s.tr.rejected.Load()
+	st.SignalingReconnects = uint64(s.sig.rejoined.Load())
+	st.WebRTCRenewals = s.sig.renewals
+	cs := s.ping.cal.Stats()
 	if est := cs.Estimate; est.Samples > 0 {
 		st.ClockOffset = est.OffsetAt(now)
 		st.ClockUncertainty = est.UncertaintyAt(now)
@@ -1787,33 +349,22 @@ func (s *Session) Stats() Stats {
 	for i := range s.links {
 		s.linkStats(now, &s.links[i], st.Link(s.links[i].kind))
 	}
-	st.PeerProtocolErrors, st.LastPeerProtocolError = s.peerErrors, s.lastPeerErr
+	st.PeerProtocolErrors, st.LastPeerProtocolError = s.ping.peerErrors, s.ping.lastPeerErr
 	s.mu.Unlock()
 
 	if a := st.Transport; a != TransportUnknown {
 		ls := st.Link(a)
 		st.RTT, st.Jitter, st.JitterOut = ls.RTT, ls.Jitter, ls.JitterOut
 	}
-	if rtc := s.rtc.Load(); rtc != nil {
+	if rtc := s.tr.rtc.Load(); rtc != nil {
 		st.LocalCandidate, st.RemoteCandidate = rtc.candidates()
 	}
-	st.RecvOverflow = s.ring.droppedCount()
 	st.RelayWebSocket = s.cfg.RelayWebSocket
-	s.sendMu.Lock()
-	st.Sent = s.sent
-	st.SendDropped = s.sendDropped
-	st.TxPacketsPerSec = s.txRate.PacketsPerSec()
-	st.TxBytesPerSec = s.txRate.BytesPerSec()
-	st.WebRTC.TxPackets, st.WebRTC.TxBytes = s.txLink[0], s.txLinkB[0]
-	st.TCP.TxPackets, st.TCP.TxBytes = s.txLink[1], s.txLinkB[1]
-	s.sendMu.Unlock()
-	if t := s.tcp.Load(); t != nil {
+	s.data.stats(&st)
+	if t := s.tr.tcp.Load(); t != nil {
 		st.SendDropped += t.superseded()
 	}
-	s.evMu.Lock()
-	st.EventsMerged = s.eventsMerged
-	st.EventsDropped = s.eventsDropped
-	s.evMu.Unlock()
+	st.EventsMerged, st.EventsDropped = s.ev.counts()
 	return st
 }
 
@@ -1821,11 +372,11 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.Kind = ls.kind
 	out.State = ls.state
 	out.Err = ls.err
-	out.Healthy = ls.up() && s.pol.healthy(now, ls.kind)
+	out.Healthy = ls.up() && s.pol.paths().healthy(now, ls.kind)
 	out.Probe = ls.probe.res
 	out.ProbeMax = ls.probe.max
 	out.ProbeLost = ls.probe.lost
-	out.Last3Max = s.pol.path(ls.kind).max3()
+	out.Last3Max = s.pol.paths().path(ls.kind).max3()
 	out.RTT = ls.rtt.Stats(now)
 	out.Jitter = ls.jin.Value()
 	out.JitterOut = ls.jout.Value()
@@ -1835,15 +386,5 @@ func (s *Session) linkStats(now time.Duration, ls *linkState, out *LinkStats) {
 	out.SinceLastRecv = -1
 	if ls.hadRecv {
 		out.SinceLastRecv = now - ls.lastRecv
-	}
-}
-
-// waitReady waits for the initial transport choice.
-func (s *Session) waitReady(ctx context.Context) error {
-	select {
-	case <-s.ready:
-		return s.readyErr
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

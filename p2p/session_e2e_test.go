@@ -179,6 +179,9 @@ func preferWebRTC(c *Config) { c.Prefer = TransportWebRTC }
 // TestSessionWebRTCLate: the data channel opens only after the offerer
 // settled on TCP; the session then moves to it (preferred) without ending.
 func TestSessionWebRTCLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits for WebRTC in real time over pion sockets")
+	}
 	leaktest.Check(t)
 	url := startSignaling(t)
 	late := func(c *Config) {
@@ -211,6 +214,9 @@ func TestSessionWebRTCLate(t *testing.T) {
 // Without a preference, a WebRTC channel that opens after the session
 // settled on TCP is taken as soon as it pings no worse (ties go to WebRTC).
 func TestSessionWebRTCLateTiesGoToWebRTC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits for WebRTC in real time over pion sockets")
+	}
 	leaktest.Check(t)
 	url := startSignaling(t)
 	late := func(c *Config) { c.WebRTCTimeout = time.Millisecond }
@@ -246,7 +252,7 @@ func TestSessionFailoverOnKill(t *testing.T) {
 		ea, eb, tr := np.runTraffic(t) // traffic flows both ways over WebRTC
 
 		killedAt := a.now() - a.start
-		a.rtc.Load().raw.Load().rw.Close() // the data channel dies under the offerer
+		a.tr.rtc.Load().raw.Load().rw.Close() // the data channel dies under the offerer
 		evA := ea.waitFor(t, "offerer failover", changedTo(TransportTCP))
 		evB := eb.waitFor(t, "answerer failover", changedTo(TransportTCP))
 		tr.waitBoth(t, 50) // traffic goes on after the failover, both ways

@@ -95,7 +95,7 @@ func exchange(t *testing.T, a, b *Session, n int) (gotA, gotB int) {
 // tcpWritten reports whether s's TCP transport, if it carries the data,
 // has written every frame it accepted.
 func tcpWritten(s *Session) bool {
-	tr := s.tcp.Load()
+	tr := s.tr.tcp.Load()
 	return tr == nil || TransportKind(s.active.Load()) != TransportTCP || !tr.unwritten() || s.Stats().TCP.State != LinkUp
 }
 

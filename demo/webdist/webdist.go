@@ -3,7 +3,7 @@
 // `make web` (part of `make demo` and `make test`) builds them into
 // static/, where go:embed takes them: a binary built without them serves
 // a page that says so. cmd/signal and the demo's embedded signaling
-// server serve it at / (signaling.Config.Site).
+// server serve it at / (server.Config.Site).
 package webdist
 
 import (

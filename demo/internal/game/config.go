@@ -12,7 +12,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/signaling"
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/p2p/netsim"
+	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/signaling"
 )
 

@@ -1,0 +1,31 @@
+package p2p
+
+import "time"
+
+// liveness is what the session knows of the peer's presence: when
+// anything last arrived from it, when an interruption began, what the
+// signaling server said of it, and the local loop's runs, whose gaps are
+// this process's stalls (time it stood still is not the peer's silence).
+// Under Session.mu.
+type liveness struct {
+	readyAt     time.Duration // when the session started running
+	lastRecv    time.Duration // when a valid message last arrived
+	silentSince time.Duration // when the current interruption began
+	goodbye     string        // the signaling server said the peer left ("" if not, or it is back)
+	lastTick    time.Duration // when the loop last ran
+	ticked      bool          // lastTick is set
+}
+
+// loopRan records a run of the loop at now and returns the stall it ends,
+// if the gap since the previous run is much longer than the loop's period.
+func (l *liveness) loopRan(now time.Duration) (from time.Duration, stalled bool) {
+	from, stalled = l.lastTick, l.ticked && now-l.lastTick > tickInterval+stallSlack
+	l.lastTick, l.ticked = now, true
+	return from, stalled
+}
+
+// silence returns how long nothing has arrived at now, not counting the
+// local stalls in st.
+func (l *liveness) silence(now time.Duration, st *stalls) time.Duration {
+	return now - st.after(l.lastRecv)
+}

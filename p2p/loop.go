@@ -1,0 +1,355 @@
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ragsync/ragsync/p2p/internal/wire"
+)
+
+// The session's loop: one goroutine (loop) runs the timers every
+// tickInterval under Session.mu: the connecting phases (the links open or
+// time out, the probes, the initial choice), then liveness, the policy's
+// decisions, pings, and at the end the teardown.
+
+// phase of the session's lifecycle.
+type phase uint8
+
+const (
+	phaseLinks   phase = iota // waiting for the transports to open or time out
+	phaseProbe                // 3 probes on each open transport
+	phaseAwait                // answerer: probes done, waiting for the offerer's select
+	phaseRunning              // transport chosen
+	phaseEnded
+)
+
+// becomeRunning ends the connecting phase. Called with mu held.
+func (s *Session) becomeRunning(now time.Duration) {
+	s.phase = phaseRunning
+	s.state = StateConnected
+	s.live.readyAt = now
+	s.live.lastRecv = now
+	for i := range s.links {
+		s.links[i].probe.running = false
+	}
+	s.log.Debug("p2p: session running", "transport", TransportKind(s.active.Load()).String(), "reason", s.choiceReason)
+	s.life.settle(nil)
+}
+
+// failConnect ends the connecting phase with an error. Called with mu held.
+func (s *Session) failConnect(err error) { s.endLocked(err, "", 0) }
+
+// endLocked ends the session (once). Called with mu held.
+func (s *Session) endLocked(err error, reason string, silence time.Duration) {
+	if s.phase == phaseEnded {
+		return
+	}
+	wasRunning := s.phase == phaseRunning
+	s.phase = phaseEnded
+	s.life.end(err) // still connecting: Connect fails with err
+	if errors.Is(err, ErrClosed) {
+		s.state = StateClosed
+	} else {
+		s.state = StateDisconnected
+		if wasRunning {
+			s.emit(Event{Kind: EventDisconnected, Reason: reason, Silence: silence, Err: err})
+		}
+	}
+}
+
+// loop runs the session's timers until it ends, then tears it down.
+func (s *Session) loop() {
+	defer s.life.wg.Done()
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.life.closing:
+			s.mu.Lock()
+			s.endLocked(ErrClosed, "", 0)
+			s.mu.Unlock()
+		case <-s.life.ctx.Done():
+		}
+		s.mu.Lock()
+		if s.phase == phaseEnded {
+			s.mu.Unlock()
+			s.teardown()
+			return
+		}
+		s.tick(s.now())
+		s.mu.Unlock()
+	}
+}
+
+// tick does one round of housekeeping. Called with mu held.
+func (s *Session) tick(now time.Duration) {
+	// A gap between two runs of the loop much longer than its period is a
+	// stall of this process: what it did not hear meanwhile is no
+	// evidence against a path (see the policies).
+	if from, ok := s.live.loopRan(now); ok {
+		s.pol.paths().stalled(from, now)
+		s.log.Debug("p2p: local stall", "for", now-from)
+	}
+	s.data.tick(now)
+	for i := range s.links {
+		ls := &s.links[i]
+		// Once the session runs, a WebRTC that is still connecting keeps
+		// trying; the offerer renews it if it takes too long (see
+		// maybeRenewRTC).
+		if ls.state == LinkConnecting && now >= s.links[i].deadline && !(i == 0 && s.phase == phaseRunning) {
+			ls.state = LinkDown
+			ls.err = fmt.Sprintf("did not connect within %v", s.links[i].deadline-s.start)
+			if i == 0 {
+				ls.err = fmt.Sprintf("data channel did not open within %v", s.cfg.WebRTCTimeout)
+			}
+		}
+		// A probe unanswered past its grace breaks the path's streak.
+		if e := s.pol.paths().path(ls.kind); e.streak > 0 {
+			if _, ok := s.pol.paths().onset(now, e); ok {
+				e.streak = 0
+			}
+		}
+	}
+	switch s.phase {
+	case phaseLinks:
+		s.tickLinks(now)
+	case phaseProbe, phaseAwait:
+		s.tickProbe(now)
+	case phaseRunning:
+		s.tickRunning(now)
+	}
+}
+
+func (s *Session) tickLinks(now time.Duration) {
+	resolved := true
+	anyUp := false
+	for i := range s.links {
+		st := s.links[i].state
+		if st == LinkConnecting {
+			resolved = false
+		}
+		if st == LinkUp {
+			anyUp = true
+		}
+	}
+	// With a preferred transport that is already up there is no need to
+	// wait for the other one. The offerer does not wait for the relay once
+	// WebRTC is open either (unless TCP is preferred): it starts on
+	// WebRTC once its channel is open (see earlyChoice) and judges the
+	// relay in the background once it opens.
+	if p := s.cfg.Prefer; p != TransportUnknown && s.links[p.idx()].up() {
+		resolved = true
+	}
+	if s.pol.startsEarly(&s.links) {
+		resolved = true
+	}
+	// With one transport open, the other has until a fifth of its own
+	// timeout after the pairing (1 s for WebRTC by default): on a long,
+	// lossy link the session starts on the open one rather than wait for
+	// the other's retransmissions, and moves to the other when it opens
+	// and pings as well (see decide); a transport that opens later than
+	// that (a browser's relay, whose TLS waits, see relayTLSDefer) is used
+	// at once. On a LAN both open within milliseconds.
+	for i := range s.links {
+		o := &s.links[1-i]
+		if s.links[i].up() && o.state == LinkConnecting {
+			timeout := s.links[1-i].deadline - s.start
+			if now-s.start >= timeout/5 {
+				resolved = true
+			}
+		}
+	}
+	if !resolved {
+		if s.pol.overdue(now) {
+			s.failConnect(s.noTransportErr("the offerer did not choose a transport in time"))
+		}
+		return
+	}
+	if !anyUp {
+		s.failConnect(s.noTransportErr(""))
+		return
+	}
+	s.phase = phaseProbe
+	for i := range s.links {
+		if s.links[i].up() {
+			s.links[i].probe.running = true
+		}
+	}
+	s.tickProbe(now)
+}
+
+func (s *Session) noTransportErr(why string) error {
+	msg := ErrNoTransport.Error()
+	if why != "" {
+		msg += ": " + why
+	}
+	for i := range s.links {
+		ls := &s.links[i]
+		msg += fmt.Sprintf("; %v: %v", ls.kind, ls.state)
+		if ls.err != "" {
+			msg += " (" + ls.err + ")"
+		}
+	}
+	return fmt.Errorf("%w%s", ErrNoTransport, msg[len(ErrNoTransport.Error()):])
+}
+
+// tickProbe sends the three sequential probes on each open link and, on
+// the offerer, chooses once every probe is answered or lost.
+func (s *Session) tickProbe(now time.Duration) {
+	done := true
+	for i := range s.links {
+		ls := &s.links[i]
+		pr := &ls.probe
+		// The offerer started probing WebRTC before the relay opened (see
+		// tickLinks): a relay that opens before the choice is probed too.
+		if s.pol.probesLate(ls.kind) && !pr.running && pr.n == 0 && ls.up() {
+			pr.running = true
+		}
+		if !pr.running {
+			continue
+		}
+		if !ls.up() {
+			pr.running = false
+			continue
+		}
+		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout {
+			pr.res[pr.n] = 0
+			pr.lost++
+			pr.n++
+			pr.outstanding = false
+		}
+		if pr.n == 3 {
+			pr.running = false
+			pr.max = 0
+			for _, r := range pr.res {
+				if r == 0 {
+					r = s.cfg.ProbeTimeout
+				}
+				pr.max = max(pr.max, r)
+			}
+			continue
+		}
+		done = false
+		if !pr.outstanding {
+			pr.outstanding = true
+			pr.sentAt = now
+			pr.t1 = s.sendPing(ls.kind, now)
+		}
+	}
+	o := s.pol.afterProbes(now, &s.links, done)
+	switch {
+	case o.fail != "":
+		s.failConnect(s.noTransportErr(o.fail))
+	case o.await:
+		s.phase = phaseAwait
+	case o.k != TransportUnknown:
+		s.choiceReason = o.reason
+		s.decide(now, o.k, false)
+		s.becomeRunning(now)
+	}
+}
+
+// decide makes k the active transport (again: a switch) and tells the
+// peer, if this role does (see rolePolicy.choose). Called with mu held.
+func (s *Session) decide(now time.Duration, k TransportKind, again bool) {
+	s.active.Store(uint32(k))
+	if c, ok := s.pol.choose(now, k, again); ok {
+		s.sendControlLocked(c)
+	}
+}
+
+// sendSelect repeats the offerer's select when due (or force) until the
+// answerer acknowledges it. Called with mu held.
+func (s *Session) sendSelect(now time.Duration, force bool) {
+	if c, ok := s.pol.selectDue(now, force); ok {
+		s.sendControlLocked(c)
+	}
+}
+
+// sendPing sends a timestamped ping on link k and returns its t1.
+// Called with mu held.
+func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
+	ls := &s.links[k.idx()]
+	b, t1 := s.ping.ping(now)
+	ls.pings++
+	s.pol.paths().path(k).probeSent(t1)
+	s.xmit(k, b)
+	return t1
+}
+
+func (s *Session) tickRunning(now time.Duration) {
+	// Liveness over all transports. Time this process stood still is not
+	// the peer's silence.
+	silence := s.live.silence(now, &s.pol.paths().stall)
+	switch {
+	case silence >= s.cfg.DisconnectAfter:
+		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
+			"timeout", silence)
+		return
+	case silence >= s.cfg.InterruptAfter && s.state == StateConnected:
+		s.state = StateInterrupted
+		s.live.silentSince = s.live.lastRecv
+		s.emit(Event{Kind: EventInterrupted, Silence: silence})
+	}
+
+	// A fast goodbye: the signaling server said the peer left (closed,
+	// left, or its connection dropped) and nothing has come from it for
+	// goodbyeSilence: it is gone, no need to wait for DisconnectAfter.
+	if s.live.goodbye != "" && silence >= goodbyeSilence {
+		s.endLocked(fmt.Errorf("%w: the peer left the signaling server (%s) and has been silent for %v",
+			ErrDisconnected, s.live.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.live.goodbye, silence)
+		return
+	}
+	s.pol.paths().observe(now)
+	s.maybeRenewRTC(now)
+	if k, why := s.pol.decide(now); k != TransportUnknown {
+		s.switchTo(now, k, why)
+	}
+	s.sendSelect(now, false)
+	// Pings: the active transport when the calibrator wants one but at
+	// least every PingInterval; the standby as the policy says.
+	calDue := now >= s.ping.cal.NextPing()
+	for i := range s.links {
+		ls := &s.links[i]
+		if ls.up() && s.pol.paths().probeDue(now, ls.kind, calDue) {
+			s.sendPing(ls.kind, now)
+		}
+	}
+}
+
+func (s *Session) switchTo(now time.Duration, k TransportKind, reason string) {
+	from := TransportKind(s.active.Load())
+	s.switches++
+	s.choiceReason = reason
+	s.decide(now, k, true)
+	s.log.Info("p2p: transport changed", "from", from.String(), "to", k.String(), "reason", reason)
+	s.emit(Event{Kind: EventTransportChanged, From: from, Transport: k, Reason: reason})
+}
+
+// teardown closes everything once the loop has seen the session end.
+func (s *Session) teardown() {
+	s.mu.Lock()
+	closedByUs := errors.Is(s.life.endErr, ErrClosed)
+	if closedByUs {
+		s.sendControlLocked(wire.Control{Kind: wire.CtrlBye, Reason: wire.ByeClosed})
+	}
+	s.mu.Unlock()
+	if closedByUs {
+		s.tr.flush(100 * time.Millisecond)
+	}
+	s.tr.setOpen(TransportWebRTC, nil)
+	s.tr.setOpen(TransportTCP, nil)
+	s.mu.Lock()
+	rtc := s.tr.rtc.Swap(nil)
+	s.mu.Unlock()
+	s.tr.closeBoth(rtc)
+	if s.sig.closeSig != nil {
+		s.sig.closeSig()
+	}
+	// Nothing emits once the session has ended (the handlers check the
+	// phase), so the channel can be closed.
+	s.ev.close()
+	close(s.life.done)
+}
