@@ -188,6 +188,9 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		id:       ident,
 		early:    offer,
 	}
+	if cfg.Net == nil && !cfg.DisableWebRTC {
+		p.localAddrs = net.InterfaceAddrs
+	}
 	s, err := newSession(p)
 	if err != nil {
 		offer.close()

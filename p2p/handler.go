@@ -67,6 +67,9 @@ func (s *Session) onUp(k TransportKind) {
 		ls.rtt = clocksync.RTTEstimator{}
 	}
 	s.pol.paths().path(k).setUp(now, true)
+	if k == TransportWebRTC {
+		s.networkChanged("the webrtc path opened")
+	}
 	running := s.phase == phaseRunning
 	s.tr.setOpen(k, l)
 	// Tell the peer which transports we have, so that it does not wait for

@@ -72,6 +72,7 @@ func (s *Session) loop() {
 			s.mu.Unlock()
 		case <-s.life.ctx.Done():
 		}
+		s.pollAddrs(s.now())
 		s.mu.Lock()
 		if s.phase == phaseEnded {
 			s.mu.Unlock()

@@ -110,6 +110,9 @@ type sessionParams struct {
 	id       *identity       // nil: a new one
 	peerFP   []byte          // the peer's certificate fingerprint, if known without signaling (tests)
 	early    *earlyOffer     // the offerer's early offer, already delivered to the peer (nil: none)
+	// localAddrs lists this machine's addresses, watched for changes that
+	// reset the renegotiation backoff (nil: not watched).
+	localAddrs func() ([]net.Addr, error)
 }
 
 // clockEpoch is the origin of the default session clock.
@@ -175,6 +178,7 @@ func newSession(p sessionParams) (*Session, error) {
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.links[0].deadline = s.start + s.cfg.WebRTCTimeout
 	s.sig.attemptAt = s.start
+	s.sig.localAddrs = p.localAddrs
 	s.links[1].deadline = s.start + s.cfg.TCPTimeout
 
 	if p.peerFP != nil {
@@ -183,7 +187,7 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := s.newRTC(p.early)
+		rtc, err := s.newRTC(p.early, 0)
 		if err != nil {
 			return nil, err
 		}
