@@ -113,6 +113,13 @@ func (s *Session) tick(now time.Duration) {
 			}
 		}
 	}
+	// A peer that left the signaling server for good before the session
+	// ran gave up connecting (its Connect failed, or it closed): nobody
+	// is coming; say so rather than wait out the timeouts.
+	if s.phase != phaseRunning && s.live.goodbye != "" && s.live.goodbye != "dropped" {
+		s.failConnect(fmt.Errorf("%w: the peer gave up before the match started (it %s the signaling server)", ErrDisconnected, s.live.goodbye))
+		return
+	}
 	switch s.phase {
 	case phaseLinks:
 		s.tickLinks(now)
@@ -243,6 +250,15 @@ func (s *Session) tickProbe(now time.Duration) {
 	switch {
 	case o.fail != "":
 		s.failConnect(s.noTransportErr(o.fail))
+	case o.retry:
+		s.probeRetries++
+		s.log.Info("p2p: every probe was lost; probing again", "round", s.probeRetries+1)
+		for i := range s.links {
+			ls := &s.links[i]
+			if ls.up() {
+				ls.probe = probeRound{running: true}
+			}
+		}
 	case o.await:
 		s.phase = phaseAwait
 	case o.k != TransportUnknown:

@@ -94,6 +94,7 @@ type Session struct {
 	state        ConnState
 	links        [2]linkState
 	switches     int
+	probeRetries int // rounds of probes started again because every probe was lost
 	choiceReason string
 }
 
@@ -144,11 +145,16 @@ func newSession(p sessionParams) (*Session, error) {
 	}
 	cc := p.cfg.ClockSync
 	start := p.clock.Now()
+	// The offerer starts new rounds of probes, when every probe was lost,
+	// until its longest wait for a transport; the answerer gives up
+	// waiting for the offerer's choice after that plus a last round of
+	// probes, with a margin.
+	deadline := start + max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)
+	if p.role != signaling.RoleOfferer {
+		deadline += 4*p.cfg.ProbeTimeout + 2*time.Second
+	}
 	pol := newRolePolicy(p.role, policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
-		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer},
-		// The answerer gives up waiting for the offerer's choice after the
-		// offerer's longest wait plus its probes, with a margin.
-		start+max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)+4*p.cfg.ProbeTimeout+2*time.Second)
+		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}, deadline)
 	cc.Leader = pol.leader()
 	cal, err := clocksync.NewCalibrator(cc, p.clock)
 	if err != nil {
