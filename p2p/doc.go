@@ -254,7 +254,7 @@
 // # Liveness
 //
 // Every valid message from the peer on any transport counts. After
-// Config.InterruptAfter (500 ms) without one, the state becomes
+// Config.InterruptAfter (1 s) without one, the state becomes
 // StateInterrupted with EventInterrupted; the next message brings
 // StateConnected and EventResumed (with the length of the silence). After
 // Config.DisconnectAfter (5 s) the session ends: StateDisconnected,

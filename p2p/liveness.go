@@ -12,6 +12,7 @@ type liveness struct {
 	lastRecv    time.Duration // when a valid message last arrived
 	silentSince time.Duration // when the current interruption began
 	goodbye     string        // the signaling server said the peer left ("" if not, or it is back)
+	sigLost     bool          // our signaling connection is down (being re-established)
 	lastTick    time.Duration // when the loop last ran
 	ticked      bool          // lastTick is set
 }
@@ -28,4 +29,21 @@ func (l *liveness) loopRan(now time.Duration) (from time.Duration, stalled bool)
 // local stalls in st.
 func (l *liveness) silence(now time.Duration, st *stalls) time.Duration {
 	return now - st.after(l.lastRecv)
+}
+
+// serverGrace is how long a silent peer is waited for while the signaling
+// server is unreachable (the signaling server's default RejoinGrace): a
+// relay-only match has no path at all while the server, which carries
+// the relay, restarts, but both peers are alive and will be back; each
+// keeps the other's place for that long.
+const serverGrace = 30 * time.Second
+
+// disconnectAfter returns how long a silence ends the session: d
+// (Config.DisconnectAfter), or serverGrace while the signaling server is
+// unreachable.
+func (l *liveness) disconnectAfter(d time.Duration) time.Duration {
+	if l.sigLost {
+		return max(d, serverGrace)
+	}
+	return d
 }

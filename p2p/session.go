@@ -349,6 +349,7 @@ func (s *Session) Stats() Stats {
 	st.Malformed = s.ping.malformed
 	st.RelayRejected = s.tr.rejected.Load()
 	st.SignalingReconnects = uint64(s.sig.rejoined.Load())
+	st.SignalingLost = s.live.sigLost
 	st.WebRTCRenewals = s.sig.renewals
 	cs := s.ping.cal.Stats()
 	if est := cs.Estimate; est.Samples > 0 {

@@ -422,6 +422,15 @@ func (s *Session) peerBackOnSignaling() {
 	s.mu.Unlock()
 }
 
+// setSignalingLost records that the signaling connection is down (lost)
+// or back: while it is down a silent peer is waited for longer (see
+// serverGrace).
+func (s *Session) setSignalingLost(lost bool) {
+	s.mu.Lock()
+	s.live.sigLost = lost
+	s.mu.Unlock()
+}
+
 // Signaling reconnection backoff.
 const (
 	resignalMin = 200 * time.Millisecond
@@ -446,9 +455,11 @@ func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
 				return
 			}
 			s.log.Info("p2p: signaling connection lost; reconnecting, the session goes on", "err", err)
+			s.setSignalingLost(true)
 			if cl = s.resignal(l); cl == nil {
 				return
 			}
+			s.setSignalingLost(false)
 			continue
 		}
 		s.signalEvent(cl, ev)

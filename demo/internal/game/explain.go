@@ -48,6 +48,9 @@ func Explain(err error) (what, next string) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the server or the rival took too long to answer.", "Check the network, then press Enter to try again."
 	case errors.Is(err, p2p.ErrDisconnected):
+		if strings.Contains(err.Error(), "gave up before the match started") {
+			return "your rival could not connect and gave up.", "Press Enter to look for a new rival (or wait for them again), or Esc to quit."
+		}
 		if strings.Contains(err.Error(), "closed the session") {
 			return "your rival left the game.", "Press Enter to look for a new rival, or Esc to quit."
 		}

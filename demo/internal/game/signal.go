@@ -52,6 +52,35 @@ func healthy(ctx context.Context, base string, timeout time.Duration) error {
 	return nil
 }
 
+// healthRetryFor is how long the demo keeps checking a signaling server
+// given with -signal before it says none answers: on a lossy link one
+// check (its TCP handshake, its request) easily takes longer than its
+// timeout, and a server restarting refuses connections for a moment.
+const healthRetryFor = 15 * time.Second
+
+// healthyRetry checks the server at base (each check bounded by timeout)
+// until one succeeds or within has passed, with backoff (250 ms doubling
+// to 2 s); it returns the last check's error.
+func healthyRetry(ctx context.Context, base string, timeout, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	backoff := 250 * time.Millisecond
+	for {
+		err := healthy(ctx, base, timeout)
+		if err == nil || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		if _, perr := url.Parse(base); perr != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
 // embeddedServer is a signaling server running inside the demo.
 type embeddedServer struct {
 	*signaling.Running
