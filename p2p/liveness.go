@@ -8,13 +8,15 @@ import "time"
 // this process's stalls (time it stood still is not the peer's silence).
 // Under Session.mu.
 type liveness struct {
-	readyAt     time.Duration // when the session started running
-	lastRecv    time.Duration // when a valid message last arrived
-	silentSince time.Duration // when the current interruption began
-	goodbye     string        // the signaling server said the peer left ("" if not, or it is back)
-	sigLost     bool          // our signaling connection is down (being re-established)
-	lastTick    time.Duration // when the loop last ran
-	ticked      bool          // lastTick is set
+	readyAt      time.Duration // when the session started running
+	lastRecv     time.Duration // when a valid message last arrived
+	silentSince  time.Duration // when the current interruption began
+	goodbye      string        // the signaling server said the peer left ("" if not, or it is back)
+	sigLost      bool          // our signaling connection is down (being re-established)
+	sigBackUntil time.Duration // a silence is waited for until then after it came back
+	sigBack      bool          // sigBackUntil is set
+	lastTick     time.Duration // when the loop last ran
+	ticked       bool          // lastTick is set
 }
 
 // loopRan records a run of the loop at now and returns the stall it ends,
@@ -38,12 +40,25 @@ func (l *liveness) silence(now time.Duration, st *stalls) time.Duration {
 // keeps the other's place for that long.
 const serverGrace = 30 * time.Second
 
-// disconnectAfter returns how long a silence ends the session: d
-// (Config.DisconnectAfter), or serverGrace while the signaling server is
-// unreachable.
-func (l *liveness) disconnectAfter(d time.Duration) time.Duration {
-	if l.sigLost {
-		return max(d, serverGrace)
+// silentTooLong reports whether a silence at now ends the session: one
+// of d (Config.DisconnectAfter) or more, except while the signaling
+// server is unreachable (up to serverGrace) and for d after it is back
+// (the relay, which runs through it, is dialled again meanwhile).
+func (l *liveness) silentTooLong(silence, d, now time.Duration) bool {
+	switch {
+	case l.sigLost:
+		return silence >= max(d, serverGrace)
+	case l.sigBack && now < l.sigBackUntil:
+		return false
 	}
-	return d
+	return silence >= d
+}
+
+// signaling records that the signaling connection was lost or is back
+// at now; d is Config.DisconnectAfter.
+func (l *liveness) signaling(lost bool, now, d time.Duration) {
+	if l.sigLost && !lost {
+		l.sigBackUntil, l.sigBack = now+d, true
+	}
+	l.sigLost = lost
 }

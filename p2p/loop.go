@@ -301,7 +301,7 @@ func (s *Session) tickRunning(now time.Duration) {
 	// the peer's silence.
 	silence := s.live.silence(now, &s.pol.paths().stall)
 	switch {
-	case silence >= s.live.disconnectAfter(s.cfg.DisconnectAfter):
+	case s.live.silentTooLong(silence, s.cfg.DisconnectAfter, now):
 		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
 			"timeout", silence)
 		return

@@ -84,7 +84,7 @@ type offererRole struct {
 	offererPolicy
 	retryUntil time.Duration // probe again until then when every probe was lost
 	epoch      uint32        // of the last decision
-	acked      bool   // the answerer acknowledged epoch
+	acked      bool          // the answerer acknowledged epoch
 	nextSelect time.Duration
 }
 

@@ -424,10 +424,10 @@ func (s *Session) peerBackOnSignaling() {
 
 // setSignalingLost records that the signaling connection is down (lost)
 // or back: while it is down a silent peer is waited for longer (see
-// serverGrace).
+// serverGrace), and for DisconnectAfter after it is back.
 func (s *Session) setSignalingLost(lost bool) {
 	s.mu.Lock()
-	s.live.sigLost = lost
+	s.live.signaling(lost, s.now(), s.cfg.DisconnectAfter)
 	s.mu.Unlock()
 }
 
