@@ -17,12 +17,17 @@ type liveness struct {
 	sigBack      bool          // sigBackUntil is set
 	lastTick     time.Duration // when the loop last ran
 	ticked       bool          // lastTick is set
+	late         time.Duration // how late the last run was (its gap less tickInterval)
 }
 
 // loopRan records a run of the loop at now and returns the stall it ends,
 // if the gap since the previous run is much longer than the loop's period.
 func (l *liveness) loopRan(now time.Duration) (from time.Duration, stalled bool) {
 	from, stalled = l.lastTick, l.ticked && now-l.lastTick > tickInterval+stallSlack
+	l.late = 0
+	if l.ticked {
+		l.late = max(now-l.lastTick-tickInterval, 0)
+	}
 	l.lastTick, l.ticked = now, true
 	return from, stalled
 }

@@ -93,6 +93,7 @@ func (s *Session) tick(now time.Duration) {
 		s.pol.paths().stalled(from, now)
 		s.log.Debug("p2p: local stall", "for", now-from)
 	}
+	s.pol.paths().loopLate(now, s.live.late)
 	s.data.tick(now)
 	for i := range s.links {
 		ls := &s.links[i]
