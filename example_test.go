@@ -13,7 +13,7 @@ import (
 	"github.com/ragsync/ragsync"
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/physics"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // A p2p session is the Link a Match runs over.
@@ -54,7 +54,7 @@ func ExampleMatch() {
 	tick := time.NewTicker(time.Second / physics.TickRate)
 	defer tick.Stop()
 	for range tick.C { // or Ebiten's Update
-		m.Fighter().SetInput(readKeyboard()) // your game's input
+		m.Fighter().SetInput(readKeyboard()) // the keys held now; jump, punch, kick act on the press
 		switch err := m.Tick(); {
 		case err == ragsync.ErrNotSynced:
 			continue // the clock is still calibrating: a second at most
@@ -71,15 +71,26 @@ func ExampleMatch() {
 	}
 }
 
-// readKeyboard stands for your game's input.
-func readKeyboard() physics.Input { return physics.InputRight | physics.InputPunch }
+// readKeyboard stands for your game's input: the keys held this tick.
+// Jump, punch and kick act on the press (a held key does not repeat), so
+// this player walks right and presses punch twice a second, letting go
+// between presses.
+func readKeyboard() physics.Input {
+	keyTicks++
+	if keyTicks%30 < 15 {
+		return physics.InputRight | physics.InputPunch
+	}
+	return physics.InputRight
+}
+
+var keyTicks int
 
 // ExampleMatch's code, run: two players in this process pair through a
 // signaling server on loopback and play at least two seconds each. Side 1
 // walks right for its first second; both screens show it.
 func ExampleMatch_loopback() {
 	// The server both players reach; quiet here.
-	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package ragsync
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -394,7 +395,16 @@ func TestTickAllocatesNothingButBox2D(t *testing.T) {
 // memory statistics and would cost more than a tick. ns/op and allocs/op
 // cover everything, the rival's step included; ragsync's own share of the
 // allocations is 0 (TestTickAllocatesNothingButBox2D).
+//
+// netcode-us/tick is the netcode's own cost in CPU time: the thread CPU
+// time (CLOCK_THREAD_CPUTIME_ID, the goroutine locked to its thread) of a
+// Tick minus that of the bare Step after it, the median over the run.
+// Unlike the wall-clock ratio it does not count the time other processes
+// take the core on a busy machine, and it does not shrink with a faster
+// physics engine. (Linux only; elsewhere it is not reported.)
 func BenchmarkTick(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	p := newMatchPair(b, nil)
 	a, r := p.a, p.b
 	for range 60 {
@@ -402,6 +412,8 @@ func BenchmarkTick(b *testing.B) {
 	}
 	ticks := make([]time.Duration, 0, b.N/2+1)
 	steps := make([]time.Duration, 0, b.N/2+1)
+	cpuTicks := make([]time.Duration, 0, b.N/2+1)
+	cpuSteps := make([]time.Duration, 0, b.N/2+1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -415,13 +427,23 @@ func BenchmarkTick(b *testing.B) {
 		if i%2 == 0 {
 			pkt, _ := r.rep.AppendPacket(r.buf[:0], p.now)
 			p.lb.Send(pkt)
+			c0, _ := threadCPU()
 			t0 := time.Now()
 			a.Tick()
 			ticks = append(ticks, time.Since(t0))
+			c1, ok := threadCPU()
+			if ok {
+				cpuTicks = append(cpuTicks, time.Duration(c1-c0))
+			}
 		} else {
+			c0, _ := threadCPU()
 			t0 := time.Now()
 			a.World().Step()
 			steps = append(steps, time.Since(t0))
+			c1, ok := threadCPU()
+			if ok {
+				cpuSteps = append(cpuSteps, time.Duration(c1-c0))
+			}
 		}
 		p.now += 16_667
 	}
@@ -434,6 +456,14 @@ func BenchmarkTick(b *testing.B) {
 		// The medians shrug off what the mean cannot on a shared machine:
 		// a tick or step stretched by another process or a GC pause.
 		b.ReportMetric(medianNs(ticks)/medianNs(steps), "step-ratio-p50")
+	}
+	if n := min(len(cpuTicks), len(cpuSteps)); n > 0 {
+		// Each tick against the step right after it: the two ran on
+		// nearly the same world, at nearly the same load of the machine.
+		for k := range n {
+			cpuTicks[k] -= cpuSteps[k]
+		}
+		b.ReportMetric(medianNs(cpuTicks[:n])/1000, "netcode-us/tick")
 	}
 	s := a.Stats().Replicator
 	b.ReportMetric(float64(s.BytesOut)/float64(s.PacketsOut), "bytes/packet")

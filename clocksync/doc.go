@@ -34,6 +34,23 @@
 // leader's measurement of the follower's clock error (Stats.PeerClockError)
 // reads zero all the same.
 //
+// # The asymmetry bias and its bound
+//
+// So the follower's game time runs ahead of the leader's by
+//
+//	bias = (d(follower→leader) − d(leader→follower)) / 2
+//
+// (negative: it runs behind), taking the smallest one-way delays of each
+// direction, and for any path |bias| < minimal round trip / 2. On a 10 ms /
+// 250 ms path it is 120 ms. A leader's state received after a one-way
+// delay d looks d + bias old on the follower, and a follower's state
+// d − bias old on the leader: with the minimal delays, both read half the
+// round trip. One direction's age is overstated by |bias|, the other's
+// understated by as much; their sum, the round trip, is right.
+// Estimate.Uncertainty bounds the bias; Stats.PeerClockError cannot see
+// it. cmd/ragsim measures its effect per direction (visual_delay_ab_ms,
+// visual_delay_ba_ms).
+//
 // # Estimation
 //
 // Each completed exchange is a Sample (offset and round trip, as above).
@@ -51,7 +68,10 @@
 //     corridor separating the forward bounds (above) from the backward
 //     bounds (below) over minutes of history: the two-sided form of the
 //     linear-programming skew estimate of Moon, Skelly and Towsley (1999).
-//     While it is uncertain it is weighed against a prior of 0 ± 100 ppm.
+//     While it is uncertain it is weighed against a mixture prior: mostly
+//     0 ± 100 ppm (quartz), rarely 0 ± 3,000 ppm (a throttled or virtual
+//     clock). A clock up to 5,000 ppm off either way is tracked
+//     (EstimatorConfig.MaxDriftPPM).
 //   - an error bound (Estimate.Uncertainty) that holds for any asymmetry,
 //     and the jitter of single exchanges; samples that claim a negative
 //     one-way delay against the others (clock steps, corrupted timestamps)

@@ -28,11 +28,18 @@ type EstimatorConfig struct {
 	MinDriftSpan time.Duration
 	// DriftPriorPPM is the spread of drifts expected before measuring:
 	// two quartz clocks within ±50 ppm each. A drift measured over a short
-	// or jittery history is weighed against it (inverse-variance), so it
-	// cannot swing wildly. Zero: 100 ppm. Range (0, 10000].
+	// or jittery history is weighed against a mixture prior: 0 ±
+	// DriftPriorPPM (the usual case, share 0.9) and 0 ± MaxDriftPPM/2 (a
+	// badly tuned or throttled clock, share 0.1). A small, uncertain
+	// measurement is pulled toward 0 and cannot swing wildly; a large, well
+	// measured one (thousands of ppm) is taken nearly as measured. Zero:
+	// 100 ppm. Range (0, 10000].
 	DriftPriorPPM float64
-	// MaxDriftPPM bounds the drift estimate. Real clocks differ by ≲ 200
-	// ppm. Zero: 500 ppm. Range (0, 10000].
+	// MaxDriftPPM bounds the drift estimate. Quartz clocks differ by ≲ 200
+	// ppm, but a virtual machine's or a throttled device's clock can run
+	// thousands of ppm off. Zero: 6000 ppm, which tracks a clock 5000 ppm
+	// off either way (5025 ppm of the other's when it runs slow). Range
+	// [DriftPriorPPM, 10000].
 	MaxDriftPPM float64
 }
 
@@ -43,7 +50,7 @@ const (
 	defaultDriftWindow   = 4 * time.Minute
 	defaultMinDriftSpan  = 2 * time.Second
 	defaultDriftPriorPPM = 100
-	defaultMaxDriftPPM   = 500
+	defaultMaxDriftPPM   = 6000
 )
 
 const (
@@ -52,6 +59,9 @@ const (
 	// dispersionPPM is how fast an estimate's uncertainty grows with its
 	// age: NTP's PHI (15 ppm), a bound on the error of a drift estimate.
 	dispersionPPM = 15
+	// wideDriftShare is the wide component's share of the drift prior
+	// (see EstimatorConfig.DriftPriorPPM).
+	wideDriftShare = 0.1
 )
 
 // ErrInvalidConfig is wrapped by the errors constructors in this package
@@ -92,8 +102,8 @@ func (c EstimatorConfig) resolve() (EstimatorConfig, error) {
 		return c, configError("MinDriftSpan", c.MinDriftSpan, "[0, 1h]")
 	case !(c.DriftPriorPPM > 0 && c.DriftPriorPPM <= 10000):
 		return c, configError("DriftPriorPPM", c.DriftPriorPPM, "(0, 10000]")
-	case !(c.MaxDriftPPM > 0 && c.MaxDriftPPM <= 10000):
-		return c, configError("MaxDriftPPM", c.MaxDriftPPM, "(0, 10000]")
+	case !(c.MaxDriftPPM >= c.DriftPriorPPM && c.MaxDriftPPM <= 10000):
+		return c, configError("MaxDriftPPM", c.MaxDriftPPM, "[DriftPriorPPM, 10000]")
 	}
 	return c, nil
 }
@@ -200,9 +210,10 @@ var (
 // (measured). Its uncertainty σ is half the range of β over which W stays
 // within 2ε of its maximum, ε being the noise of the minimal delays (the
 // mean gap between the four smallest). Over a short history σ is large
-// (±100 ppm after 5 s on that link), so β is weighed against a prior of
-// 0 ± DriftPriorPPM (inverse-variance), clamped to ±MaxDriftPPM, and taken
-// as zero until the history spans MinDriftSpan.
+// (±100 ppm after 5 s on that link), so β is weighed against a mixture
+// prior (0 ± DriftPriorPPM, or rarely 0 ± MaxDriftPPM/2: see
+// EstimatorConfig), clamped to ±MaxDriftPPM, and taken as zero until the
+// history spans MinDriftSpan.
 //
 // Horizon: a minimum found t ago carries an error of σ·t from the drift,
 // while fewer, newer samples give a noisier minimum (its excess grows like
@@ -214,7 +225,8 @@ var (
 // Outliers: a sample that puts the offset outside its own bounds, by more
 // than the delay spread of the good samples (the GoodFraction of the
 // window with the lowest round trip) plus 1 ms, measured from the median
-// offset of the good samples, claims a negative one-way delay. It is
+// offset of the good samples (and the offsets' spread over the window that
+// the drift's uncertainty allows), claims a negative one-way delay. It is
 // ignored, in the window and in the drift history. Such samples come from
 // clock steps or corrupted timestamps, not from network jitter.
 //
@@ -242,6 +254,10 @@ type estimator struct {
 
 	est     Estimate
 	driftPP float64 // current drift, as a fraction (ppm·10⁻⁶)
+	// driftTol is how far the drift used for outlier rejection may be
+	// off, as a fraction: MaxDriftPPM until the drift is measured, then
+	// three times its uncertainty.
+	driftTol float64
 }
 
 // bucket holds the extreme points of DriftWindow/driftBuckets of samples.
@@ -263,6 +279,7 @@ func newEstimator(cfg EstimatorConfig) (*estimator, error) {
 	w := cfg.Window
 	return &estimator{
 		cfg:        cfg,
+		driftTol:   cfg.MaxDriftPPM * 1e-6,
 		ring:       make([]Sample, w),
 		byDelay:    make([]int32, 0, w),
 		bucketSpan: cfg.DriftWindow / driftBuckets,
@@ -286,6 +303,7 @@ func (e *estimator) Reset() {
 	e.byDelay = e.byDelay[:0]
 	e.est = Estimate{}
 	e.driftPP = 0
+	e.driftTol = e.cfg.MaxDriftPPM * 1e-6
 }
 
 // Ready reports whether the estimator has at least one sample.
@@ -390,7 +408,10 @@ func (e *estimator) compute() {
 	if len(ref)%2 == 0 {
 		med = (ref[len(ref)/2-1] + ref[len(ref)/2]) / 2
 	}
-	tol := (dgood-dmin)/2 + float64(time.Millisecond)
+	// The drift may be off by driftTol (unknown at first, up to
+	// MaxDriftPPM): over the window's span that moves the offsets apart,
+	// which is not a sign of an outlier.
+	tol := (dgood-dmin)/2 + float64(time.Millisecond) + e.driftTol*(-ts[0])
 	outliers := 0
 	for k := range n {
 		if fs[k]-beta*ts[k] < med-tol || bs[k]-beta*ts[k] > med+tol {
@@ -429,13 +450,12 @@ func (e *estimator) compute() {
 			hi := levelBound(e.hullF, e.hullB, beta, maxB, level)
 			sigma = (hi - lo) / 2
 		}
-		// Combine with the prior (inverse-variance weighting): a drift
-		// measured over a few seconds of a jittery link is mostly noise.
+		// Combine with the prior: a drift measured over a few seconds of
+		// a jittery link is mostly noise.
 		if sigma > 0 {
-			w := prior * prior / (prior*prior + sigma*sigma)
-			beta *= w
-			sigma = math.Sqrt(w) * sigma
+			beta, sigma = driftPosterior(beta, sigma, prior, maxB/2)
 		}
+		e.driftTol = max(3*sigma, 1e-6)
 	}
 	if eps < 0 {
 		eps = noise(ts, fs, bs, out, beta)
@@ -503,6 +523,32 @@ func (e *estimator) compute() {
 		DriftUncertaintyPPM: sigma * 1e6,
 		Horizon:             time.Duration(horizon),
 	}
+}
+
+// driftPosterior combines a measured drift beta ± sigma with the mixture
+// prior 0 ± narrow (share 1 − wideDriftShare) and 0 ± wide (share
+// wideDriftShare), all Gaussian, and returns the posterior's mean and
+// standard deviation. Each component alone would give inverse-variance
+// weighting; the components are weighed by how well each explains beta.
+func driftPosterior(beta, sigma, narrow, wide float64) (mean, sd float64) {
+	s2 := sigma * sigma
+	var logw, m, v [2]float64
+	for i, p := range [2]float64{narrow, wide} {
+		t := p*p + s2
+		share := 1 - wideDriftShare
+		if i == 1 {
+			share = wideDriftShare
+		}
+		logw[i] = math.Log(share) - 0.5*math.Log(t) - 0.5*beta*beta/t
+		m[i] = beta * p * p / t
+		v[i] = p * p * s2 / t
+	}
+	// Normalise in the log domain: far out, both likelihoods underflow.
+	w1 := 1 / (1 + math.Exp(logw[0]-logw[1]))
+	w0 := 1 - w1
+	mean = w0*m[0] + w1*m[1]
+	second := w0*(v[0]+m[0]*m[0]) + w1*(v[1]+m[1]*m[1])
+	return mean, math.Sqrt(max(second-mean*mean, 0))
 }
 
 // bounds returns U = min(Forward − β·t) and L = max(Backward − β·t) over the

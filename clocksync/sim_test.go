@@ -268,6 +268,32 @@ func TestDriftTracking(t *testing.T) {
 	}
 }
 
+// TestLargeDrift: a clock thousands of ppm off (a throttled device, a
+// virtual machine) is tracked as well as a quartz one: the mixture prior
+// lets a well-measured large drift through, and outlier rejection allows
+// for the drift not yet known. Before, the estimate was clamped at 500 ppm
+// and at 2,000 ppm the game clocks drifted apart by tens of ms.
+func TestLargeDrift(t *testing.T) {
+	for _, ppm := range []float64{2000, -2000, 5000, -5000} {
+		t.Run(fmt.Sprint(ppm, " ppm"), func(t *testing.T) {
+			s := offsetSim(t, netsim.Broadband, 1, ppm)
+			calibrate(s, 10*time.Second)
+			d := 2 * time.Minute
+			if testing.Short() {
+				d = 30 * time.Second
+			}
+			st := summarize(match(s, d))
+			est := s.follower.Stats().Estimate
+			// The leader's clock runs 1/(1+ppm·10⁻⁶) − 1 of the follower's.
+			want := (1/(1+ppm*1e-6) - 1) * 1e6
+			t.Logf("%v ppm: p95 %v, max %v; drift %.2f ± %.2f ppm (want %.2f)", ppm, st.p95, st.max, est.DriftPPM, est.DriftUncertaintyPPM, want)
+			if st.p95 > time.Millisecond || st.max > 5*time.Millisecond || math.Abs(est.DriftPPM-want) > 5 {
+				t.Errorf("p95 %v, max %v, drift %.2f ppm, want %.2f", st.p95, st.max, est.DriftPPM, want)
+			}
+		})
+	}
+}
+
 // TestAsymmetryBias: 20 ms one way and 80 ms the other bias the follower's
 // game clock by half the asymmetry, 30 ms, and nothing on either peer can
 // see it: the leader measures the follower's error as zero. The

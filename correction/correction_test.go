@@ -757,6 +757,48 @@ func TestFollowDrawnPoseSmoothsAJump(t *testing.T) {
 	}
 }
 
+// After an outage, or a local stall of up to a second, the first state
+// can be a metre and more away. The physics body takes it at once; the
+// drawn pose eases in: beyond the offset limit it gives back a share of the
+// excess per tick, at most recoveryMaxStep, instead of jumping to the
+// limit, and it has caught up within a quarter of a second.
+func TestFollowDrawnPoseEasesAfterAnOutage(t *testing.T) {
+	for _, jump := range []float64{0.6, 1.5, 3} {
+		t.Run(fmt.Sprint(jump, " m"), func(t *testing.T) {
+			r := newRig(t, 0, 0)
+			c := mustNew(t, Config{Method: MethodFollow}, 1)
+			for range 30 {
+				c.SetTarget(at(0, 0), r.now-tickUS)
+				c.Apply(r.bs, r.now)
+				r.step()
+			}
+			// A second without ticks (a stall) or without states (an
+			// outage), then the owner's state far away.
+			r.now += 60 * tickUS
+			drawn := func() float64 { d, _ := c.Offset(0); return r.state().Pos.X + d.X }
+			prev, worst, ticks := drawn(), 0.0, 0
+			for ; ticks < 60; ticks++ {
+				c.SetTarget(at(jump, 0), r.now-tickUS)
+				c.Apply(r.bs, r.now)
+				x := drawn()
+				worst = max(worst, math.Abs(x-prev))
+				prev = x
+				if math.Abs(x-jump) < 0.01 {
+					break
+				}
+				r.step()
+			}
+			t.Logf("%v m: the drawn pose moved at most %.3f m a tick, caught up in %d ticks", jump, worst, ticks)
+			if worst > recoveryMaxStep+1e-9 {
+				t.Errorf("the drawn pose moved %.3f m in a tick, want ≤ %v", worst, recoveryMaxStep)
+			}
+			if ticks > 20 {
+				t.Errorf("the drawn pose took %d ticks to catch up", ticks)
+			}
+		})
+	}
+}
+
 // On a slow link the drawn pose takes a correction in faster: its step
 // grows with the usual age of the states beyond 90 ms (up to 2.5 times),
 // while one late state (a loss burst) leaves it as it is.
@@ -782,12 +824,13 @@ func TestFollowDrawnPoseStepGrowsWithLatency(t *testing.T) {
 				c.Apply(r.bs, r.now)
 				r.step()
 			}
-			// Far enough for the hard path: the body jumps at once, the
-			// drawn pose one step.
-			c.SetTarget(at(0.9, 0), r.now-clocksync.GameTimeOf(tc.last))
+			// Far enough for the hard path, within the offset limit (0.75
+			// m for 30 ms old states): the body jumps at once, the drawn
+			// pose one step.
+			c.SetTarget(at(0.6, 0), r.now-clocksync.GameTimeOf(tc.last))
 			c.Apply(r.bs, r.now)
-			if x := r.state().Pos.X; math.Abs(x-0.9) > 1e-6 {
-				t.Fatalf("physics body at %v, want 0.9", x)
+			if x := r.state().Pos.X; math.Abs(x-0.6) > 1e-6 {
+				t.Fatalf("physics body at %v, want 0.6", x)
 			}
 			if p, want := c.Stats().Pop[0], defaultSmoothingMaxStep*tc.scale; math.Abs(p-want) > 1e-9 {
 				t.Errorf("the drawn pose moved %v, want %v (%v × the step)", p, want, tc.scale)

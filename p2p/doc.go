@@ -41,7 +41,7 @@
 // The SDP offer/answer and trickled ICE candidates go through the
 // signaling server. The STUN/TURN servers are Config.ICEServers or, when
 // it is nil, those the signaling server hands out with the pairing (its
-// embedded TURN server, see signaling.TURNConfig; none if it runs none):
+// embedded TURN server, see signaling/server.TURNConfig; none if it runs none):
 // two peers whose direct UDP is blocked connect through TURN on relay
 // candidates, and Stats.WebRTCViaTURN says so. No other server is
 // contacted; mDNS candidates are off. Config.Net injects a transport.Net

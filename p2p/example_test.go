@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // Two players pair through a signaling server (here one started on
@@ -16,7 +16,7 @@ import (
 // The host creates a private room and gives its code to the guest. On a
 // loopback server URL, WebRTC gathers loopback candidates only.
 func Example() {
-	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}

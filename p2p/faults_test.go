@@ -18,7 +18,7 @@ import (
 
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/internal/leaktest"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // The session-level fault tests: what real networks and real computers do
@@ -144,7 +144,7 @@ type memServer struct {
 	t      *testing.T
 	secret []byte
 	mu     sync.Mutex
-	srv    *signaling.Server
+	srv    *server.Server
 	l      *memListener
 	done   chan struct{}
 	// upAt is when the current instance started answering.
@@ -161,7 +161,7 @@ func startMemServer(t *testing.T) (*memServer, string, func(*Config)) {
 }
 
 func (m *memServer) start() {
-	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler), Secret: m.secret})
+	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler), Secret: m.secret})
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // The tests' ways of getting two connected sessions, from the most real to
@@ -78,20 +79,20 @@ func startSignalingStop(t testing.TB) (string, func()) {
 }
 
 // startSignalingServer is startSignalingStop that also returns the server.
-func startSignalingServer(t testing.TB) (string, *signaling.Server, func()) {
+func startSignalingServer(t testing.TB) (string, *server.Server, func()) {
 	t.Helper()
-	return startSignalingServerWith(t, signaling.Config{}, nil)
+	return startSignalingServerWith(t, server.Config{}, nil)
 }
 
 // startSignalingServerWith is startSignalingServer for a server with cfg
 // (a nil Logger discards), served over TLS with tlsCfg if it is not nil
 // (the URL is then https://).
-func startSignalingServerWith(t testing.TB, cfg signaling.Config, tlsCfg *tls.Config) (string, *signaling.Server, func()) {
+func startSignalingServerWith(t testing.TB, cfg server.Config, tlsCfg *tls.Config) (string, *server.Server, func()) {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	srv, err := signaling.NewServer(cfg)
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func (memAddr) String() string  { return "signal.test:80" }
 // it.
 func startMemSignaling(t *testing.T) (string, func(*Config)) {
 	t.Helper()
-	srv, err := signaling.NewServer(signaling.Config{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

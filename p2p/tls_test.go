@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // selfSigned returns a TLS certificate for 127.0.0.1 and a pool that
@@ -53,7 +53,7 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 func TestSignalingOverTLS(t *testing.T) {
 	leaktest.Check(t)
 	cert, pool := selfSigned(t)
-	url, _, _ := startSignalingServerWith(t, signaling.Config{},
+	url, _, _ := startSignalingServerWith(t, server.Config{},
 		&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	t.Cleanup(tr.CloseIdleConnections)

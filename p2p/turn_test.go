@@ -11,7 +11,7 @@ import (
 	"github.com/pion/transport/v5/stdnet"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 // onlyToNet is a transport.Net (the real network) on which UDP reaches
@@ -137,8 +137,8 @@ func TestWebRTCThroughTURN(t *testing.T) {
 	leaktest.Check(t)
 	turnAddr := freeUDPPort(t)
 	lo := netip.MustParseAddr("127.0.0.1")
-	url, _, _ := startSignalingServerWith(t, signaling.Config{
-		TURN: &signaling.TURNConfig{ListenUDP: turnAddr.String(), RelayIP: lo, RelayBind: lo},
+	url, _, _ := startSignalingServerWith(t, server.Config{
+		TURN: &server.TURNConfig{ListenUDP: turnAddr.String(), RelayIP: lo, RelayBind: lo},
 	}, nil)
 
 	std, err := stdnet.NewNet()

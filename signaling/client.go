@@ -44,6 +44,14 @@ type ClientConfig struct {
 	MaxMessageBytes int64
 	// Logger receives debug logs. Nil means no logging.
 	Logger *slog.Logger
+	// FallbackURLs are other signaling servers of the same deployment
+	// (sharing its secret: cmd/signal -secret), tried in order by Dial,
+	// DialRelay and DialRelayWebSocket when the URL they are given cannot
+	// be reached or refuses with shutting_down, server_full or
+	// too_many_conns. A player whose server died reaches another this way
+	// and takes its place back with Rejoin; its relay tokens are valid
+	// there. Nil means none.
+	FallbackURLs []string
 }
 
 func (c ClientConfig) withDefaults() ClientConfig {
@@ -161,6 +169,38 @@ type pendingReq struct {
 // (e.g. server_full) is returned as *Error.
 func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
 	cfg = cfg.withDefaults()
+	return withFallbacks(ctx, rawURL, &cfg, func(u string) (*Client, error) { return dialOne(ctx, u, cfg) })
+}
+
+// withFallbacks calls dial with rawURL, then with each of
+// cfg.FallbackURLs while the error says another server may do better.
+// It returns the first success or the last error.
+func withFallbacks[T any](ctx context.Context, rawURL string, cfg *ClientConfig, dial func(string) (T, error)) (T, error) {
+	v, err := dial(rawURL)
+	for _, u := range cfg.FallbackURLs {
+		if err == nil || !tryElsewhere(ctx, err) {
+			break
+		}
+		cfg.Logger.Debug("signaling: trying a fallback server", "url", u, "err", err)
+		v, err = dial(u)
+	}
+	return v, err
+}
+
+// tryElsewhere reports whether err, from a server that failed to connect
+// or refused, leaves another server worth trying.
+func tryElsewhere(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code == ErrShuttingDown || e.Code == ErrServerFull || e.Code == ErrTooManyConns
+	}
+	return true
+}
+
+func dialOne(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
 	u, err := endpointURL(rawURL, "/ws", true)
 	if err != nil {
 		return nil, err

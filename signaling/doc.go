@@ -1,11 +1,17 @@
-// Package signaling pairs two players of a ragsync game and carries what
-// they need to connect to each other: a server (rooms by code, quick match,
-// SDP offer/answer and trickled ICE candidate relay, a TCP relay for when
-// WebRTC cannot get through) and its client. It knows nothing about physics
-// or WebRTC itself: SDP and candidates are opaque strings to it. The server
-// is meant to be put on the internet: every limit also applies per client
-// address, it exports Prometheus metrics, and it can run a TURN server for
-// players whose NATs block direct UDP.
+// Package signaling is the client side of ragsync's signaling and its wire
+// protocol: what two players of a ragsync game need to pair (rooms by
+// code, quick match, SDP offer/answer and trickled ICE candidate relay, a
+// TCP relay for when WebRTC cannot get through). It holds the protocol
+// types, Client and the relay dialers (DialRelay, DialRelayWebSocket). It
+// knows nothing about physics or WebRTC itself: SDP and candidates are
+// opaque strings to it.
+//
+// The server is package signaling/server; Server, Config and TURNConfig
+// below are its names. This package does not import it, so a client (the
+// browser build among them) links neither the server, Prometheus, NATS nor
+// the TURN server. The server is meant to be put on the internet: every
+// limit also applies per client address, it exports Prometheus metrics,
+// and it can run a TURN server for players whose NATs block direct UDP.
 //
 // # Endpoints
 //
@@ -13,9 +19,9 @@
 //
 //	GET /ws?v=1     WebSocket, the JSON signaling protocol below
 //	GET /relay?v=1  HTTP Upgrade to a raw TCP byte stream between two paired players,
-//	                or a WebSocket carrying the same stream (see relay_ws.go)
+//	                or a WebSocket carrying the same stream (see signaling/server/relay_ws.go)
 //	GET /healthz    JSON counters: rooms, clients, queued, pairings, relays, bytes
-//	GET /metrics    Prometheus metrics (see metrics.go for the list; Config.HideMetrics
+//	GET /metrics    Prometheus metrics (see signaling/server/metrics.go for the list; Config.HideMetrics
 //	                moves them to Server.MetricsHandler only)
 //
 // # Signaling protocol, version 1

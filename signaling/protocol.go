@@ -1,11 +1,12 @@
 package signaling
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // ProtocolVersion is the version of the JSON protocol described in the
@@ -156,19 +157,6 @@ func ParseRoomCode(s string) (RoomCode, error) {
 // String returns the code.
 func (c RoomCode) String() string { return string(c) }
 
-// newRoomCode returns a random room code.
-func newRoomCode() RoomCode {
-	var b [RoomCodeLen]byte
-	// 256 is a multiple of 32, so b%32 is unbiased.
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("signaling: crypto/rand failed: " + err.Error())
-	}
-	for i := range b {
-		b[i] = RoomCodeAlphabet[b[i]%32]
-	}
-	return RoomCode(b[:])
-}
-
 // RelayToken authorises one player of one pairing to attach to the TCP relay
 // (see DialRelay). It is issued in the paired message and signed by the
 // server (HMAC with its secret), so a server that restarted with the same
@@ -242,8 +230,8 @@ const (
 	maxCandidateLen = 1024
 	maxTextLen      = 1024
 	maxICEServers   = 4
-	maxICEURLs      = 4
-	maxICEFieldLen  = 256
+	maxICEURLs      = wire.MaxICEURLs
+	maxICEFieldLen  = wire.MaxICEFieldLen
 )
 
 // DecodeMessage parses one JSON message and validates it (see
@@ -440,13 +428,4 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-func (e *Error) message() *Message {
-	return &Message{Type: TypeError, Code: e.Code, Text: e.Message, Ref: e.Ref}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+func truncate(s string, n int) string { return wire.Truncate(s, n) }

@@ -12,6 +12,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // DialRelay attaches to the TCP relay of the server at baseURL (the same
@@ -27,6 +30,11 @@ import (
 // relay too); otherwise with a plain net.Dialer and a default TLS
 // configuration for https:// and wss://.
 func DialRelay(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
+	cfg.Logger = cfg.withDefaults().Logger
+	return withFallbacks(ctx, baseURL, &cfg, func(u string) (net.Conn, error) { return dialRelayOne(ctx, u, token, cfg) })
+}
+
+func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
 	raw, err := endpointURL(baseURL, "/relay", false)
 	if err != nil {
 		return nil, err
@@ -88,7 +96,7 @@ func relayHandshake(conn net.Conn, u *url.URL, token RelayToken) (net.Conn, erro
 	req := "GET " + u.RequestURI() + " HTTP/1.1\r\n" +
 		"Host: " + u.Host + "\r\n" +
 		"Connection: Upgrade\r\n" +
-		"Upgrade: " + relayUpgrade + "\r\n" +
+		"Upgrade: " + wire.RelayUpgrade + "\r\n" +
 		"Authorization: Bearer " + string(token) + "\r\n" +
 		"User-Agent: ragsync-signaling\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
@@ -100,8 +108,8 @@ func relayHandshake(conn net.Conn, u *url.URL, token RelayToken) (net.Conn, erro
 		return nil, fmt.Errorf("signaling: relay response: %w", err)
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		if !strings.EqualFold(resp.Header.Get("Upgrade"), relayUpgrade) {
-			return nil, fmt.Errorf("signaling: relay: server upgraded to %q, want %q", resp.Header.Get("Upgrade"), relayUpgrade)
+		if !strings.EqualFold(resp.Header.Get("Upgrade"), wire.RelayUpgrade) {
+			return nil, fmt.Errorf("signaling: relay: server upgraded to %q, want %q", resp.Header.Get("Upgrade"), wire.RelayUpgrade)
 		}
 		if n := br.Buffered(); n > 0 {
 			early, _ := br.Peek(n)
@@ -132,4 +140,66 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// DialRelayWebSocket attaches to the server's relay over a WebSocket, as
+// DialRelay does over a raw stream, for clients that cannot open one (a
+// browser; in a js/wasm build it uses the browser's WebSocket). It
+// returns once the other player has attached too (on either kind of
+// relay), with the byte stream to that player; or ctx.Err(); or the
+// server's refusal as *Error. baseURL is the URL given to Dial.
+func DialRelayWebSocket(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
+	cfg.Logger = cfg.withDefaults().Logger
+	return withFallbacks(ctx, baseURL, &cfg, func(u string) (net.Conn, error) { return dialRelayWSOne(ctx, u, token, cfg) })
+}
+
+func dialRelayWSOne(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
+	u, err := endpointURL(baseURL, "/relay", true)
+	if err != nil {
+		return nil, err
+	}
+	if u, err = relayPath(u); err != nil {
+		return nil, err
+	}
+	conn, _, err := websocket.Dial(ctx, u, dialOptions(&cfg))
+	if err != nil {
+		return nil, fmt.Errorf("signaling: websocket relay dial %s: %w", u, err)
+	}
+	hello, _ := json.Marshal(wire.RelayHello{Type: "relay", Token: string(token)})
+	if err := conn.Write(ctx, websocket.MessageText, hello); err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("signaling: websocket relay %s: %w", u, err)
+	}
+	conn.SetReadLimit(4096)
+	typ, data, err := conn.Read(ctx)
+	if err != nil {
+		conn.CloseNow()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("signaling: websocket relay %s: waiting for the peer: %w", u, err)
+	}
+	if typ == websocket.MessageText && string(data) == wire.RelayAttached {
+		return websocket.NetConn(context.Background(), conn, websocket.MessageBinary), nil
+	}
+	conn.CloseNow()
+	if m, derr := DecodeMessage(data); derr == nil && m.Type == TypeError {
+		return nil, &Error{Code: m.Code, Message: m.Text}
+	}
+	return nil, fmt.Errorf("signaling: websocket relay %s: unexpected reply %q", u, truncate(string(data), 100))
+}
+
+// relayPath swaps the last path element of a ws(s) URL made by
+// endpointURL for "relay" (a URL whose path was empty already has it).
+func relayPath(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Path != "/relay" {
+		if i := strings.LastIndexByte(u.Path, '/'); i >= 0 {
+			u.Path = u.Path[:i] + "/relay"
+		}
+	}
+	return u.String(), nil
 }

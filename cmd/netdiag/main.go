@@ -34,6 +34,12 @@
 //	playable  RTT p95 ≤ 200 ms, jitter ≤ 30 ms, loss ≤ 5 %
 //	poor      anything worse, or the connection was interrupted
 //
+// The measurement lasts -duration, and longer until each transport that is
+// up has a measured round trip and none is still connecting (at most 100
+// more pings on a transport, 20 s of test messages more): a loaded machine
+// can take longer than -duration to measure one, as the session leaves out
+// every round trip that overlaps a stall of this process.
+//
 // -json prints the same as JSON. Without -ice-server no STUN/TURN server
 // is used (host candidates only: same machine or LAN). With a loopback
 // -signal URL only loopback interfaces are used.

@@ -23,10 +23,54 @@ import (
 	"testing"
 
 	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/signaling"
 )
 
+// skipShort skips the tests that run whole sessions (pion WebRTC and the
+// relay on loopback, for seconds each) in -short mode.
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: it runs whole sessions")
+	}
+}
+
+// TestPingsSettled: after -duration, the run waits for a measured round
+// trip on each transport up and for none to be connecting, within its
+// attempts.
+func TestPingsSettled(t *testing.T) {
+	link := func(state p2p.LinkState, recent int, pings uint64) p2p.LinkStats {
+		l := p2p.LinkStats{State: state, PingsSent: pings}
+		l.RTT.Recent = recent
+		return l
+	}
+	for _, c := range []struct {
+		name        string
+		webrtc, tcp p2p.LinkStats
+		extra       int
+		want        bool
+	}{
+		{"both answered", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 1, 5), 0, true},
+		{"tcp not yet answered", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 0, 5), 0, false},
+		{"webrtc connecting", link(p2p.LinkConnecting, 0, 0), link(p2p.LinkUp, 3, 5), 0, false},
+		{"webrtc down", link(p2p.LinkDown, 0, 2), link(p2p.LinkUp, 3, 5), 0, true},
+		{"webrtc disabled", link(p2p.LinkDisabled, 0, 0), link(p2p.LinkUp, 3, 5), 0, true},
+		{"unmeasured pings used up", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 0, 5+maxUnmeasured), 0, true},
+		{"one ping short of them", link(p2p.LinkUp, 3, 5), link(p2p.LinkUp, 0, 4+maxUnmeasured), 0, false},
+		{"extra messages used up", link(p2p.LinkConnecting, 0, 0), link(p2p.LinkUp, 0, 5), maxExtraMessages * 60, true},
+		{"one message short of them", link(p2p.LinkConnecting, 0, 0), link(p2p.LinkUp, 0, 5), maxExtraMessages*60 - 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := p2p.Stats{WebRTC: c.webrtc, TCP: c.tcp}
+			if got := pingsSettled(st, [2]uint64{5, 5}, c.extra, 60); got != c.want {
+				t.Errorf("pingsSettled = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 func TestSelfJSON(t *testing.T) {
+	skipShort(t)
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s", "-json"}, &out, &errOut)
 	if err != nil {
@@ -54,7 +98,23 @@ func TestSelfJSON(t *testing.T) {
 			t.Fatalf("%s: %d transports", r.Role, len(r.Transports))
 		}
 		for _, tr := range r.Transports {
-			if tr.State != "up" || tr.RTTMs.Samples == 0 || tr.RTTMs.Min <= 0 || tr.RTTMs.P95 < tr.RTTMs.P50 || tr.RTTMs.Max < tr.RTTMs.P95 {
+			// Both transports up and answering pings. The session leaves
+			// out of its round-trip figures every round trip that
+			// overlaps a stall of this process, which on a loaded machine
+			// can be all of them (the run then waits for one, within its
+			// attempts): the distribution is checked where there is one,
+			// and the verdict must say why there is none.
+			if tr.State != "up" || tr.Pongs == 0 {
+				t.Errorf("%s/%s: %+v", r.Role, tr.Name, tr)
+			}
+			if tr.RTTMs.Samples == 0 {
+				t.Logf("%s/%s: %d pings answered, no round trip measured (every one overlapped a stall)", r.Role, tr.Name, tr.Pongs)
+				if tr.Active && !strings.Contains(r.VerdictReason, "stall") {
+					t.Errorf("%s: verdict %q without a measured round trip", r.Role, r.VerdictReason)
+				}
+				continue
+			}
+			if tr.RTTMs.Min <= 0 || tr.RTTMs.P95 < tr.RTTMs.P50 || tr.RTTMs.Max < tr.RTTMs.P95 {
 				t.Errorf("%s/%s: %+v", r.Role, tr.Name, tr)
 			}
 		}
@@ -76,6 +136,7 @@ func TestSelfJSON(t *testing.T) {
 }
 
 func TestSelfText(t *testing.T) {
+	skipShort(t)
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"-self", "-udp4", "-webrtc-timeout", "1m", "-duration", "1s"}, &out, &errOut); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
@@ -123,6 +184,7 @@ func (w *roomWatch) String() string {
 // (and prints its code), the other joins it, against a separate signaling
 // server.
 func TestTwoProcessesByRoom(t *testing.T) {
+	skipShort(t)
 	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +235,7 @@ func TestTwoProcessesByRoom(t *testing.T) {
 // TestBothByAgreedCode is the usage: both machines run
 // netdiag -signal URL -room CODE with the same code.
 func TestBothByAgreedCode(t *testing.T) {
+	skipShort(t)
 	url, stop, err := embeddedServer(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -275,6 +338,7 @@ func TestVerdict(t *testing.T) {
 		{nil, 0, false, "poor"},
 		{&transportReport{Name: "tcp"}, 0, false, "poor"},
 		{&transportReport{Name: "tcp", RTTMs: rttReport{Samples: 10}}, 0, false, "poor"}, // none in the last 10 s
+		{&transportReport{Name: "tcp", Pongs: 10}, 0, false, "poor"},                     // answered, none measured
 	} {
 		t.Run(fmt.Sprint(c.want, " ", c.loss, " ", c.interrupted), func(t *testing.T) {
 			if got, why := verdict(c.tr, c.loss, c.interrupted); got != c.want || why == "" {

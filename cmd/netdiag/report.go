@@ -167,6 +167,9 @@ func verdict(a *transportReport, lossPct float64, interrupted bool) (string, str
 	if interrupted {
 		return "poor", "the connection was interrupted during the test"
 	}
+	if a.RTTMs.Samples == 0 && a.Pongs > 0 {
+		return "poor", "pings were answered, but every round trip overlapped a stall of this machine (a loaded machine?): none was measured"
+	}
 	if a.RTTMs.Samples == 0 {
 		return "poor", "no ping was answered"
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/ragsync/ragsync/internal/lanaddr"
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 const defaultSignal = "http://127.0.0.1:8080"
@@ -54,7 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.room, "room", "", "room code agreed with the other machine (joined, or created if it does not exist yet); without it (and without -quick or -self) a room is created and its code printed")
 	fs.BoolVar(&o.quick, "quick", false, "pair by quick match instead of a room code")
 	fs.BoolVar(&o.self, "self", false, "run both ends in this process (against -signal if given, else an embedded server on 127.0.0.1:0)")
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure after connecting")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure after connecting (longer, within bounds, until each transport that is up has a measured round trip)")
 	fs.IntVar(&o.rate, "rate", 60, "test messages per second each way (a game's tick rate)")
 	fs.IntVar(&o.size, "size", 200, "test message size in bytes")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
@@ -139,12 +139,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runSelf(ctx, o, stdout, stderr, log)
 	}
 	s, err := connect(ctx, o, stderr, log)
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("%w\nno signaling server answers at %s: start one there (go run ./cmd/signal, or a demo), pass -signal URL, or try netdiag alone on this machine with -self", err, o.signal)
+	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	fmt.Fprintf(stderr, "connected as %v (room %s); measuring for %v…\n", s.Role(), s.Room(), o.duration)
-	r := measure(ctx, s, o, stderr)
+	r, wait := measure(ctx, s, o, stderr)
+	// Give the peer time to take its snapshot before our bye ends it.
+	time.Sleep(300 * time.Millisecond)
+	s.Close()
+	wait()
 	return printReports(stdout, o.jsonOut, []report{r})
 }
 
@@ -268,18 +275,25 @@ func runSelf(ctx context.Context, o options, stdout, stderr io.Writer, log *slog
 	defer host.Close()
 	defer guest.Close()
 	fmt.Fprintf(stderr, "both ends connected (room %s); measuring for %v…\n", room.Code(), o.duration)
+	// Both ends measure, each until its own end, and close only when
+	// both are done: neither cuts the other's measurement short.
 	var wg sync.WaitGroup
 	var rh, rg report
+	var waitH, waitG func()
 	wg.Add(2)
-	go func() { defer wg.Done(); rh = measure(ctx, host, o, stderr) }()
-	go func() { defer wg.Done(); rg = measure(ctx, guest, o, io.Discard) }()
+	go func() { defer wg.Done(); rh, waitH = measure(ctx, host, o, stderr) }()
+	go func() { defer wg.Done(); rg, waitG = measure(ctx, guest, o, io.Discard) }()
 	wg.Wait()
+	host.Close()
+	guest.Close()
+	waitH()
+	waitG()
 	return printReports(stdout, o.jsonOut, []report{rh, rg})
 }
 
 // embeddedServer runs a signaling server on 127.0.0.1:0.
 func embeddedServer(log *slog.Logger) (string, func(), error) {
-	srv, err := signaling.Start("127.0.0.1:0", signaling.Config{Logger: log.With("component", "signaling")})
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: log.With("component", "signaling")})
 	if err != nil {
 		return "", nil, err
 	}
@@ -289,7 +303,11 @@ func embeddedServer(log *slog.Logger) (string, func(), error) {
 // measure exchanges test messages at o.rate for o.duration and builds the
 // report. Each message carries a sequence number (the session counts
 // loss/duplicates/reordering from its own header; this checks integrity).
-func measure(ctx context.Context, s *p2p.Session, o options, progress io.Writer) report {
+//
+// It does not close the session: the caller does, once the peer has had
+// time to finish its own measurement, then calls the returned wait for
+// measure's event reader to end.
+func measure(ctx context.Context, s *p2p.Session, o options, progress io.Writer) (report, func()) {
 	start := time.Now()
 	before := s.Stats()
 	var evMu sync.Mutex
@@ -323,6 +341,18 @@ func measure(ctx context.Context, s *p2p.Session, o options, progress io.Writer)
 		})
 	}
 	var stopped string
+	// After -duration, the run goes on until every transport that is up
+	// has a measured round trip (a report without one says nothing of
+	// the link) and none is still connecting: a loaded machine can take
+	// longer than -duration for either. The wait is bounded by attempts,
+	// not time: at most maxUnmeasured more pings on a transport, and
+	// maxExtraMessages × rate test messages in all.
+	var ended bool       // -duration is over
+	var extra int        // test messages sent since
+	var evAtEnd int      // events up to the end of -duration
+	var endedByPeer bool // the peer closed during the extension
+	var pingsAtEnd [2]uint64
+	settled := func() bool { return pingsSettled(s.Stats(), pingsAtEnd, extra, o.rate) }
 loop:
 	for {
 		select {
@@ -330,10 +360,25 @@ loop:
 			stopped = "interrupted by the user"
 			break loop
 		case <-s.Done():
+			if ended {
+				// The peer's own run ended first: what was measured
+				// stands.
+				endedByPeer = true
+				break loop
+			}
 			stopped = fmt.Sprint(s.Err())
 			break loop
 		case <-end.C:
-			break loop
+			ended = true
+			st := s.Stats()
+			pingsAtEnd = [2]uint64{st.WebRTC.PingsSent, st.TCP.PingsSent}
+			evMu.Lock()
+			evAtEnd = len(events)
+			evMu.Unlock()
+			if settled() {
+				break loop
+			}
+			continue
 		case <-tick.C:
 		}
 		binary.BigEndian.PutUint64(msg, seq)
@@ -349,6 +394,12 @@ loop:
 				st.RTT.Last.Round(10*time.Microsecond), 100*st.LossRecent, st.State)
 			nextProgress = nextProgress.Add(time.Second)
 		}
+		if ended {
+			extra++
+			if settled() {
+				break loop
+			}
+		}
 	}
 	elapsed := time.Since(start)
 	// Let the last messages arrive (and the peer finish its own run)
@@ -359,14 +410,44 @@ loop:
 	evMu.Lock()
 	evs := append([]p2p.Event(nil), events...)
 	evMu.Unlock()
+	if endedByPeer {
+		evs = evs[:evAtEnd] // the peer's goodbye is not an interruption
+	}
 	r := buildReport(s, before, st, evs, elapsed, sent, recv, bytesIn, corrupt, o)
 	r.Stopped = stopped
 	if stopped != "" {
 		r.Verdict, r.VerdictReason = "poor", "the measurement ended early: "+stopped
 	}
-	// Give the peer time to take its snapshot before our bye ends it.
-	time.Sleep(300 * time.Millisecond)
-	s.Close()
-	evWG.Wait()
-	return r
+	return r, evWG.Wait
+}
+
+// Bounds of the wait after -duration for measured round trips (see
+// measure).
+const (
+	// maxUnmeasured: pings sent on a transport after -duration without
+	// a measured round trip. A ping can be answered and still not be
+	// measured: the session leaves out round trips that overlap a stall
+	// of this process (a loaded machine stalls often).
+	maxUnmeasured    = 100
+	maxExtraMessages = 20 // seconds of test messages at -rate
+)
+
+// pingsSettled reports whether the measurement may end: every transport
+// is up with a round trip measured in the last 10 s, or down, or
+// disabled, or has had its attempts: maxUnmeasured pings after -duration
+// (atEnd: each transport's PingsSent then, WebRTC first), or
+// maxExtraMessages × rate test messages after -duration (extra so far).
+func pingsSettled(st p2p.Stats, atEnd [2]uint64, extra, rate int) bool {
+	if extra >= maxExtraMessages*rate {
+		return true
+	}
+	for i, l := range []*p2p.LinkStats{&st.WebRTC, &st.TCP} {
+		switch {
+		case l.State == p2p.LinkConnecting:
+			return false
+		case l.State == p2p.LinkUp && l.RTT.Recent == 0 && l.PingsSent < atEnd[i]+maxUnmeasured:
+			return false
+		}
+	}
+	return true
 }

@@ -3,7 +3,8 @@
 // the rival follows the rival's true state.
 //
 // Each peer has its own Box2D world, its own bot-controlled fighter, a local
-// clock (B's runs -skew-ppm faster and starts 10 s off), a clocksync
+// clock (B's runs -skew-ppm faster, up to ±5,000 ppm, and starts 10 s off)
+// by which it ticks, as the demo does, a clocksync
 // calibrator, and a ragsync.Match with the real replicator, codec and
 // correction. A shared crate changes owner when a fighter touches it. The
 // packets cross a internal/netsim link; nothing touches a socket, and a run is
@@ -19,10 +20,11 @@
 // loss); beyond netsim's presets: asym (10 ms ± 2 A→B, 80 ms ± 10 B→A, 1 %
 // loss: the game clock is 35 ms off), bursty (broadband's delays, 1 %
 // loss and 6 % more in bursts of 8 packets), drift (broadband with B's clock
-// 1000 ppm fast), blackouts (broadband with a 0.5 s blackout every 4 s); and
+// 1000 ppm fast), blackouts (broadband with a 0.5 s blackout every 4 s),
+// handover (broadband with a 3 s blackout every 20 s); and
 // custom (the -rtt, -jitter, -delay-ab, -delay-ba, -loss, -burst,
 // -burst-loss, -dup, -reorder, -blackout flags). -scenario presets names
-// the first five, extra the next four, all both.
+// the first five, extra the next five, all both.
 //
 // Methods: snap, midpoint, midpoint-spring ("seed" is accepted too: its
 // former name), ragsync and follow (the default); see package correction.
@@ -43,12 +45,18 @@
 //	                          simulator's master clock)
 //	rms_body_true_m           rms_true_m for the physics bodies, which
 //	                          collide and strike, rather than the drawn pose
-//	visual_delay_ms           the lag d that best aligns the copy with its
-//	                          owner: the copy at true time t is compared with
-//	                          the owner at t − d, and d minimises the rms
-//	                          distance (searched from −100 to 600 ms, to
-//	                          0.1 ms); rms_aligned_m is that smallest rms,
-//	                          the copy's distortion once its lag is forgiven
+//	visual_delay_ab_ms,       the lag d that best aligns B's copy of A's
+//	visual_delay_ba_ms        objects with A (ab), and A's copy of B's with
+//	                          B (ba): the copy at true time t is compared
+//	                          with the owner at t − d, and d minimises the
+//	                          rms distance (searched from −100 to 600 ms,
+//	                          to 0.1 ms); rms_aligned_m is the rms at those
+//	                          lags, the copy's distortion once its lag is
+//	                          forgiven. On an asymmetric path the two
+//	                          differ: each includes its own one-way delay
+//	                          and, for methods that place the rival by game
+//	                          time, the game clock's half-asymmetry bias
+//	                          (package clocksync), with opposite signs
 //	pop_p99_m, pop_max_m      the displacement the correction itself imposes
 //	                          on a rival body in one tick (correction's
 //	                          Stats.Pop: a teleport plus the velocity change
@@ -125,7 +133,7 @@ var presetScenarios = []string{"lan", "broadband", "mobile", "spike", "awful"}
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ragsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "all", "a link: lan, broadband, mobile, spike, awful (netsim's presets), asym, bursty, drift, blackouts (extra), custom (the -rtt... flags); or presets, extra, all (presets and extra); or a comma-separated list")
+	scenario := fs.String("scenario", "all", "a link: lan, broadband, mobile, spike, awful (netsim's presets), asym, bursty, drift, blackouts, handover (extra), custom (the -rtt... flags); or presets, extra, all (presets and extra); or a comma-separated list")
 	method := fs.String("method", "all", "snap, midpoint, midpoint-spring, ragsync, follow, all, or a comma-separated list")
 	seconds := fs.Float64("seconds", 60, "match length in virtual seconds")
 	seed := fs.Uint64("seed", 1, "random seed (network, bots)")
@@ -324,9 +332,12 @@ func parseSeeds(s string) ([]uint64, error) {
 // extraScenarios are links beyond netsim's presets, in output order. B's
 // clock runs -skew-ppm fast in each, except drift's, which runs
 // driftPPM fast.
-var extraScenarios = []string{"asym", "bursty", "drift", "blackouts"}
+var extraScenarios = []string{"asym", "bursty", "drift", "blackouts", "handover"}
 
 const driftPPM = 1000
+
+// maxSkewPPM bounds -skew-ppm: the drift clocksync tracks by default.
+const maxSkewPPM = 5000
 
 func extraScenario(name string, skew float64) Scenario {
 	switch name {
@@ -350,13 +361,19 @@ func extraScenario(name string, skew float64) Scenario {
 		c := netsim.Broadband
 		c.BlackoutFor, c.BlackoutEvery, c.BlackoutPhase = 500*time.Millisecond, 4*time.Second, 3*time.Second
 		return Scenario{Name: name, Link: c, SkewPPM: skew}
+	case "handover":
+		// Broadband with a 3 s blackout every 20 s: a phone moving
+		// between networks.
+		c := netsim.Broadband
+		c.BlackoutFor, c.BlackoutEvery, c.BlackoutPhase = 3*time.Second, 20*time.Second, 10*time.Second
+		return Scenario{Name: name, Link: c, SkewPPM: skew}
 	}
 	panic("ragsim: unknown extra scenario " + name)
 }
 
 func parseScenarios(s string, custom Scenario, skew float64) ([]Scenario, error) {
-	if skew < -1000 || skew > 1000 {
-		return nil, fmt.Errorf("-skew-ppm %v must be within ±1000", skew)
+	if !(skew >= -maxSkewPPM && skew <= maxSkewPPM) {
+		return nil, fmt.Errorf("-skew-ppm %v must be within ±%d", skew, maxSkewPPM)
 	}
 	names := strings.Split(s, ",")
 	switch s {
@@ -433,10 +450,10 @@ func Mean(rs []Result) Result {
 
 func printTable(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\tdmg agree\trefused\t")
+	fmt.Fprintln(tw, "scenario\tmethod\trms m\tp95 m\trms true m\tp95 true m\tdelay ab ms\tdelay ba ms\taligned m\tpop p99 m\tpop max m\tmax jump m\thard/s\tclock p95 ms\thits\tagree\tkbps/dir\tpos disc\tloss %\tclaims\tKOs\tdmg agree\trefused\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f%%\t%.0f\t\n",
-			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayMs, r.RMSAlignedM,
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.2f\t%.0f\t%.0f%%\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f%%\t%.0f\t\n",
+			r.Scenario, r.Method, r.RMSErrorM, r.P95ErrorM, r.RMSTrueM, r.P95TrueM, r.VisualDelayABMs, r.VisualDelayBAMs, r.RMSAlignedM,
 			r.PopP99M, r.PopMaxM, r.MaxJumpM, r.HardSnapsPerS, r.ClockErrorP95Ms,
 			r.Hits, 100*r.HitAgreement, r.KbpsPerDirection, r.PositionDisconnects, r.LossPct, r.Transfers, r.KOs,
 			100*r.DamageAgreement, r.Refused)

@@ -75,7 +75,8 @@ type Result struct {
 	P95ErrorM           float64 `json:"p95_error_m"`
 	RMSTrueM            float64 `json:"rms_true_m"`
 	P95TrueM            float64 `json:"p95_true_m"`
-	VisualDelayMs       float64 `json:"visual_delay_ms"`
+	VisualDelayABMs     float64 `json:"visual_delay_ab_ms"`
+	VisualDelayBAMs     float64 `json:"visual_delay_ba_ms"`
 	RMSAlignedM         float64 `json:"rms_aligned_m"`
 	RMSBodyTrueM        float64 `json:"rms_body_true_m"`
 	PopP99M             float64 `json:"pop_p99_m"`
@@ -364,7 +365,7 @@ func Run(o Options) (Result, error) {
 		for _, p := range peers {
 			if p.clock.Now() >= p.nextTick {
 				p.tick()
-				p.nextTick += time.Duration(float64(tickLen) * (1 + p.clock.SkewPPM*1e-6))
+				p.nextTick += tickLen // by its own clock, as the demo ticks
 				if p == a && started {
 					ga, okA := a.cal.GameTime()
 					gb, okB := b.cal.GameTime()
@@ -473,11 +474,12 @@ func damageAgreement(a, b *peer) float64 {
 
 // Visual delay search: the lag d that minimises the rms distance between
 // the copy at true time t and its owner at t − d is looked for on a grid
-// from delayMin to delayMax, then refined around the best point.
+// from delayMin to delayMax, then refined twice around the best point.
 const (
 	delayMin    = -100 * time.Millisecond
 	delayMax    = 600 * time.Millisecond
-	delayCoarse = 2 * time.Millisecond
+	delayCoarse = 8 * time.Millisecond
+	delayMid    = time.Millisecond
 	delayFine   = 100 * time.Microsecond
 )
 
@@ -485,8 +487,8 @@ const (
 // owner's positions at the same true (master) instant, interpolated between
 // the owner's ticks: unlike the game-time comparison, it does not hide the
 // game clock's own error (half the path's asymmetry). It also finds the
-// visual delay, the lag that best aligns the copy with its owner, and the
-// rms error left at that lag (the copy's distortion).
+// visual delay of each direction, the lag that best aligns the copy with
+// its owner, and the rms error left at those lags (the copy's distortion).
 func measureTrue(res *Result, a, b *peer) {
 	var errs []float64
 	sq, n := trueError(a, b, 0, &errs)
@@ -497,49 +499,72 @@ func measureTrue(res *Result, a, b *peer) {
 	bsq, bn := bodyError(a, b)
 	res.RMSBodyTrueM = math.Sqrt(bsq / float64(max(1, bn)))
 	res.P95TrueM = percentile(errs, 0.95)
-	rmsAt := func(d time.Duration) float64 {
-		sq, n := trueError(a, b, d, nil)
+	var alignedSq float64
+	var alignedN int
+	// A→B: B's copy of A's objects; B→A: A's copy of B's.
+	for _, dir := range [2]struct {
+		cp, owner *peer
+		delay     *float64
+	}{{b, a, &res.VisualDelayABMs}, {a, b, &res.VisualDelayBAMs}} {
+		lag, sq, n := bestLag(dir.cp, dir.owner)
+		*dir.delay = float64(lag) / float64(time.Millisecond)
+		alignedSq += sq
+		alignedN += n
+	}
+	res.RMSAlignedM = math.Sqrt(alignedSq / float64(max(1, alignedN)))
+}
+
+// bestLag returns the lag d that minimises the rms distance between cp's
+// copy of owner's objects at true time t and owner's at t − d, with the
+// squared distances' sum and count at that lag.
+func bestLag(cp, owner *peer) (best time.Duration, bestSq float64, bestN int) {
+	bestRMS := math.Inf(1)
+	try := func(d time.Duration) {
+		sq, n := copyError(cp, owner, d, nil)
 		if n == 0 {
-			return math.Inf(1)
+			return
 		}
-		return math.Sqrt(sq / float64(n))
+		if r := math.Sqrt(sq / float64(n)); r < bestRMS {
+			best, bestRMS, bestSq, bestN = d, r, sq, n
+		}
 	}
-	best, bestRMS := time.Duration(0), res.RMSTrueM
+	try(0)
 	for d := delayMin; d <= delayMax; d += delayCoarse {
-		if r := rmsAt(d); r < bestRMS {
-			best, bestRMS = d, r
+		try(d)
+	}
+	for _, step := range [2][2]time.Duration{{delayCoarse, delayMid}, {delayMid, delayFine}} {
+		center := best
+		for d := center - step[0]; d <= center+step[0]; d += step[1] {
+			try(d)
 		}
 	}
-	center := best
-	for d := center - delayCoarse; d <= center+delayCoarse; d += delayFine {
-		if r := rmsAt(d); r < bestRMS {
-			best, bestRMS = d, r
-		}
-	}
-	res.VisualDelayMs = float64(best) / float64(time.Millisecond)
-	res.RMSAlignedM = bestRMS
+	return best, bestSq, bestN
 }
 
 // trueError sums the squared distances between each peer's copy of the
 // rival's bodies at true time t and the owner's at t − lag, and counts them;
 // if errs is not nil, it appends every distance to it.
 func trueError(a, b *peer, lag time.Duration, errs *[]float64) (sq float64, n int) {
-	for _, pr := range [][2]*peer{{a, b}, {b, a}} {
-		cp, owner := pr[0], pr[1]
-		for i := range cp.frames {
-			f := &cp.frames[i]
-			var tru objPos
-			for k := range objectIDs {
-				if !f.remote[k] || !trueAt(owner, k, masterTime, f.t-lag, 3*tickLen, &tru) {
-					continue
-				}
-				for bi := range f.p.n[k] {
-					e := f.p.pos[k][bi].Sub(tru.pos[k][bi]).Len()
-					sq += e * e
-					n++
-					if errs != nil {
-						*errs = append(*errs, e)
-					}
+	sq1, n1 := copyError(a, b, lag, errs)
+	sq2, n2 := copyError(b, a, lag, errs)
+	return sq1 + sq2, n1 + n2
+}
+
+// copyError is trueError for one direction: cp's copy of owner's objects.
+func copyError(cp, owner *peer, lag time.Duration, errs *[]float64) (sq float64, n int) {
+	for i := range cp.frames {
+		f := &cp.frames[i]
+		var tru objPos
+		for k := range objectIDs {
+			if !f.remote[k] || !trueAt(owner, k, masterTime, f.t-lag, 3*tickLen, &tru) {
+				continue
+			}
+			for bi := range f.p.n[k] {
+				e := f.p.pos[k][bi].Sub(tru.pos[k][bi]).Len()
+				sq += e * e
+				n++
+				if errs != nil {
+					*errs = append(*errs, e)
 				}
 			}
 		}

@@ -10,7 +10,7 @@
 //
 // Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP
 // relay), http://ADDR/healthz (JSON counters), http://ADDR/metrics
-// (Prometheus; or on -metrics-addr only). Every limit of signaling.Config
+// (Prometheus; or on -metrics-addr only). Every limit of signaling/server.Config
 // has a flag; 0 means the library default, shown in -help. SIGINT or
 // SIGTERM shuts down gracefully: clients get a shutting_down error and a
 // going-away close, relay streams get -shutdown-timeout to finish.
@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/ragsync/ragsync/demo/webdist"
-	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 func main() {
@@ -192,7 +192,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("signal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = usage(fs)
-	var cfg signaling.Config
+	var cfg server.Config
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; the default is reachable from this machine only, use :8080 to accept other machines")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -226,6 +226,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&cfg.RejoinGrace, "rejoin-grace", 0, "how long a paired player whose connection dropped keeps its place, to rejoin with its relay token (0: 30s)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&cfg.Node, "node", "", "name of this server among several of one deployment: its metrics carry it as the label node (default: no such label)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address only (e.g. 127.0.0.1:9090) instead of on -addr")
 	turnOn := fs.Bool("turn", false, "run the embedded TURN server; paired messages then carry credentials for it")
 	turnUDP := fs.String("turn-udp", "127.0.0.1:3478", "TURN UDP listen address; like -addr, the default is this machine only, use :3478 for others (empty: none)")
@@ -316,7 +317,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 
-	srv, err := signaling.NewServer(cfg)
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -397,15 +398,15 @@ func btoi(b bool) int {
 	return 0
 }
 
-func metricsMux(srv *signaling.Server) http.Handler {
+func metricsMux(srv *server.Server) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", srv.MetricsHandler())
 	return mux
 }
 
 // turnConfig builds the TURN configuration from its flags.
-func turnConfig(udp, tcp, ip, bind, ports string) (*signaling.TURNConfig, error) {
-	tc := &signaling.TURNConfig{ListenUDP: udp, ListenTCP: tcp}
+func turnConfig(udp, tcp, ip, bind, ports string) (*server.TURNConfig, error) {
+	tc := &server.TURNConfig{ListenUDP: udp, ListenTCP: tcp}
 	if ip == "" {
 		return nil, errors.New("-turn needs -turn-ip, the public address peers reach the relay at")
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server"
 )
 
 type syncBuf struct {
@@ -114,7 +115,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	if _, err := b.CreateRoom(tctx); !errors.Is(err, signaling.ErrTooManyRooms) {
 		t.Fatalf("-max-rooms 1 not applied: %v", err)
 	}
-	var hs signaling.Stats
+	var hs server.Stats
 	if err := json.Unmarshal(get(t, nil, url+"/healthz"), &hs); err != nil || hs.Rooms != 1 || hs.Clients != 2 {
 		t.Fatalf("healthz %+v %v", hs, err)
 	}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testkit"
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/physics"
 )
@@ -16,24 +16,6 @@ import (
 // The demo has no dead ends: a private room's code outlives a lost rival,
 // a code nobody holds says so and waits, and a player whose server's host
 // quit can host instead. Everything runs on loopback.
-
-// fakeClock is a wall clock the test moves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // After a rival leaves a private room, looking for a new rival waits in the
 // same room, under the same code, and a rival who comes with that code
@@ -70,7 +52,7 @@ func TestWrongRoomCode(t *testing.T) {
 	leaktest.Check(t)
 	srv := testServer(t)
 	url := srv.LocalURL()
-	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clk := testkit.NewClock(time.Unix(1_700_000_000, 0))
 	a := testPlayer("a", url, "ABCDEF")
 	a.cfg.Now = clk.Now
 	defer a.Close()
@@ -79,7 +61,7 @@ func TestWrongRoomCode(t *testing.T) {
 	if a.NobodyInRoom() {
 		t.Fatal("nobody-in-room said before the player waited at all")
 	}
-	clk.Add(nobodyAfter)
+	clk.Advance(nobodyAfter)
 	a.Update(Controls{})
 	if !a.NobodyInRoom() {
 		t.Fatalf("no word that nobody was in room ABCDEF after %v (status %v)", nobodyAfter, a.Status())

@@ -4,15 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
-
-	"github.com/ragsync/ragsync/internal/lanaddr"
-	"github.com/ragsync/ragsync/signaling"
 )
 
 // DefaultSignal is the signaling server the demo looks for first.
@@ -80,48 +75,6 @@ func healthyRetry(ctx context.Context, base string, timeout, within time.Duratio
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
-
-// embeddedServer is a signaling server running inside the demo.
-type embeddedServer struct {
-	*signaling.Running
-}
-
-// startServer starts a signaling server listening on addr.
-func startServer(addr string, log *slog.Logger) (*embeddedServer, error) {
-	r, err := signaling.Start(addr, signaling.Config{Logger: log.With("component", "signaling"), Site: siteHandler()})
-	if err != nil {
-		return nil, fmt.Errorf("embedded signaling server: %w", err)
-	}
-	return &embeddedServer{r}, nil
-}
-
-// LocalURL is the URL this process uses to reach the server: loopback when
-// the server listens on every interface or on loopback (so the session's
-// default interface policy keeps WebRTC on loopback), else the listen IP.
-func (e *embeddedServer) LocalURL() string { return e.URL() }
-
-// ShareURLs are the URLs another machine can use to reach the server: one
-// per non-loopback IPv4 address of this machine when it listens on every
-// interface, the listen address when it is a specific one, none when it
-// listens on loopback only.
-func (e *embeddedServer) ShareURLs() []string {
-	a := e.Addr()
-	port := strconv.Itoa(a.Port)
-	switch {
-	case a.IP.IsLoopback():
-		return nil
-	case !a.IP.IsUnspecified():
-		return []string{"http://" + net.JoinHostPort(a.IP.String(), port)}
-	}
-	var out []string
-	for _, ip := range lanaddr.IPv4s() {
-		out = append(out, "http://"+net.JoinHostPort(ip.String(), port))
-	}
-	return out
-}
-
-// Close shuts the server down and waits for it.
-func (e *embeddedServer) Close() { e.Running.Close() }
 
 // IsLoopbackURL reports whether u's host is a loopback address or
 // "localhost".

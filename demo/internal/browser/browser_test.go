@@ -1,0 +1,541 @@
+package browser
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragsync/ragsync/demo/internal/demotest"
+	"github.com/ragsync/ragsync/demo/internal/game"
+	"github.com/ragsync/ragsync/demo/webdist"
+	"github.com/ragsync/ragsync/internal/testwait"
+)
+
+// The browser test: headless Chromium (Debian's chromium, installed by
+// make deps) loads the web demo from cmd/signal and plays, autoplayed by
+// the bot, against the native demo run headless, through real signaling
+// and WebRTC; then again with UDP dropped by iptables, so WebRTC cannot
+// connect and the browser plays over the WebSocket relay (the native
+// peer over the raw one). Each case runs in a network namespace of its
+// own, made by re-running this test under `unshare -n` (loopback only;
+// the iptables rules die with it), with every process inside and the
+// DevTools protocol over a pipe (--remote-debugging-pipe), not a port.
+// The browser reports through its console: the demo's JSON summaries.
+
+// browserNSEnv tells the re-run test which case it runs: "open" or
+// "noudp".
+const browserNSEnv = "RAGSYNC_BROWSER_CASE"
+
+// browserBinsEnv passes the binaries the parent built: signal, demo.
+const browserBinsEnv = "RAGSYNC_BROWSER_BINS"
+
+// browserPlay is how long both sides must play (the issue asks for at
+// least 20 s).
+const browserPlay = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	demotest.Cleanup()
+	os.Exit(code)
+}
+
+func TestBrowserPlaysNative(t *testing.T) {
+	if c := os.Getenv(browserNSEnv); c != "" {
+		bins := strings.Split(os.Getenv(browserBinsEnv), string(os.PathListSeparator))
+		if len(bins) != 2 {
+			t.Fatalf("%s=%q", browserBinsEnv, os.Getenv(browserBinsEnv))
+		}
+		runBrowserCase(t, c == "noudp", bins[0], bins[1])
+		return
+	}
+	if testing.Short() {
+		t.Skip("the browser test is skipped in -short mode (it runs Chromium and the demo for about a minute)")
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skipf("chromium is not installed (make deps installs Debian's chromium): %v", err)
+	}
+	if !webdist.Available() {
+		t.Skip("the web build is missing: run make web (make test does)")
+	}
+	for _, tool := range []string{"unshare", "ip", "iptables"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is needed to give the test its own network namespace: %v", tool, err)
+		}
+	}
+	if out, err := exec.Command("unshare", "-n", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot create a network namespace here (needs root or user namespaces): %v %s", err, out)
+	}
+	t.Logf("wasm download: %d bytes (gzip), served with Content-Encoding: gzip", webdist.WasmSize())
+	sig := demotest.Binary(t, demotest.SignalPkg, demotest.RaceOn)
+	demo := demotest.Binary(t, demotest.DemoPkg, demotest.RaceOn)
+	for _, c := range []string{"open", "noudp"} {
+		t.Run(c, func(t *testing.T) {
+			targs := []string{"-n", "--", os.Args[0], "-test.run", "^TestBrowserPlaysNative$", "-test.v"}
+			if d, ok := testwait.Deadline(t); ok {
+				targs = append(targs, "-test.timeout", time.Until(d).Round(time.Second).String())
+			}
+			cmd := exec.CommandContext(testwait.Context(t), "unshare", targs...)
+			cmd.Env = append(os.Environ(), browserNSEnv+"="+c, browserBinsEnv+"="+sig+string(os.PathListSeparator)+demo)
+			cmd.WaitDelay = 10 * time.Second
+			out, err := cmd.CombinedOutput()
+			t.Logf("in its own network namespace:\n%s", out)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+}
+
+// runBrowserCase runs one case inside the namespace.
+func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
+	ctx := testwait.Context(t)
+	run := func(name string, args ...string) {
+		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v %s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	run("ip", "link", "set", "lo", "up")
+	if noUDP {
+		run("iptables", "-A", "OUTPUT", "-p", "udp", "-j", "DROP")
+		run("iptables", "-A", "INPUT", "-p", "udp", "-j", "DROP")
+	}
+	dir := t.TempDir()
+
+	// The signaling server, serving the web demo.
+	sig := exec.CommandContext(ctx, sigBin, "-addr", "127.0.0.1:0")
+	sigErr, err := sig.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sig.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sig.Process.Signal(os.Interrupt); sig.Wait() })
+	base := ""
+	sc := bufio.NewScanner(sigErr)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, "url=http://"); i >= 0 && strings.Contains(line, "server ready") {
+			base = strings.Fields(line[i+4:])[0]
+			if !strings.Contains(line, "web_demo=true") {
+				t.Fatalf("cmd/signal does not serve the web demo: %s", line)
+			}
+			break
+		}
+	}
+	if base == "" {
+		t.Fatal("cmd/signal did not say where it listens")
+	}
+	go io.Copy(io.Discard, sigErr)
+
+	// The browser, driven over a pipe.
+	page := base + "/?autoplay=1&hud=1"
+	cdp, err := openChromium(t, dir, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	navAt := time.Now()
+
+	// The native peer: the demo, headless, quick match.
+	var nOut, nErr bytes.Buffer
+	native := exec.CommandContext(ctx, demoBin, "-headless", "-signal", base, "-duration", (browserPlay + 10*time.Second).String(), "-json", "-connect-timeout", "2m")
+	native.Stdout, native.Stderr = &nOut, &nErr
+	native.WaitDelay = 10 * time.Second
+	if err := native.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nativeDone := make(chan error, 1)
+	go func() { nativeDone <- native.Wait() }()
+
+	// Follow the browser's summaries; screenshot mid-fight.
+	var last game.Summary
+	var shots [][]byte
+	loaded := ""
+	for last.Seconds < browserPlay.Seconds() {
+		select {
+		case line, ok := <-cdp.console:
+			if !ok {
+				t.Fatalf("the browser went away; its log:\n%s", cdp.log())
+			}
+			if strings.Contains(line, "wasm loaded") && loaded == "" {
+				loaded = line
+				t.Logf("browser: %s (%.1f s after navigating)", line, time.Since(navAt).Seconds())
+			}
+			if strings.Contains(line, "msg=connected") || strings.Contains(line, "transport changed") || strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				t.Logf("browser: %s", line)
+			}
+			if s, ok := demotest.ParseSummary(line); ok && s.Peer == "you (autoplay)" {
+				last = s
+				t.Logf("browser summary: %.1f s, %s, connect %.0f ms, states applied %d, clock synced %v (offset %+.3f ms), hits dealt %d taken %d",
+					s.Seconds, s.Path, s.ConnectMs, s.StatesApplied, s.ClockSynced, s.ClockOffMs, s.HitsDealt, s.HitsTaken)
+			}
+		case err := <-nativeDone:
+			t.Fatalf("the native peer ended before the browser played %v: %v\n%s\n%s\nbrowser log:\n%s", browserPlay, err, nOut.String(), nErr.String(), cdp.log())
+		case <-ctx.Done():
+			t.Fatalf("timed out; browser log:\n%s\nnative:\n%s", cdp.log(), nErr.String())
+		}
+		// One shot per summary from 10 s on: one instant can catch a
+		// fighter flashed white by a hit or curled up on the ground, so
+		// the best of them is checked.
+		if len(shots) < 3 && last.Seconds >= 10 {
+			png, err := cdp.screenshot()
+			if err != nil {
+				t.Fatalf("screenshot: %v", err)
+			}
+			shots = append(shots, png)
+		}
+	}
+	checkBrowserScreenshot(t, shots, noUDP)
+	if err := <-nativeDone; err != nil {
+		t.Fatalf("native peer: %v\n%s\n%s", err, nOut.String(), nErr.String())
+	}
+	rep := parseReport(t, nOut.String())
+	t.Logf("native:\n%s", nOut.String()[:strings.Index(nOut.String(), "\n{")])
+	for line := range strings.Lines(nErr.String()) {
+		if strings.Contains(line, "msg=connected") {
+			t.Logf("native: %s", strings.TrimSpace(line))
+		}
+	}
+
+	nat := rep.Players[0]
+	for _, s := range []game.Summary{last, nat} {
+		if s.StatesApplied == 0 {
+			t.Errorf("%s applied none of the rival's states", s.Peer)
+		}
+		if !s.ClockSynced {
+			t.Errorf("%s: clock not synced", s.Peer)
+		}
+		if s.LastErr != "" {
+			t.Logf("%s: last error %s", s.Peer, s.LastErr)
+		}
+	}
+	if rep.Seconds < browserPlay.Seconds() {
+		t.Errorf("the native peer played %.1f s", rep.Seconds)
+	}
+	if last.HitsDealt+last.HitsTaken == 0 || nat.HitsDealt+nat.HitsTaken == 0 {
+		t.Errorf("no hit landed: browser dealt %d taken %d, native dealt %d taken %d", last.HitsDealt, last.HitsTaken, nat.HitsDealt, nat.HitsTaken)
+	}
+	if noUDP {
+		if last.Transport != "tcp" || !strings.Contains(last.Path, "WebSocket") {
+			t.Errorf("browser with UDP blocked on %s (%s), want the WebSocket relay", last.Transport, last.Path)
+		}
+		if nat.Transport != "tcp" {
+			t.Errorf("native with UDP blocked on %s", nat.Transport)
+		}
+	} else if nat.Switches == 0 && nat.Transport != "webrtc" {
+		t.Errorf("native peer on %s, never on WebRTC", nat.Transport)
+	} else if strings.Contains(last.Path, "unknown") {
+		t.Errorf("the browser does not know its candidate types: %s", last.Path)
+	}
+	t.Logf("connect time (pairing to running): browser %.0f ms, native %.0f ms; browser %s, native %s",
+		last.ConnectMs, nat.ConnectMs, last.Path, nat.Path)
+}
+
+func parseReport(t *testing.T, out string) game.RunReport {
+	t.Helper()
+	var rep game.RunReport
+	i := strings.Index(out, "\n{")
+	if i < 0 {
+		t.Fatalf("no JSON report from the native peer:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(out[i+1:]), &rep); err != nil || len(rep.Players) != 1 {
+		t.Fatalf("native report: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// checkBrowserScreenshot saves the screenshot (to $RAGSYNC_SCREENSHOTS if
+// set) and checks it shows the arena with both fighters, as the window
+// test does.
+func checkBrowserScreenshot(t *testing.T, shots [][]byte, noUDP bool) {
+	t.Helper()
+	if len(shots) == 0 {
+		t.Fatal("no screenshot mid-fight")
+	}
+	var b []byte
+	var img image.Image
+	bestN := -1
+	for _, sh := range shots {
+		im, err := png.Decode(bytes.NewReader(sh))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if n := demotest.FightersShown(im); n > bestN {
+			b, img, bestN = sh, im, n
+		}
+	}
+	if d := os.Getenv("RAGSYNC_SCREENSHOTS"); d != "" {
+		name := "browser-webrtc.png"
+		if noUDP {
+			name = "browser-websocket-relay.png"
+		}
+		if err := os.WriteFile(filepath.Join(d, name), b, 0o644); err != nil {
+			t.Errorf("saving the screenshot: %v", err)
+		}
+	}
+	t.Logf("screenshot %v, the best of %d", img.Bounds().Size(), len(shots))
+	checkFightDrawn(t, img)
+}
+
+// chromium is a headless Chromium driven through the DevTools protocol
+// over --remote-debugging-pipe (fd 3 commands, fd 4 replies; each message
+// JSON ended by a NUL byte).
+type chromium struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	w       io.Writer
+	console chan string   // the page's console lines
+	gone    chan struct{} // closed when the browser's end of the pipe closes
+
+	mu      sync.Mutex
+	nextID  int
+	waiting map[int]chan cdpMsg
+	session string
+	lines   []string
+}
+
+type cdpMsg struct {
+	ID        int                       `json:"id,omitempty"`
+	Method    string                    `json:"method,omitempty"`
+	Params    json.RawMessage           `json:"params,omitempty"`
+	Result    json.RawMessage           `json:"result,omitempty"`
+	Error     *struct{ Message string } `json:"error,omitempty"`
+	SessionID string                    `json:"sessionId,omitempty"`
+}
+
+// openChromium starts Chromium and opens url in it. A browser that dies
+// or hangs while starting (seen twice in a few dozen starts on a loaded
+// machine: a child crashed, the browser answered nothing) is killed and
+// started once more, with a fresh profile.
+func openChromium(t *testing.T, dir, url string) (*chromium, error) {
+	for try := 1; ; try++ {
+		c, err := startChromium(t, filepath.Join(dir, strconv.Itoa(try)))
+		if err != nil {
+			return nil, err
+		}
+		err = c.open(url)
+		if err == nil || try == 2 {
+			return c, err
+		}
+		c.cmd.Process.Kill()
+		<-c.gone
+		t.Logf("chromium did not start (%v); starting it again", err)
+	}
+}
+
+// startChromium starts headless Chromium, driven over a pipe, with its
+// profile in dir.
+func startChromium(t *testing.T, dir string) (*chromium, error) {
+	cmdR, cmdW, err := os.Pipe() // commands: we write, chromium reads fd 3
+	if err != nil {
+		return nil, err
+	}
+	repR, repW, err := os.Pipe() // replies: chromium writes fd 4
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--headless=new", "--remote-debugging-pipe", "--user-data-dir=" + filepath.Join(dir, "profile"),
+		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-component-update",
+		"--disable-sync", "--disable-background-networking", "--mute-audio",
+		// WebRTC on loopback, with real addresses rather than mDNS names.
+		"--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
+		// WebGL (Ebiten draws with it) in software.
+		"--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+		// Keep the game running at full rate.
+		"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows",
+		"--window-size=960,540", "about:blank",
+	}
+	if os.Geteuid() == 0 {
+		args = append([]string{"--no-sandbox"}, args...) // Chromium's sandbox refuses root
+	}
+	cmd := exec.Command("chromium", args...)
+	cmd.ExtraFiles = []*os.File{cmdR, repW}
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	cmdR.Close()
+	repW.Close()
+	c := &chromium{t: t, cmd: cmd, w: cmdW, console: make(chan string, 1024), gone: make(chan struct{}), waiting: map[int]chan cdpMsg{}}
+	t.Cleanup(func() {
+		c.send("Browser.close", nil, "")
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		cmdW.Close()
+		if t.Failed() {
+			t.Logf("chromium stderr:\n%s", errBuf.String())
+		}
+	})
+	go c.read(repR)
+	return c, nil
+}
+
+func (c *chromium) read(r io.ReadCloser) {
+	defer r.Close()
+	defer close(c.gone)
+	defer close(c.console)
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		b, err := br.ReadBytes(0)
+		if err != nil {
+			return
+		}
+		var m cdpMsg
+		if json.Unmarshal(b[:len(b)-1], &m) != nil {
+			continue
+		}
+		if m.ID != 0 {
+			c.mu.Lock()
+			ch := c.waiting[m.ID]
+			delete(c.waiting, m.ID)
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+			continue
+		}
+		if m.Method == "Runtime.consoleAPICalled" {
+			var p struct {
+				Args []struct {
+					Value any `json:"value"`
+				} `json:"args"`
+			}
+			json.Unmarshal(m.Params, &p)
+			var parts []string
+			for _, a := range p.Args {
+				parts = append(parts, fmt.Sprint(a.Value))
+			}
+			line := strings.TrimRight(strings.Join(parts, " "), "\n")
+			c.mu.Lock()
+			c.lines = append(c.lines, line)
+			c.mu.Unlock()
+			select {
+			case c.console <- line:
+			default:
+			}
+		}
+	}
+}
+
+func (c *chromium) log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.lines, "\n")
+}
+
+// send sends a command without waiting for its reply.
+func (c *chromium) send(method string, params any, session string) chan cdpMsg {
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	ch := make(chan cdpMsg, 1)
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	p, _ := json.Marshal(params)
+	if params == nil {
+		p = []byte("{}")
+	}
+	b, _ := json.Marshal(cdpMsg{ID: id, Method: method, Params: p, SessionID: session})
+	c.w.Write(append(b, 0))
+	return ch
+}
+
+// call sends a command and waits for its result.
+func (c *chromium) call(method string, params any, out any) error {
+	ch := c.send(method, params, c.session)
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return fmt.Errorf("%s: %s", method, m.Error.Message)
+		}
+		if out != nil {
+			return json.Unmarshal(m.Result, out)
+		}
+		return nil
+	case <-c.gone:
+		return errors.New(method + ": the browser exited")
+	case <-time.After(time.Minute):
+		return errors.New(method + ": no reply within a minute")
+	}
+}
+
+// open makes a page target, attaches to it, enables the console and
+// navigates to url.
+func (c *chromium) open(url string) error {
+	var tgt struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := c.call("Target.createTarget", map[string]any{"url": "about:blank"}, &tgt); err != nil {
+		return err
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := c.call("Target.attachToTarget", map[string]any{"targetId": tgt.TargetID, "flatten": true}, &att); err != nil {
+		return err
+	}
+	c.session = att.SessionID
+	for _, m := range []string{"Runtime.enable", "Page.enable"} {
+		if err := c.call(m, nil, nil); err != nil {
+			return err
+		}
+	}
+	// The demo's logical size, 1280×720, at scale 1.
+	if err := c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 720, "deviceScaleFactor": 1, "mobile": false}, nil); err != nil {
+		return err
+	}
+	return c.call("Page.navigate", map[string]any{"url": url}, nil)
+}
+
+// screenshot captures the page as PNG.
+func (c *chromium) screenshot() ([]byte, error) {
+	var r struct {
+		Data string `json:"data"`
+	}
+	if err := c.call("Page.captureScreenshot", map[string]any{"format": "png"}, &r); err != nil {
+		return nil, err
+	}
+	return base64.StdEncoding.DecodeString(r.Data)
+}
+
+// checkFightDrawn checks that a screenshot of the browser's game shows the
+// arena and both fighters with volume. The camera's framing is the window
+// test's business (checkScreenshot): in the browser the canvas follows the
+// page's size, and the fighters' span depends on how far apart they stand.
+func checkFightDrawn(t *testing.T, img image.Image) {
+	t.Helper()
+	world := image.Rect(0, demotest.TopBar, img.Bounds().Dx(), img.Bounds().Dy())
+	arena := demotest.Count(img, demotest.ColArena, world)
+	p1, p2 := demotest.Count(img, demotest.ColF1, world), demotest.Count(img, demotest.ColF2, world)
+	t.Logf("arena %d px; fighter 1 %d px in %v; fighter 2 %d px in %v", arena.N, p1.N, p1.Box, p2.N, p2.Box)
+	if arena.N < 20000 {
+		t.Errorf("no arena: %d px of its colour", arena.N)
+	}
+	for i, p := range []demotest.Region{p1, p2} {
+		if p.N < 1000 {
+			t.Errorf("fighter %d: %d pixels of its colour", i+1, p.N)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+// Package browser holds the demo's browser test (its tests only): headless
+// Chromium plays the web demo, served by cmd/signal, against the native
+// demo, through real signaling and WebRTC, and over the WebSocket relay
+// with UDP blocked. It is a test binary of its own so that the demo's
+// real-process tests do not add up to one package near go test's timeout;
+// it tests the demo exactly as it did from package demo.
+package browser

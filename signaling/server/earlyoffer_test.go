@@ -1,0 +1,134 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/signaling"
+)
+
+// TestEarlyOffer: an offer that comes with quick, create or join reaches
+// the answerer right after paired, and makes its sender the offerer
+// (arriving second in quick match, or joining a room) unless the other
+// player brought one too.
+func TestEarlyOffer(t *testing.T) {
+	leaktest.Check(t)
+	_, url := startServer(t, Config{})
+	const offA, offB = "v=0 offer of A", "v=0 offer of B"
+
+	// quick: pair the players a (waits) and b (arrives), each with or
+	// without an early offer; want the offerer and the offer b or a gets.
+	cases := []struct {
+		name      string
+		a, b      string // early offers
+		bOffers   bool
+		wantOffer string // the early offer the answerer gets ("" none)
+	}{
+		{name: "none", wantOffer: ""},
+		{name: "waiting player's", a: offA, wantOffer: offA},
+		{name: "arriving player's", b: offB, bOffers: true, wantOffer: offB},
+		{name: "both: the waiting player's", a: offA, b: offB, wantOffer: offA},
+	}
+	for _, tc := range cases {
+		t.Run("quick/"+tc.name, func(t *testing.T) {
+			a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+			a.SetOffer(tc.a)
+			if err := a.QuickMatch(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			b.SetOffer(tc.b)
+			if err := b.QuickMatch(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			pa, pb := next(t, a, signaling.EventPaired).Pairing, next(t, b, signaling.EventPaired).Pairing
+			off, ans := a, b
+			if tc.bOffers {
+				off, ans = b, a
+				if pb.Role != signaling.RoleOfferer || pa.Role != signaling.RoleAnswerer {
+					t.Fatalf("roles a %v b %v, want b the offerer", pa.Role, pb.Role)
+				}
+			} else if pa.Role != signaling.RoleOfferer || pb.Role != signaling.RoleAnswerer {
+				t.Fatalf("roles a %v b %v, want a the offerer", pa.Role, pb.Role)
+			}
+			if tc.wantOffer != "" {
+				if ev := next(t, ans, signaling.EventOffer); ev.SDP != tc.wantOffer {
+					t.Fatalf("answerer got offer %q, want %q", ev.SDP, tc.wantOffer)
+				}
+			}
+			// Nothing else was queued for either: the next message each
+			// gets is the other's.
+			exchange(t, off, ans)
+		})
+	}
+
+	t.Run("create", func(t *testing.T) {
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+		a.SetOffer(offA)
+		code, err := a.CreateRoom(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetOffer(offB) // both brought one: the creator offers, b's is discarded
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != signaling.RoleAnswerer {
+			t.Fatalf("join: %v %v", role, err)
+		}
+		next(t, a, signaling.EventPaired)
+		next(t, b, signaling.EventPaired)
+		if ev := next(t, b, signaling.EventOffer); ev.SDP != offA {
+			t.Fatalf("joiner got %q", ev.SDP)
+		}
+		exchange(t, a, b)
+	})
+
+	t.Run("joiner's", func(t *testing.T) {
+		// Only the joiner brings an early offer: it offers, and the
+		// creator (told offerer in joined) is told answerer in paired.
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+		code, err := a.CreateRoom(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetOffer(offB)
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != signaling.RoleOfferer {
+			t.Fatalf("join: %v %v, want the offerer", role, err)
+		}
+		if p := next(t, a, signaling.EventPaired).Pairing; p.Role != signaling.RoleAnswerer {
+			t.Fatalf("creator paired as %v", p.Role)
+		}
+		if p := next(t, b, signaling.EventPaired).Pairing; p.Role != signaling.RoleOfferer {
+			t.Fatalf("joiner paired as %v", p.Role)
+		}
+		if ev := next(t, a, signaling.EventOffer); ev.SDP != offB {
+			t.Fatalf("creator got %q", ev.SDP)
+		}
+		exchange(t, b, a)
+	})
+
+	t.Run("join creating", func(t *testing.T) {
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+		a.SetOffer(offA)
+		if role, err := a.JoinOrCreateRoom(ctxT(t), "EARLY2"); err != nil || role != signaling.RoleOfferer {
+			t.Fatalf("create: %v %v", role, err)
+		}
+		if err := b.JoinRoom(ctxT(t), "EARLY2"); err != nil {
+			t.Fatal(err)
+		}
+		next(t, a, signaling.EventPaired)
+		next(t, b, signaling.EventPaired)
+		if ev := next(t, b, signaling.EventOffer); ev.SDP != offA {
+			t.Fatalf("joiner got %q", ev.SDP)
+		}
+	})
+
+	t.Run("too big", func(t *testing.T) {
+		a := dial(t, url, signaling.ClientConfig{})
+		a.SetOffer("v=0" + strings.Repeat("x", 64<<10)) // 64 KiB: signaling's limit on an sdp field
+		err := a.QuickMatch(ctxT(t))
+		var se *signaling.Error
+		if !errors.As(err, &se) || (se.Code != signaling.ErrBadMessage && se.Code != signaling.ErrMessageTooBig) {
+			t.Fatalf("quick with an oversized early offer = %v, want bad_message or message_too_big", err)
+		}
+	})
+}

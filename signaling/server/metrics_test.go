@@ -1,0 +1,188 @@
+package server
+
+import (
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/ragsync/ragsync/signaling"
+)
+
+// scrape fetches and parses url's /metrics.
+func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// metric returns the value of the metric name whose labels include the
+// given pairs (a histogram's sample count), and whether there is one.
+func metric(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+func TestMetrics(t *testing.T) {
+	leaktest.Check(t)
+	s, url := startServer(t, Config{})
+	a, b, c := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+	pa, pb := pairByCode(t, a, b)
+	exchange(t, a, b)
+	if err := c.QuickMatch(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.JoinRoom(ctxT(t), "ZZZZZZ"); err == nil {
+		t.Fatal("join while queued")
+	}
+	d := dial(t, url, signaling.ClientConfig{})
+	if err := d.JoinRoom(ctxT(t), "ZZZZZZ"); err == nil {
+		t.Fatal("joined a room that does not exist")
+	}
+	r := dialRaw(t, url, "v=7")
+	r.expectError(signaling.ErrUnsupportedVersion)
+	ra, rb, err := dialRelayPair(t, signaling.ClientConfig{}, url, pa, pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, ra, rb, "0123456789")
+	waitFor(t, func() bool { return s.Stats().RelayBytes == 20 && s.Stats().Clients == 4 })
+
+	fams := scrape(t, url)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"ragsync_signal_clients", nil, 4},
+		{"ragsync_signal_rooms", nil, 1},
+		{"ragsync_signal_queued", nil, 1},
+		{"ragsync_signal_connections_total", nil, 4},
+		{"ragsync_signal_pairings_total", []string{"kind", "code"}, 1},
+		{"ragsync_signal_pairings_total", []string{"kind", "quick"}, 0},
+		{"ragsync_signal_pairing_wait_seconds", []string{"kind", "code"}, 1},
+		{"ragsync_signal_pairing_latency_seconds", nil, 2},
+		{"ragsync_signal_signals_relayed_total", nil, 5},
+		{"ragsync_signal_relay_streams", nil, 1},
+		{"ragsync_signal_relay_streams_total", nil, 1},
+		{"ragsync_signal_relay_bytes_total", nil, 20},
+		{"ragsync_signal_refusals_total", []string{"code", "room_not_found", "reason", "client_error"}, 1},
+		{"ragsync_signal_refusals_total", []string{"code", "wrong_state", "reason", "client_error"}, 1},
+		{"ragsync_signal_refusals_total", []string{"code", "unsupported_version", "reason", "client_error"}, 1},
+		{"ragsync_signal_turn_allocations", nil, 0},
+		{"ragsync_signal_addresses", nil, 1},
+	} {
+		if got, ok := metric(fams, tc.name, tc.labels...); !ok || got != tc.want {
+			t.Errorf("%s%v = %v (present %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "process_open_fds", "ragsync_signal_turn_allocations_total"} {
+		if _, ok := metric(fams, name); !ok {
+			t.Errorf("%s missing", name)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// HideMetrics keeps them off the handler; MetricsHandler still serves.
+	hidden, err := New(Config{HideMetrics: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	hidden.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 404 {
+		t.Fatalf("hidden /metrics: %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	hidden.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || !containsLine(rec.Body.String(), "ragsync_signal_clients 0") {
+		t.Fatalf("MetricsHandler: %d %.200s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestMetricsNode: with Config.Node every metric, the runtime's included,
+// carries the label node; a node name that is not short UTF-8 is refused.
+func TestMetricsNode(t *testing.T) {
+	s, err := New(Config{Node: "eu-1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, line := range []string{`ragsync_signal_clients{node="eu-1"} 0`, `ragsync_signal_pairings_total{kind="quick",node="eu-1"} 0`} {
+		if !containsLine(body, line) {
+			t.Errorf("no line %s in\n%.2000s", line, body)
+		}
+	}
+	if strings.Contains(body, "\nragsync_signal_clients 0") || strings.Contains(body, "\ngo_goroutines ") {
+		t.Errorf("a metric without the node label:\n%.2000s", body)
+	}
+	for _, bad := range []string{strings.Repeat("n", 65), "\xff"} {
+		if _, err := New(Config{Node: bad}); err == nil {
+			t.Errorf("node %q accepted", bad)
+		}
+	}
+}
+
+func containsLine(s, line string) bool {
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		if s[:i] == line {
+			return true
+		}
+		if i == len(s) {
+			break
+		}
+		s = s[i+1:]
+	}
+	return false
+}
