@@ -177,3 +177,28 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// TestBusyHostNoFlap: two peers on one machine with both cores kept busy
+// by two spinning processes, no network fault, a 5-minute match: at most
+// one transport switch on each side (FIGURE line).
+func TestBusyHostNoFlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 5-minute real-process test; skipped under -short")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare for a namespace")
+	}
+	m := newMatch(t, 5*time.Minute, nil)
+	for i := range 2 {
+		demotest.Start(t, fmt.Sprintf("busy %d", i), exec.Command("sh", "-c", "while :; do :; done"))
+	}
+	o, a := m.results()
+	for _, s := range []game.Summary{o, a} {
+		t.Logf("FIGURE busy host, 5-minute match, two busy loops: %s made %d switches (goal ≤ 1), %d interruptions",
+			s.Role, s.Switches, len(events(s, "interrupted", "", time.Time{})))
+		if s.Switches > 1 {
+			t.Errorf("%s: %d transport switches in 5 minutes on a busy host: %+v", s.Role, s.Switches, s.Timeline)
+		}
+	}
+	m.checkSurvived(o, a)
+}
