@@ -33,9 +33,18 @@ const QuickMatch = ""
 // ctx bounds the whole of it; the session itself lives until Close or a
 // disconnect.
 //
+// Nothing gives up while time remains: a failed dial of the signaling
+// server, or a signaling connection lost before the pairing, is tried
+// again with backoff until ctx ends (30 s without a connection if ctx has
+// no deadline), and the offerer probes the open transports again when
+// every probe was lost, until its longest transport timeout after the
+// pairing. A peer that gives up before the match starts (it left the
+// signaling server) ends this Connect at once with ErrDisconnected.
+//
 // Errors: ErrBadConfig, the signaling client's errors (an unreachable
 // server, signaling.ErrBadRoomCode, ErrRoomFull, ...), ErrNoTransport when
-// neither transport reached the peer, or ctx.Err().
+// neither transport reached the peer, ErrDisconnected when the peer gave
+// up, or ctx.Err().
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
 	return connect(ctx, signalingURL, room, cfg, earlyOffers)
 }
