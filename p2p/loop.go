@@ -177,6 +177,12 @@ func (s *Session) tickLinks(now time.Duration) {
 		return
 	}
 	if !anyUp {
+		// Each transport failed to open within its timeout, but a relay
+		// is dialled again and a data channel may still open: on a lossy
+		// link, wait until giveUpAt.
+		if now < s.giveUpAt {
+			return
+		}
 		s.failConnect(s.noTransportErr(""))
 		return
 	}

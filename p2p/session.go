@@ -94,7 +94,8 @@ type Session struct {
 	state        ConnState
 	links        [2]linkState
 	switches     int
-	probeRetries int // rounds of probes started again because every probe was lost
+	probeRetries int           // rounds of probes started again because every probe was lost
+	giveUpAt     time.Duration // connecting: no transport open until then fails
 	choiceReason string
 }
 
@@ -145,11 +146,14 @@ func newSession(p sessionParams) (*Session, error) {
 	}
 	cc := p.cfg.ClockSync
 	start := p.clock.Now()
-	// The offerer starts new rounds of probes, when every probe was lost,
-	// until its longest wait for a transport; the answerer gives up
-	// waiting for the offerer's choice after that plus a last round of
-	// probes, with a margin.
-	deadline := start + max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)
+	// Nothing gives up while time remains: the offerer waits for a
+	// transport that failed to open (a relay dialled again, a data channel
+	// that opens late) and starts new rounds of probes, when every probe
+	// was lost, until giveUpAt, twice its longest wait for a transport
+	// (20 s); the answerer gives up waiting for the offerer's choice after
+	// that plus a last round of probes, with a margin.
+	giveUpAt := start + 2*max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)
+	deadline := giveUpAt
 	if p.role != signaling.RoleOfferer {
 		deadline += 4*p.cfg.ProbeTimeout + 2*time.Second
 	}
@@ -179,6 +183,7 @@ func newSession(p sessionParams) (*Session, error) {
 		state: StateConnecting,
 	}
 	s.start = start
+	s.giveUpAt = giveUpAt
 	s.pol = pol
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting

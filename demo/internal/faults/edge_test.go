@@ -64,18 +64,18 @@ func TestPairingOnBadLink(t *testing.T) {
 		room := "EDGEA" + string(codes[i])
 		peer := func(name string) *demotest.Proc {
 			return demotest.Start(t, fmt.Sprintf("%s %d", name, i), exec.Command(demo, "-headless", "-json",
-				"-signal", "http://127.0.0.1:8080", "-room", room, "-duration", "2s", "-connect-timeout", "40s"))
+				"-signal", "http://127.0.0.1:8080", "-room", room, "-duration", "30s", "-connect-timeout", "60s"))
 		}
 		off := peer("offerer")
-		if _, ok := waitLog(off, 45*time.Second, "waiting in room"); !ok {
+		if _, ok := waitLog(off, 60*time.Second, "waiting in room"); !ok {
 			t.Logf("pairing %d: the first player never got into its room: %s", i, tail(off.Log()))
 			kill(off)
 			continue
 		}
 		start := time.Now()
 		ans := peer("answerer")
-		a, oka := waitLog(off, 45*time.Second, "msg=playing")
-		b, okb := waitLog(ans, 45*time.Second, "msg=playing")
+		a, oka := waitLog(off, 60*time.Second, "msg=playing")
+		b, okb := waitLog(ans, 60*time.Second, "msg=playing")
 		for _, p := range []*demotest.Proc{off, ans} {
 			log := p.Log()
 			retries += strings.Count(log, "trying again")

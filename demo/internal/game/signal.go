@@ -51,16 +51,18 @@ func healthy(ctx context.Context, base string, timeout time.Duration) error {
 // given with -signal before it says none answers: on a lossy link one
 // check (its TCP handshake, its request) easily takes longer than its
 // timeout, and a server restarting refuses connections for a moment.
-const healthRetryFor = 15 * time.Second
+const healthRetryFor = 30 * time.Second
 
-// healthyRetry checks the server at base (each check bounded by timeout)
-// until one succeeds or within has passed, with backoff (250 ms doubling
-// to 2 s); it returns the last check's error.
+// healthyRetry checks the server at base until one check succeeds or
+// within has passed, with backoff (250 ms doubling to 2 s); each check is
+// bounded by timeout at first, doubling to 4× (a lossy link loses TCP
+// handshakes, whose retransmissions wait 1, 2, 4 s). It returns the last
+// check's error.
 func healthyRetry(ctx context.Context, base string, timeout, within time.Duration) error {
 	deadline := time.Now().Add(within)
-	backoff := 250 * time.Millisecond
+	backoff, limit := 250*time.Millisecond, 4*timeout
 	for {
-		err := healthy(ctx, base, timeout)
+		err := healthy(ctx, base, min(timeout, max(time.Until(deadline), time.Second)))
 		if err == nil || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
@@ -72,6 +74,7 @@ func healthyRetry(ctx context.Context, base string, timeout, within time.Duratio
 			return err
 		case <-time.After(backoff):
 		}
+		timeout = min(2*timeout, limit)
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
