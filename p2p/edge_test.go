@@ -253,3 +253,36 @@ func TestBusyHostDoesNotFlap(t *testing.T) {
 		t.Errorf("%d switches in 5 minutes on a busy host: %q", len(s.switches), s.switches)
 	}
 }
+
+// Round 2's goal with the backoff: after UDP is cut for 60 s (and 180 s),
+// the session is back on WebRTC within 3 s of UDP coming back, while
+// renegotiating far less often than every 5 s: each renewed
+// PeerConnection keeps checking for the whole wait (see renewBackoff).
+func TestWebRTCBackQuicklyDespiteBackoff(t *testing.T) {
+	for _, outage := range []time.Duration{60 * time.Second, 180 * time.Second} {
+		synctest.Test(t, func(t *testing.T) {
+			np := newNetPair(t, 5*time.Millisecond, preferWebRTC, preferWebRTC)
+			a := np.a
+			ea, _, tr := np.runTraffic(t)
+			defer tr.halt()
+			time.Sleep(2 * time.Second)
+			np.cut.Store(true)
+			ea.waitFor(t, "failover to tcp", changedTo(TransportTCP))
+			time.Sleep(outage)
+			np.cut.Store(false)
+			restored := time.Now()
+			ea.waitFor(t, "back on webrtc", func(evs []Event) bool {
+				return countKind(evs, EventTransportChanged) >= 2 && lastChange(evs) == TransportWebRTC
+			})
+			took := time.Since(restored)
+			n := a.Stats().WebRTCRenewals
+			t.Logf("FIGURE UDP cut %v: back on webrtc %v after it was restored; %d new PeerConnections (every 5 s would be %d)", outage, took, n, int(outage/rtcRenewMin))
+			if took > 3*time.Second {
+				t.Errorf("back on webrtc %v after UDP was restored, want within 3 s", took)
+			}
+			if n == 0 || n > uint64(outage/rtcRenewMin)/2 {
+				t.Errorf("%d new PeerConnections in a %v outage", n, outage)
+			}
+		})
+	}
+}

@@ -40,7 +40,7 @@ type sigPump struct {
 	attemptAt time.Duration // when the last one was
 	renewals  uint64        // new PeerConnections negotiated after the first
 	backoff   renewBackoff  // the wait before the next one
-	lastWait  time.Duration // the wait after the last one (it checks that long)
+	lastWait  time.Duration // the wait after the last one, which checks that long (the next waits for it)
 
 	// localAddrs lists this machine's addresses (net.InterfaceAddrs; nil:
 	// not watched); addrs is the last list seen, addrsAt when (the loop's
@@ -228,6 +228,7 @@ func (s *Session) networkChanged(why string) {
 		s.log.Info("p2p: webrtc: renegotiation backoff reset", "why", why)
 	}
 	s.sig.backoff.reset()
+	s.sig.lastWait = min(s.sig.lastWait, rtcRenewMin)
 }
 
 // pollAddrs compares this machine's addresses with the last ones seen,
@@ -333,7 +334,7 @@ func (s *Session) replaceRTC(why error, checkFor time.Duration) (*rtcTransport, 
 // Called with mu held.
 func (s *Session) maybeRenewRTC(now time.Duration) {
 	ls := &s.links[0]
-	if !s.pol.leader() || !s.tr.rtcOn || ls.peerDisabled || s.sig.renewing || now-s.sig.attemptAt < s.sig.backoff.next() {
+	if !s.pol.leader() || !s.tr.rtcOn || ls.peerDisabled || s.sig.renewing || now-s.sig.attemptAt < max(s.sig.lastWait, rtcRenewMin) && s.sig.renewals > 0 {
 		return
 	}
 	why := ""
