@@ -229,7 +229,10 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.running = false
 			continue
 		}
-		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout {
+		// A round after one that lost every probe waits longer for each
+		// (2×, then 4× ProbeTimeout): on a lossy link the relay's probes
+		// are late, not lost (TCP retransmits them, its timer doubling).
+		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout<<min(s.probeRetries, 2) {
 			pr.res[pr.n] = 0
 			pr.lost++
 			pr.n++
