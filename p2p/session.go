@@ -155,7 +155,7 @@ func newSession(p sessionParams) (*Session, error) {
 	giveUpAt := start + 2*max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)
 	deadline := giveUpAt
 	if p.role != signaling.RoleOfferer {
-		deadline += 4*p.cfg.ProbeTimeout + 2*time.Second
+		deadline += 12*p.cfg.ProbeTimeout + 2*time.Second // a last round: 3 probes of up to 4× ProbeTimeout
 	}
 	pol := newRolePolicy(p.role, policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
 		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}, deadline)
