@@ -198,7 +198,10 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := s.newRTC(p.early, 0)
+		// The first PeerConnection keeps checking until giveUpAt: on a
+		// lossy link its checks and handshakes take their time, and
+		// nothing renews it before the session runs.
+		rtc, err := s.newRTC(p.early, giveUpAt-start)
 		if err != nil {
 			return nil, err
 		}
