@@ -286,3 +286,29 @@ func TestWebRTCBackQuicklyDespiteBackoff(t *testing.T) {
 		})
 	}
 }
+
+// WebRTC pinging worse for good moves the session to TCP after 2 s, but
+// not while the local loop keeps running late (a busy machine, where
+// pion's goroutines answer later than the relay's: no evidence about the
+// paths).
+func TestNoPingSwitchOnBusyHost(t *testing.T) {
+	const t0 = 10 * time.Second
+	for _, busy := range []bool{false, true} {
+		s := newPolicySim(TransportWebRTC)
+		s.slower[0] = func(t time.Duration) time.Duration {
+			if t >= t0+5*time.Second {
+				return 30 * ms
+			}
+			return 0
+		}
+		for s.now < t0+70*time.Second {
+			if busy {
+				s.p.loopLate(s.now, 20*ms)
+			}
+			s.run(s.now + time.Second)
+		}
+		if want := map[bool]int{false: 1, true: 0}[busy]; len(s.switches) != want {
+			t.Errorf("busy %v: %d switches %q, want %d", busy, len(s.switches), s.switches, want)
+		}
+	}
+}

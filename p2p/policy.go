@@ -232,6 +232,15 @@ func (p *pathPolicy) loopLate(now, d time.Duration) {
 	}
 }
 
+// busyLate is the local loop's lateness that marks this machine as busy.
+const busyLate = 15 * time.Millisecond
+
+// busy reports whether the local loop ran late by busyLate or more at or
+// after since (up to now).
+func (p *pathPolicy) busy(now, since time.Duration) bool {
+	return p.late >= busyLate && p.lateAt >= since && now-p.lateAt <= busyWindow
+}
+
 // confirmFor is how long the evidence for a failover must hold before the
 // offerer acts on it: a ping interval, plus twice the local loop's recent
 // lateness, at most FailoverAfter. On a busy machine (two processes
@@ -454,7 +463,10 @@ func (p *offererPolicy) decide(now time.Duration) (TransportKind, string) {
 		return o, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am)
 	case om+margin < am:
 		if o == TransportTCP {
-			if !wasBetter {
+			if !wasBetter || p.busy(now, p.tcpBetterAt) {
+				// A busy machine (the local loop ran late since) makes
+				// pion's several goroutines answer later than the relay's
+				// one: no evidence about the paths. The 2 s start again.
 				p.tcpBetterAt = now
 			}
 			p.tcpBetter = true
