@@ -156,7 +156,13 @@ type Config struct {
 	// ---- Liveness ----
 
 	// InterruptAfter raises EventInterrupted when nothing at all has been
-	// received for this long. Zero means 500ms.
+	// received for this long. Zero means 1s: a silence the player sees
+	// (a rival standing still for a second), while the silences a match
+	// shrugs off stay below it: a failover (FailoverAfter plus a round
+	// trip), a GC pause, a Wi-Fi scan, or the peer's process frozen for
+	// half a second, which the game's own extrapolation and correction
+	// carry; a banner that flashes at each of them tells the player
+	// nothing. Time this process itself stood still does not count.
 	InterruptAfter time.Duration
 	// DisconnectAfter ends the session with EventDisconnected when nothing
 	// has been received for this long. Zero means 5s.
@@ -215,7 +221,7 @@ const (
 	defaultPingInterval        = 100 * time.Millisecond
 	defaultStandbyPingInterval = 500 * time.Millisecond
 	defaultFailoverAfter       = 300 * time.Millisecond
-	defaultInterruptAfter      = 500 * time.Millisecond
+	defaultInterruptAfter      = time.Second
 	defaultDisconnectAfter     = 5 * time.Second
 	defaultRecvQueue           = 256
 	defaultEventBuffer         = 64

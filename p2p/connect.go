@@ -2,9 +2,11 @@ package p2p
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,35 +33,95 @@ const QuickMatch = ""
 // ctx bounds the whole of it; the session itself lives until Close or a
 // disconnect.
 //
+// Nothing gives up while time remains: a failed dial of the signaling
+// server, or a signaling connection lost before the pairing, is tried
+// again with backoff until ctx ends (30 s without a connection if ctx has
+// no deadline), and the offerer probes the open transports again when
+// every probe was lost, until its longest transport timeout after the
+// pairing. A peer that gives up before the match starts (it left the
+// signaling server) ends this Connect at once with ErrDisconnected.
+//
 // Errors: ErrBadConfig, the signaling client's errors (an unreachable
 // server, signaling.ErrBadRoomCode, ErrRoomFull, ...), ErrNoTransport when
-// neither transport reached the peer, or ctx.Err().
+// neither transport reached the peer, ErrDisconnected when the peer gave
+// up, or ctx.Err().
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
 	return connect(ctx, signalingURL, room, cfg, earlyOffers)
 }
 
 // connect is Connect, with an early offer sent with the join if early
-// (see earlyOffers).
+// (see earlyOffers). A failed dial of the signaling server, or a
+// signaling connection lost before the pairing (a lossy link, a server
+// restarting), is retried with backoff (dialRetryMin doubling to
+// dialRetryMax) until ctx ends, or, if ctx has no deadline, until
+// dialRetryFor has passed without a connection; what the server refuses
+// (a *signaling.Error: a full room, a bad code, ...) is not retried.
 func connect(ctx context.Context, signalingURL, room string, cfg Config, early bool) (*Session, error) {
 	c, err := cfg.withDefaults(signalingURL)
 	if err != nil {
 		return nil, err
 	}
-	cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
-	if err != nil {
-		return nil, err
+	backoff, failingSince := dialRetryMin, time.Time{}
+	for attempt := 1; ; attempt++ {
+		cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
+		if err == nil {
+			if room == QuickMatch {
+				err = cl.QuickMatch(ctx)
+			} else {
+				_, err = cl.JoinOrCreateRoom(ctx, room)
+			}
+			var pairing signaling.Pairing
+			var pre []signaling.Event
+			if err == nil {
+				failingSince, backoff = time.Time{}, dialRetryMin
+				pairing, pre, err = waitPairing(ctx, cl, c)
+			}
+			if err == nil {
+				return newPairedSession(ctx, cl, signalingURL, c, id, eo, pairing, pre)
+			}
+			eo.close()
+			cl.Close()
+		}
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		}
+		if !retrySignaling(ctx, err, failingSince) {
+			return nil, err
+		}
+		c.Logger.Info("p2p: signaling failed before the pairing; trying again", "err", err, "attempt", attempt, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, dialRetryMax)
 	}
-	if room == QuickMatch {
-		err = cl.QuickMatch(ctx)
-	} else {
-		_, err = cl.JoinOrCreateRoom(ctx, room)
+}
+
+// Retries of the signaling server before the pairing (see connect).
+const (
+	dialRetryMin = 250 * time.Millisecond
+	dialRetryMax = 2 * time.Second
+	dialRetryFor = 30 * time.Second
+)
+
+// retrySignaling reports whether err, a failure to reach the signaling
+// server or to stay connected to it before the pairing, is worth another
+// try: not a refusal by the server, not the end of ctx, not a URL that
+// can never work, and time remains.
+func retrySignaling(ctx context.Context, err error, failingSince time.Time) bool {
+	var se *signaling.Error
+	var ue *url.Error
+	switch {
+	case ctx.Err() != nil, errors.As(err, &se), errors.Is(err, signaling.ErrBadRoomCode):
+		return false
+	case errors.As(err, &ue) && ue.Op == "parse":
+		return false
 	}
-	if err != nil {
-		eo.close()
-		cl.Close()
-		return nil, err
+	if _, ok := ctx.Deadline(); ok {
+		return true
 	}
-	return connectPaired(ctx, cl, signalingURL, c, id, eo)
+	return time.Since(failingSince) < dialRetryFor
 }
 
 // Room is a private room created with CreateRoom, waiting for the second
@@ -132,14 +194,24 @@ func (r *Room) Close() error {
 // owns cl and offer (the early offer sent with the join, or nil): on error
 // it closes them, on success the session does.
 func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer) (*Session, error) {
+	pairing, early, err := waitPairing(ctx, cl, cfg)
+	if err != nil {
+		offer.close()
+		cl.Close()
+		return nil, err
+	}
+	return newPairedSession(ctx, cl, url, cfg, id, offer, pairing, early)
+}
+
+// waitPairing waits for the pairing on cl; it returns the negotiation
+// that raced ahead of it too (none expected).
+func waitPairing(ctx context.Context, cl *signaling.Client, cfg Config) (signaling.Pairing, []signaling.Event, error) {
 	var pairing signaling.Pairing
-	var early []signaling.Event // negotiation that raced ahead of us (none expected)
+	var early []signaling.Event
 	for pairing.Role == signaling.RoleUnknown {
 		ev, err := cl.Recv(ctx)
 		if err != nil {
-			offer.close()
-			cl.Close()
-			return nil, err
+			return pairing, nil, err
 		}
 		switch ev.Kind {
 		case signaling.EventPaired:
@@ -150,6 +222,12 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			early = append(early, ev)
 		}
 	}
+	return pairing, early, nil
+}
+
+// newPairedSession builds the session of pairing on cl and waits until it
+// runs. It owns cl and offer as connectPaired does.
+func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer, pairing signaling.Pairing, early []signaling.Event) (*Session, error) {
 	if pairing.Role != signaling.RoleOfferer {
 		// The peer offers (its own early offer, or one it makes now).
 		offer.close()
@@ -187,6 +265,9 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 		closeSig: func() { sig.close() },
 		id:       ident,
 		early:    offer,
+	}
+	if cfg.Net == nil && !cfg.DisableWebRTC {
+		p.localAddrs = net.InterfaceAddrs
 	}
 	s, err := newSession(p)
 	if err != nil {

@@ -229,7 +229,10 @@
 // has failed when it is closed or has such an unanswered ping. The offerer
 // then switches to the other path only if that one answered a ping sent
 // after the active path's trouble began: fresh evidence that it works
-// now. A paused peer answers on no path, so nothing switches; the session
+// now, and that evidence must hold for a ping interval (plus twice the
+// local loop's recent lateness, at most FailoverAfter): on a busy
+// machine the peer answers both paths late, and one answer is read a
+// moment before the other; a moment's evidence makes a session flap. A paused peer answers on no path, so nothing switches; the session
 // is interrupted instead (see Liveness). While the active path has a ping
 // outstanding for longer than PingInterval, and for 3 s after a switch or
 // a path coming up, the standby is pinged every PingInterval instead of
@@ -254,7 +257,7 @@
 // # Liveness
 //
 // Every valid message from the peer on any transport counts. After
-// Config.InterruptAfter (500 ms) without one, the state becomes
+// Config.InterruptAfter (1 s) without one, the state becomes
 // StateInterrupted with EventInterrupted; the next message brings
 // StateConnected and EventResumed (with the length of the silence). After
 // Config.DisconnectAfter (5 s) the session ends: StateDisconnected,
@@ -277,13 +280,22 @@
 // the relay works (4 s when no path answers), or its PeerConnection
 // closed, the offerer makes a new PeerConnection, with the pairing's ICE
 // servers, and sends its offer; the answerer replaces its own on an offer
-// with a new SDP session id. At most one every 2 s (Stats.WebRTCRenewals).
+// with a new SDP session id (Stats.WebRTCRenewals). While WebRTC stays
+// down (UDP blocked), the wait between two grows from 5 s, doubling, to
+// 60 s, and each new PeerConnection keeps checking its candidate pairs
+// for the whole wait, so UDP coming back is found within a check (200
+// ms) without a new offer; the wait resets when WebRTC opens, the
+// signaling connection comes back or the local addresses change.
 // When the signaling connection drops (a network blip, a server
 // restart), the session connects again, with backoff (200 ms doubling to
 // 2 s), and takes its place back in the pairing with its relay token
 // (signaling.Client.Rejoin; a server restarted with the same secret
 // accepts it), while the match goes on over the transports
-// (Stats.SignalingReconnects counts it). The relay, cut by a server
+// (Stats.SignalingReconnects counts it). Meanwhile (Stats.SignalingLost)
+// a silent peer is waited for up to 30 s, the server's rejoin grace,
+// instead of DisconnectAfter, and for DisconnectAfter more once the
+// server is back: a relay-only match has no path at all while the
+// server is down, but both peers are alive and will be back. The relay, cut by a server
 // restart, is dialled again meanwhile and is back within about a second of
 // the server answering.
 //

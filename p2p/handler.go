@@ -32,16 +32,19 @@ type linkState struct {
 	rx, rxB uint64
 
 	// Initial probing.
-	probe struct {
-		running     bool
-		n           int
-		res         [3]time.Duration // 0 = lost
-		lost        int
-		outstanding bool
-		t1          time.Duration
-		sentAt      time.Duration
-		max         time.Duration
-	}
+	probe probeRound
+}
+
+// probeRound is one round of three sequential probes on a link.
+type probeRound struct {
+	running     bool
+	n           int
+	res         [3]time.Duration // 0 = lost
+	lost        int
+	outstanding bool
+	t1          time.Duration
+	sentAt      time.Duration
+	max         time.Duration
 }
 
 func (l *linkState) up() bool { return l.state == LinkUp }
@@ -67,6 +70,9 @@ func (s *Session) onUp(k TransportKind) {
 		ls.rtt = clocksync.RTTEstimator{}
 	}
 	s.pol.paths().path(k).setUp(now, true)
+	if k == TransportWebRTC {
+		s.networkChanged("the webrtc path opened")
+	}
 	running := s.phase == phaseRunning
 	s.tr.setOpen(k, l)
 	// Tell the peer which transports we have, so that it does not wait for

@@ -72,6 +72,7 @@ func (s *Session) loop() {
 			s.mu.Unlock()
 		case <-s.life.ctx.Done():
 		}
+		s.pollAddrs(s.now())
 		s.mu.Lock()
 		if s.phase == phaseEnded {
 			s.mu.Unlock()
@@ -92,6 +93,7 @@ func (s *Session) tick(now time.Duration) {
 		s.pol.paths().stalled(from, now)
 		s.log.Debug("p2p: local stall", "for", now-from)
 	}
+	s.pol.paths().loopLate(now, s.live.late)
 	s.data.tick(now)
 	for i := range s.links {
 		ls := &s.links[i]
@@ -111,6 +113,13 @@ func (s *Session) tick(now time.Duration) {
 				e.streak = 0
 			}
 		}
+	}
+	// A peer that left the signaling server for good before the session
+	// ran gave up connecting (its Connect failed, or it closed): nobody
+	// is coming; say so rather than wait out the timeouts.
+	if s.phase != phaseRunning && s.live.goodbye != "" && s.live.goodbye != "dropped" {
+		s.failConnect(fmt.Errorf("%w: the peer gave up before the match started (it %s the signaling server)", ErrDisconnected, s.live.goodbye))
+		return
 	}
 	switch s.phase {
 	case phaseLinks:
@@ -168,6 +177,12 @@ func (s *Session) tickLinks(now time.Duration) {
 		return
 	}
 	if !anyUp {
+		// Each transport failed to open within its timeout, but a relay
+		// is dialled again and a data channel may still open: on a lossy
+		// link, wait until giveUpAt.
+		if now < s.giveUpAt {
+			return
+		}
 		s.failConnect(s.noTransportErr(""))
 		return
 	}
@@ -214,7 +229,10 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.running = false
 			continue
 		}
-		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout {
+		// A round after one that lost every probe waits longer for each
+		// (2×, then 4× ProbeTimeout): on a lossy link the relay's probes
+		// are late, not lost (TCP retransmits them, its timer doubling).
+		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout<<min(s.probeRetries, 2) {
 			pr.res[pr.n] = 0
 			pr.lost++
 			pr.n++
@@ -242,6 +260,15 @@ func (s *Session) tickProbe(now time.Duration) {
 	switch {
 	case o.fail != "":
 		s.failConnect(s.noTransportErr(o.fail))
+	case o.retry:
+		s.probeRetries++
+		s.log.Info("p2p: every probe was lost; probing again", "round", s.probeRetries+1)
+		for i := range s.links {
+			ls := &s.links[i]
+			if ls.up() {
+				ls.probe = probeRound{running: true}
+			}
+		}
 	case o.await:
 		s.phase = phaseAwait
 	case o.k != TransportUnknown:
@@ -284,7 +311,7 @@ func (s *Session) tickRunning(now time.Duration) {
 	// the peer's silence.
 	silence := s.live.silence(now, &s.pol.paths().stall)
 	switch {
-	case silence >= s.cfg.DisconnectAfter:
+	case s.live.silentTooLong(silence, s.cfg.DisconnectAfter, now):
 		s.endLocked(fmt.Errorf("%w: nothing received for %v", ErrDisconnected, silence.Round(time.Millisecond)),
 			"timeout", silence)
 		return

@@ -216,6 +216,46 @@ type pathPolicy struct {
 	silent     bool          // every open path has an unanswered probe (see observe)
 	woke       bool          // wokeAt is set
 	wokeAt     time.Duration // when the last such silence ended
+	late       time.Duration // the local loop's worst lateness within busyWindow of lateAt
+	lateAt     time.Duration
+}
+
+// busyWindow is how long the local loop's lateness (a busy machine
+// scheduling this process late, short of a stall) is remembered.
+const busyWindow = 5 * time.Second
+
+// loopLate records that the local loop ran late by d at now (the gap
+// since its previous run less its period).
+func (p *pathPolicy) loopLate(now, d time.Duration) {
+	if d >= p.late || now-p.lateAt > busyWindow {
+		p.late, p.lateAt = d, now
+	}
+}
+
+// busyLate is the local loop's lateness that marks this machine as busy.
+const busyLate = 15 * time.Millisecond
+
+// busy reports whether the local loop ran late by busyLate or more at or
+// after since (up to now).
+func (p *pathPolicy) busy(now, since time.Duration) bool {
+	return p.late >= busyLate && p.lateAt >= since && now-p.lateAt <= busyWindow
+}
+
+// confirmFor is how long the evidence for a failover must hold before the
+// offerer acts on it: a ping interval, plus twice the local loop's recent
+// lateness, at most FailoverAfter. On a busy machine (two processes
+// starved of CPU on one host) the peer answers both paths late, and the
+// answers are read by goroutines scheduled at different times: the
+// standby's answer can be read a few tens of milliseconds before the
+// active path's, which looks, for that moment, like the active path
+// failing while the standby works. Sustained evidence is needed, not a
+// moment's.
+func (p *pathPolicy) confirmFor(now time.Duration) time.Duration {
+	c := p.cfg.PingInterval
+	if now-p.lateAt <= busyWindow {
+		c += 2 * p.late
+	}
+	return min(c, p.cfg.FailoverAfter)
 }
 
 func (p *pathPolicy) path(k TransportKind) *pathEvidence { return &p.paths[k.idx()] }
@@ -358,6 +398,8 @@ type offererPolicy struct {
 	switches    int           // after the initial choice (the caller counts them)
 	tcpBetter   bool          // TCP pinged better than WebRTC at every decision since tcpBetterAt
 	tcpBetterAt time.Duration // (see betterFor)
+	failing     bool          // a failover was due at every decision since failingAt
+	failingAt   time.Duration // (see confirmFor)
 }
 
 // decide returns the path to switch to at now, or TransportUnknown to stay.
@@ -383,11 +425,23 @@ func (p *offererPolicy) decide(now time.Duration) (TransportKind, string) {
 		if !ae.up {
 			ref = since - p.cfg.StandbyPingInterval - oe.srtt
 		}
-		if p.worksSince(o, ref) {
-			return o, "failover: " + why
+		if !p.worksSince(o, ref) {
+			p.failing = false
+			return TransportUnknown, ""
 		}
-		return TransportUnknown, ""
+		if ae.up {
+			// A silent path: the evidence must hold for confirmFor.
+			if !p.failing {
+				p.failing, p.failingAt = true, now
+			}
+			if now-p.failingAt < p.confirmFor(now) {
+				return TransportUnknown, ""
+			}
+		}
+		p.failing = false
+		return o, "failover: " + why
 	}
+	p.failing = false
 	if !oe.up || !oe.answered || oe.nPending > 0 && p.suspect(now, o) || oe.streak < 3 || oe.n3 < 3 || ae.n3 < 3 ||
 		now-p.lastSwitch < switchBackAfter {
 		return TransportUnknown, ""
@@ -409,7 +463,10 @@ func (p *offererPolicy) decide(now time.Duration) (TransportKind, string) {
 		return o, fmt.Sprintf("webrtc works and pings no worse: %v vs tcp %v", om, am)
 	case om+margin < am:
 		if o == TransportTCP {
-			if !wasBetter {
+			if !wasBetter || p.busy(now, p.tcpBetterAt) {
+				// A busy machine (the local loop ran late since) makes
+				// pion's several goroutines answer later than the relay's
+				// one: no evidence about the paths. The 2 s start again.
 				p.tcpBetterAt = now
 			}
 			p.tcpBetter = true

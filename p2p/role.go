@@ -50,20 +50,24 @@ type rolePolicy interface {
 }
 
 // probeOutcome is what a probing round leads to: start on k (with
-// reason), wait for the offerer's select (await), give up (fail, why), or
-// go on probing (the zero value).
+// reason), wait for the offerer's select (await), give up (fail, why),
+// probe the open links again (retry: every probe was lost), or go on
+// probing (the zero value).
 type probeOutcome struct {
 	k      TransportKind
 	reason string
 	await  bool
 	fail   string
+	retry  bool
 }
 
-// newRolePolicy returns the policy of role. awaitDeadline is when the
-// answerer gives up waiting for the offerer's choice.
-func newRolePolicy(role signaling.Role, cfg policyConfig, awaitDeadline time.Duration) rolePolicy {
+// newRolePolicy returns the policy of role. deadline is when the answerer
+// gives up waiting for the offerer's choice, and the last moment the
+// offerer starts another round of probes when every probe was lost.
+func newRolePolicy(role signaling.Role, cfg policyConfig, deadline time.Duration) rolePolicy {
+	awaitDeadline := deadline
 	if role == signaling.RoleOfferer {
-		o := &offererRole{}
+		o := &offererRole{retryUntil: deadline}
 		o.cfg = cfg
 		return o
 	}
@@ -78,8 +82,9 @@ func newRolePolicy(role signaling.Role, cfg policyConfig, awaitDeadline time.Dur
 // every PingInterval until acknowledged.
 type offererRole struct {
 	offererPolicy
-	epoch      uint32 // of the last decision
-	acked      bool   // the answerer acknowledged epoch
+	retryUntil time.Duration // probe again until then when every probe was lost
+	epoch      uint32        // of the last decision
+	acked      bool          // the answerer acknowledged epoch
 	nextSelect time.Duration
 }
 
@@ -106,6 +111,12 @@ func (o *offererRole) afterProbes(now time.Duration, links *[2]linkState, done b
 		// WebRTC lost its probes while the relay is still connecting: wait
 		// for the relay (or its deadline, see tick).
 		return probeOutcome{}
+	}
+	if k == TransportUnknown && now < o.retryUntil {
+		// A lossy link at the start (30 % of the packets lost each way
+		// loses all three probes one time in eight): time remains, probe
+		// again rather than give up.
+		return probeOutcome{retry: true}
 	}
 	if k == TransportUnknown {
 		return probeOutcome{fail: "every probe was lost"}

@@ -94,6 +94,8 @@ type Session struct {
 	state        ConnState
 	links        [2]linkState
 	switches     int
+	probeRetries int           // rounds of probes started again because every probe was lost
+	giveUpAt     time.Duration // connecting: no transport open until then fails
 	choiceReason string
 }
 
@@ -110,6 +112,9 @@ type sessionParams struct {
 	id       *identity       // nil: a new one
 	peerFP   []byte          // the peer's certificate fingerprint, if known without signaling (tests)
 	early    *earlyOffer     // the offerer's early offer, already delivered to the peer (nil: none)
+	// localAddrs lists this machine's addresses, watched for changes that
+	// reset the renegotiation backoff (nil: not watched).
+	localAddrs func() ([]net.Addr, error)
 }
 
 // clockEpoch is the origin of the default session clock.
@@ -141,11 +146,19 @@ func newSession(p sessionParams) (*Session, error) {
 	}
 	cc := p.cfg.ClockSync
 	start := p.clock.Now()
+	// Nothing gives up while time remains: the offerer waits for a
+	// transport that failed to open (a relay dialled again, a data channel
+	// that opens late) and starts new rounds of probes, when every probe
+	// was lost, until giveUpAt, twice its longest wait for a transport
+	// (20 s); the answerer gives up waiting for the offerer's choice after
+	// that plus a last round of probes, with a margin.
+	giveUpAt := start + 2*max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)
+	deadline := giveUpAt
+	if p.role != signaling.RoleOfferer {
+		deadline += 12*p.cfg.ProbeTimeout + 2*time.Second // a last round: 3 probes of up to 4× ProbeTimeout
+	}
 	pol := newRolePolicy(p.role, policyConfig{PingInterval: p.cfg.PingInterval, StandbyPingInterval: p.cfg.StandbyPingInterval,
-		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer},
-		// The answerer gives up waiting for the offerer's choice after the
-		// offerer's longest wait plus its probes, with a margin.
-		start+max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)+4*p.cfg.ProbeTimeout+2*time.Second)
+		FailoverAfter: p.cfg.FailoverAfter, SwitchMargin: p.cfg.SwitchMargin, Prefer: p.cfg.Prefer}, deadline)
 	cc.Leader = pol.leader()
 	cal, err := clocksync.NewCalibrator(cc, p.clock)
 	if err != nil {
@@ -170,11 +183,13 @@ func newSession(p sessionParams) (*Session, error) {
 		state: StateConnecting,
 	}
 	s.start = start
+	s.giveUpAt = giveUpAt
 	s.pol = pol
 	s.links[0].kind, s.links[1].kind = TransportWebRTC, TransportTCP
 	s.links[0].state, s.links[1].state = LinkConnecting, LinkConnecting
 	s.links[0].deadline = s.start + s.cfg.WebRTCTimeout
 	s.sig.attemptAt = s.start
+	s.sig.localAddrs = p.localAddrs
 	s.links[1].deadline = s.start + s.cfg.TCPTimeout
 
 	if p.peerFP != nil {
@@ -183,7 +198,10 @@ func newSession(p sessionParams) (*Session, error) {
 	if p.cfg.DisableWebRTC || p.sig == nil {
 		s.links[0].state = LinkDisabled
 	} else {
-		rtc, err := s.newRTC(p.early)
+		// The first PeerConnection keeps checking until giveUpAt: on a
+		// lossy link its checks and handshakes take their time, and
+		// nothing renews it before the session runs.
+		rtc, err := s.newRTC(p.early, giveUpAt-start)
 		if err != nil {
 			return nil, err
 		}
@@ -339,6 +357,7 @@ func (s *Session) Stats() Stats {
 	st.Malformed = s.ping.malformed
 	st.RelayRejected = s.tr.rejected.Load()
 	st.SignalingReconnects = uint64(s.sig.rejoined.Load())
+	st.SignalingLost = s.live.sigLost
 	st.WebRTCRenewals = s.sig.renewals
 	cs := s.ping.cal.Stats()
 	if est := cs.Estimate; est.Samples > 0 {

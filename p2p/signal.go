@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +39,16 @@ type sigPump struct {
 	renewing  bool          // a new PeerConnection is being made
 	attemptAt time.Duration // when the last one was
 	renewals  uint64        // new PeerConnections negotiated after the first
+	backoff   renewBackoff  // the wait before the next one
+	lastWait  time.Duration // the wait after the last one, which checks that long (the next waits for it)
+
+	// localAddrs lists this machine's addresses (net.InterfaceAddrs; nil:
+	// not watched); addrs is the last list seen, addrsAt when (the loop's
+	// own, without mu). A change is a sign that the network changed (see
+	// renewBackoff).
+	localAddrs func() ([]net.Addr, error)
+	addrs      string
+	addrsAt    time.Duration
 }
 
 // fingerprint returns the peer's pinned fingerprint (nil until pinned).
@@ -95,7 +108,9 @@ func (s *Session) handleOffer(ctx context.Context, sdp string) error {
 		// so do we.
 		s.log.Info("p2p: webrtc: the peer renegotiates with a new PeerConnection")
 		var err error
-		if rtc, err = s.replaceRTC(errPeerRenegotiates); err != nil {
+		// The offerer's wait before its next offer is at most
+		// rtcRenewMax: check that long, or until that offer.
+		if rtc, err = s.replaceRTC(errPeerRenegotiates, rtcRenewMax); err != nil {
 			return err
 		}
 		s.mu.Lock()
@@ -145,22 +160,112 @@ var (
 	errPeerRenegotiates = errors.New("p2p: webrtc: the peer negotiates a new PeerConnection")
 )
 
-// rtcRetry is the least time between two new PeerConnections the offerer
-// negotiates; rtcFailedFor is how long the WebRTC path must have failed
-// (its pings unanswered) before it does, when the other path works, and
-// rtcSilentFor when no path answers (the peer may be paused).
+// rtcFailedFor is how long the WebRTC path must have failed (its pings
+// unanswered) before the offerer negotiates a new PeerConnection, when
+// the other path works, and rtcSilentFor when no path answers (the peer
+// may be paused). rtcConnectFor is the safety net for a PeerConnection
+// that neither connects nor fails: it is renewed that long after it was
+// expected to fail. The wait between two new PeerConnections is the
+// renewBackoff's.
 const (
-	rtcRetry      = 2 * time.Second
 	rtcFailedFor  = 2 * time.Second
 	rtcSilentFor  = 4 * time.Second
 	rtcConnectFor = 10 * time.Second
 )
 
+// Renegotiation backoff (see renewBackoff).
+const (
+	rtcRenewMin = 5 * time.Second
+	rtcRenewMax = 60 * time.Second
+	// addrPollInterval is how often the local addresses are compared
+	// with the last ones seen.
+	addrPollInterval = 2 * time.Second
+)
+
+// renewBackoff is the wait between the offerer's new PeerConnections
+// while WebRTC stays down (UDP blocked, say): rtcRenewMin (5 s), doubling
+// with each one to rtcRenewMax (60 s), so a match without UDP makes 5
+// offers in its first 2.5 minutes and then one a minute (and, where TURN
+// is on, one TURN allocation each) instead of one every 5 s. It resets on
+// any sign that the network changed: the WebRTC path opening, the
+// signaling connection coming back, or a change of this machine's
+// addresses (polled every addrPollInterval).
+//
+// Backing off does not make the recovery slower: each renewed
+// PeerConnection keeps checking its candidate pairs for the whole wait
+// (its ICE failed timeout and check count are stretched to it, see
+// iceChecking), so at any moment of an outage one PeerConnection is
+// checking, and when UDP comes back its next check (every 200 ms)
+// finds the path, without a new offer. What it costs is 5 STUN binding
+// requests a second per candidate pair, tiny next to an offer, its
+// gathering and a TURN allocation.
+type renewBackoff struct {
+	wait time.Duration // zero: rtcRenewMin
+}
+
+// next returns the wait before the next new PeerConnection.
+func (b *renewBackoff) next() time.Duration {
+	if b.wait == 0 {
+		return rtcRenewMin
+	}
+	return b.wait
+}
+
+// grow records a new PeerConnection: the wait after it doubles.
+func (b *renewBackoff) grow() time.Duration {
+	w := b.next()
+	b.wait = min(2*w, rtcRenewMax)
+	return w
+}
+
+// reset: the network changed; the next wait is rtcRenewMin again.
+func (b *renewBackoff) reset() { b.wait = 0 }
+
+// networkChanged resets the renegotiation backoff: a sign that the
+// network changed (why) may have brought UDP back. Called with mu held.
+func (s *Session) networkChanged(why string) {
+	if s.sig.backoff.wait != 0 {
+		s.log.Info("p2p: webrtc: renegotiation backoff reset", "why", why)
+	}
+	s.sig.backoff.reset()
+	s.sig.lastWait = min(s.sig.lastWait, rtcRenewMin)
+}
+
+// pollAddrs compares this machine's addresses with the last ones seen,
+// every addrPollInterval, and resets the renegotiation backoff when they
+// changed. Called without mu (it lists the interfaces), by the loop.
+func (s *Session) pollAddrs(now time.Duration) {
+	if s.sig.localAddrs == nil || now-s.sig.addrsAt < addrPollInterval && s.sig.addrsAt != 0 {
+		return
+	}
+	s.sig.addrsAt = now
+	as, err := s.sig.localAddrs()
+	if err != nil {
+		return
+	}
+	list := make([]string, len(as))
+	for i, a := range as {
+		list[i] = a.String()
+	}
+	slices.Sort(list)
+	cur := strings.Join(list, ",")
+	if prev := s.sig.addrs; cur != prev {
+		s.sig.addrs = cur
+		if prev != "" {
+			s.mu.Lock()
+			s.networkChanged("local addresses changed: " + cur)
+			s.mu.Unlock()
+		}
+	}
+}
+
 // newRTC makes a WebRTC transport (a PeerConnection) for this session, or
 // one on the early offer's.
-func (s *Session) newRTC(early *earlyOffer) (*rtcTransport, error) {
+// checkFor, if not zero, is how long the new PeerConnection keeps checking
+// its candidate pairs before it fails (see renewBackoff).
+func (s *Session) newRTC(early *earlyOffer, checkFor time.Duration) (*rtcTransport, error) {
 	h := &rtcHandler{s: s}
-	t, err := newRTCTransport(&s.cfg, s.role, s.sig.sig, h, s.sig.id, early)
+	t, err := newRTCTransportChecking(&s.cfg, s.role, s.sig.sig, h, s.sig.id, early, checkFor)
 	if err != nil {
 		return nil, err
 	}
@@ -192,12 +297,13 @@ func (s *Session) rtcDown(t *rtcTransport, err error) {
 }
 
 // replaceRTC closes the current PeerConnection (in the background) and
-// makes a new one, reporting WebRTC down with why.
-func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
+// makes a new one, which keeps checking for checkFor, reporting WebRTC
+// down with why.
+func (s *Session) replaceRTC(why error, checkFor time.Duration) (*rtcTransport, error) {
 	if old := s.tr.rtc.Load(); old != nil {
 		s.rtcDown(old, why)
 	}
-	t, err := s.newRTC(nil)
+	t, err := s.newRTC(nil, checkFor)
 	if err != nil {
 		s.log.Warn("p2p: webrtc: new peer connection", "err", err)
 		return nil, err
@@ -223,11 +329,12 @@ func (s *Session) replaceRTC(why error) (*rtcTransport, error) {
 
 // maybeRenewRTC is the offerer's WebRTC recovery: when the path has
 // failed for long enough, or the PeerConnection closed or never
-// connected, it negotiates a new PeerConnection over signaling (every
-// rtcRetry at most, for as long as it takes). Called with mu held.
+// connected, it negotiates a new PeerConnection over signaling (after
+// the renewBackoff's wait since the last one, for as long as it takes).
+// Called with mu held.
 func (s *Session) maybeRenewRTC(now time.Duration) {
 	ls := &s.links[0]
-	if !s.pol.leader() || !s.tr.rtcOn || ls.peerDisabled || s.sig.renewing || now-s.sig.attemptAt < rtcRetry {
+	if !s.pol.leader() || !s.tr.rtcOn || ls.peerDisabled || s.sig.renewing || now-s.sig.attemptAt < max(s.sig.lastWait, rtcRenewMin) && s.sig.renewals > 0 {
 		return
 	}
 	why := ""
@@ -237,7 +344,7 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 	case LinkConnecting:
 		// pion's ICE gives up on its own after iceDisconnected+iceFailed
 		// (then the link is down); this is a safety net.
-		if now-s.sig.attemptAt >= rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
+		if now-s.sig.attemptAt >= s.sig.lastWait+rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
 			why = "did not connect"
 		}
 	case LinkUp:
@@ -254,7 +361,9 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 	s.sig.renewing = true
 	s.sig.attemptAt = now
 	s.sig.renewals++
-	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why)
+	checkFor := s.sig.backoff.grow()
+	s.sig.lastWait = checkFor
+	s.log.Info("p2p: webrtc: negotiating a new PeerConnection", "why", why, "checking_for", checkFor)
 	s.life.wg.Add(1)
 	go func() {
 		defer s.life.wg.Done()
@@ -263,7 +372,7 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 			s.sig.renewing = false
 			s.mu.Unlock()
 		}()
-		t, err := s.replaceRTC(errRenegotiating)
+		t, err := s.replaceRTC(errRenegotiating, checkFor)
 		if err != nil {
 			return
 		}
@@ -314,6 +423,15 @@ func (s *Session) peerBackOnSignaling() {
 	s.mu.Unlock()
 }
 
+// setSignalingLost records that the signaling connection is down (lost)
+// or back: while it is down a silent peer is waited for longer (see
+// serverGrace), and for DisconnectAfter after it is back.
+func (s *Session) setSignalingLost(lost bool) {
+	s.mu.Lock()
+	s.live.signaling(lost, s.now(), s.cfg.DisconnectAfter)
+	s.mu.Unlock()
+}
+
 // Signaling reconnection backoff.
 const (
 	resignalMin = 200 * time.Millisecond
@@ -338,9 +456,11 @@ func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
 				return
 			}
 			s.log.Info("p2p: signaling connection lost; reconnecting, the session goes on", "err", err)
+			s.setSignalingLost(true)
 			if cl = s.resignal(l); cl == nil {
 				return
 			}
+			s.setSignalingLost(false)
 			continue
 		}
 		s.signalEvent(cl, ev)
@@ -367,6 +487,9 @@ func (s *Session) resignal(l *sigLink) *signaling.Client {
 			}
 			s.log.Info("p2p: signaling connection back")
 			s.sig.rejoined.Add(1)
+			s.mu.Lock()
+			s.networkChanged("the signaling connection is back")
+			s.mu.Unlock()
 			return cl
 		}
 		var se *signaling.Error

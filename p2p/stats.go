@@ -116,6 +116,12 @@ type Stats struct {
 	// SignalingReconnects counts the times the signaling connection
 	// dropped and the session connected again and rejoined its pairing.
 	SignalingReconnects uint64
+	// SignalingLost: the signaling connection is down and the session is
+	// connecting to the server again (a server restart, a network
+	// outage). Meanwhile a silent peer is waited for up to 30 s (the
+	// server's rejoin grace) instead of Config.DisconnectAfter: a
+	// relay-only match has no path at all until the server is back.
+	SignalingLost bool
 
 	// Malformed counts packets that failed to decode (dropped).
 	Malformed uint64

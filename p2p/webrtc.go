@@ -45,7 +45,21 @@ const (
 	iceFailed       = 3 * time.Second
 	iceKeepalive    = 500 * time.Millisecond
 	iceMaxChecks    = 50
+	// iceCheckInterval is pion's interval between checks while connecting
+	// (its default).
+	iceCheckInterval = 200 * time.Millisecond
 )
+
+// iceChecking returns the ICE failed timeout and the most binding requests
+// per pair that keep a new PeerConnection checking for checkFor (zero:
+// the defaults, iceFailed and iceMaxChecks): a renewed PeerConnection
+// checks until the next renewal is due (see renewBackoff).
+func iceChecking(checkFor time.Duration) (failed time.Duration, checks uint16) {
+	if checkFor <= iceDisconnected+iceFailed {
+		return iceFailed, iceMaxChecks
+	}
+	return checkFor - iceDisconnected, uint16(min(checkFor/iceCheckInterval+iceMaxChecks, 1<<16-1))
+}
 
 // dtlsRetransmit is DTLS's first retransmission timeout (see
 // newRTCTransport).
@@ -100,13 +114,20 @@ type rawChannel struct {
 // delivered the offer). The offerer then calls start to send its offer;
 // the answerer waits for handleOffer.
 func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity, early *earlyOffer) (*rtcTransport, error) {
+	return newRTCTransportChecking(cfg, role, sig, h, id, early, 0)
+}
+
+// newRTCTransportChecking is newRTCTransport with a PeerConnection (not an
+// early one) that keeps checking its candidate pairs for checkFor before
+// it fails (zero: iceDisconnected+iceFailed; see iceChecking).
+func newRTCTransportChecking(cfg *Config, role signaling.Role, sig signaler, h linkHandler, id *identity, early *earlyOffer, checkFor time.Duration) (*rtcTransport, error) {
 	var pc *webrtc.PeerConnection
 	var dc *webrtc.DataChannel
 	if early != nil {
 		pc, dc = early.pc, early.dc
 	} else {
 		var err error
-		if pc, dc, err = newChannel(cfg, id); err != nil {
+		if pc, dc, err = newChannel(cfg, id, checkFor); err != nil {
 			return nil, err
 		}
 	}
@@ -133,10 +154,11 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 	return t, nil
 }
 
-// newChannel makes a PeerConnection and the session's data channel.
-func newChannel(cfg *Config, id *identity) (*webrtc.PeerConnection, *webrtc.DataChannel, error) {
+// newChannel makes a PeerConnection (checking for checkFor, see
+// newRTCTransportChecking) and the session's data channel.
+func newChannel(cfg *Config, id *identity, checkFor time.Duration) (*webrtc.PeerConnection, *webrtc.DataChannel, error) {
 	cfg.Logger.Debug("p2p: webrtc: new peer connection")
-	pc, err := newPeerConnection(cfg, id)
+	pc, err := newPeerConnection(cfg, id, checkFor)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,7 +225,7 @@ const earlyGatherWait = 500 * time.Millisecond
 // prepareOffer makes an early offer. It waits for the end of candidates,
 // at most earlyGatherWait, so that the offer carries them.
 func prepareOffer(ctx context.Context, cfg *Config, id *identity) (*earlyOffer, error) {
-	pc, dc, err := newChannel(cfg, id)
+	pc, dc, err := newChannel(cfg, id, 0)
 	if err != nil {
 		return nil, err
 	}

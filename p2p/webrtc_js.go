@@ -22,7 +22,8 @@ import (
 // TLS, announced in the SDP with tlsFingerprintAttr (see localSDP).
 
 // newPeerConnection makes a browser RTCPeerConnection.
-func newPeerConnection(cfg *Config, _ *identity) (*webrtc.PeerConnection, error) {
+// A browser's ICE timers are its own: checkFor does not apply.
+func newPeerConnection(cfg *Config, _ *identity, _ time.Duration) (*webrtc.PeerConnection, error) {
 	pc, err := webrtc.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers})
 	if err != nil {
 		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)

@@ -15,7 +15,8 @@ import (
 // newPeerConnection makes the session's PeerConnection with pion's own
 // stack, tuned through its SettingEngine (a browser's, in webrtc_js.go,
 // has none of these knobs).
-func newPeerConnection(cfg *Config, id *identity) (*webrtc.PeerConnection, error) {
+// checkFor stretches its ICE checking (see iceChecking).
+func newPeerConnection(cfg *Config, id *identity, checkFor time.Duration) (*webrtc.PeerConnection, error) {
 	se := webrtc.SettingEngine{}
 	se.DetachDataChannels()
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
@@ -34,8 +35,9 @@ func newPeerConnection(cfg *Config, id *identity) (*webrtc.PeerConnection, error
 	// and then waits idle), so a path that comes back is found within a
 	// check interval. The session makes a new PeerConnection when one
 	// fails (see Session.maybeRenewRTC).
-	se.SetICETimeouts(iceDisconnected, iceFailed, iceKeepalive)
-	se.SetICEMaxBindingRequests(iceMaxChecks)
+	failed, checks := iceChecking(checkFor)
+	se.SetICETimeouts(iceDisconnected, failed, iceKeepalive)
+	se.SetICEMaxBindingRequests(checks)
 	// The session owns the PeerConnection's life: when the peer's DTLS
 	// closes, the data channel's reads end and the transport goes down;
 	// the session closes the PeerConnection itself. (pion closing it from

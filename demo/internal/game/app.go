@@ -116,7 +116,7 @@ func (a *App) findServer(ctx context.Context) setupResult {
 		return setupResult{url: c.Signal}
 	}
 	if c.SignalSet {
-		if err := healthy(ctx, c.Signal, 3*time.Second); err != nil {
+		if err := healthyRetry(ctx, c.Signal, 3*time.Second, healthRetryFor); err != nil {
 			return setupResult{err: fmt.Errorf("no signaling server answers at %s: %w", c.Signal, err)}
 		}
 		return setupResult{url: c.Signal}

@@ -37,6 +37,10 @@ func Explain(err error) (what, next string) {
 		return "the signaling server refuses this machine for a moment (too many tries).", "Wait a minute, then press Enter."
 	case errors.Is(err, signaling.ErrUnsupportedVersion):
 		return "the signaling server runs another version of ragsync.", "Update both games (or the server) to the same version."
+	case errors.Is(err, p2p.ErrNoTransport) && strings.Contains(err.Error(), "every probe was lost"):
+		// The transports opened but no ping came back in time: the link
+		// or a machine was too slow, not a firewall.
+		return "a connection opened but the rival's game did not answer in time (a very lossy link or a busy machine).", "Press Enter to try again."
 	case errors.Is(err, p2p.ErrNoTransport):
 		return "neither WebRTC nor the TCP relay reached the rival.", "Check the firewall on both machines; start the host with -lan for WebRTC on a LAN. Press Enter to try again."
 	case errors.Is(err, syscall.EADDRINUSE):
@@ -48,6 +52,9 @@ func Explain(err error) (what, next string) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the server or the rival took too long to answer.", "Check the network, then press Enter to try again."
 	case errors.Is(err, p2p.ErrDisconnected):
+		if strings.Contains(err.Error(), "gave up before the match started") {
+			return "your rival could not connect and gave up.", "Press Enter to look for a new rival (or wait for them again), or Esc to quit."
+		}
 		if strings.Contains(err.Error(), "closed the session") {
 			return "your rival left the game.", "Press Enter to look for a new rival, or Esc to quit."
 		}

@@ -47,6 +47,38 @@ func healthy(ctx context.Context, base string, timeout time.Duration) error {
 	return nil
 }
 
+// healthRetryFor is how long the demo keeps checking a signaling server
+// given with -signal before it says none answers: on a lossy link one
+// check (its TCP handshake, its request) easily takes longer than its
+// timeout, and a server restarting refuses connections for a moment.
+const healthRetryFor = 30 * time.Second
+
+// healthyRetry checks the server at base until one check succeeds or
+// within has passed, with backoff (250 ms doubling to 2 s); each check is
+// bounded by timeout at first, doubling to 4× (a lossy link loses TCP
+// handshakes, whose retransmissions wait 1, 2, 4 s). It returns the last
+// check's error.
+func healthyRetry(ctx context.Context, base string, timeout, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	backoff, limit := 250*time.Millisecond, 4*timeout
+	for {
+		err := healthy(ctx, base, min(timeout, max(time.Until(deadline), time.Second)))
+		if err == nil || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		if _, perr := url.Parse(base); perr != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		timeout = min(2*timeout, limit)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
 // IsLoopbackURL reports whether u's host is a loopback address or
 // "localhost".
 func IsLoopbackURL(u string) bool {

@@ -243,9 +243,15 @@ func (g *Game) drawAll(screen *ebiten.Image) {
 			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
 	}
 	if pl.Status() == game.StatusInterrupted {
-		g.panel(screen, []hudLine{{"Connection interrupted - waiting for the rival...", colWarn},
-			{"Nothing has arrived from the rival for a moment; the match resumes by itself if it comes back.", colDim}},
-			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
+		lines := []hudLine{{"Connection interrupted - waiting for the rival...", colWarn},
+			{"Nothing has arrived from the rival for a moment; the match resumes by itself if it comes back.", colDim}}
+		if s := pl.Session(); s != nil && s.Stats().SignalingLost {
+			// The session waits up to the server's rejoin grace (30 s)
+			// while the server is unreachable; say why.
+			lines = []hudLine{{"Server lost, reconnecting...", colWarn},
+				{"The signaling server does not answer; the match resumes by itself when it is back (up to 30 s).", colDim}}
+		}
+		g.panel(screen, lines, screenW/2, g.bannerY(2, 1.5)+120, 1.5)
 	}
 	if g.controls {
 		g.drawControls(screen)
