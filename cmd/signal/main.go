@@ -9,8 +9,11 @@
 //	RAGSYNC_SIGNAL_ADDR=:8080 go run ./cmd/signal   # every flag can be an environment variable
 //
 // Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP
-// relay), http://ADDR/healthz (JSON counters), http://ADDR/metrics
-// (Prometheus; or on -metrics-addr only). Every limit of signaling/server.Config
+// relay), http://ADDR/healthz (JSON counters). Prometheus metrics are at
+// http://METRICS-ADDR/metrics, by default 127.0.0.1:9464 (this machine
+// only), never on -addr unless -metrics-addr is empty and
+// -metrics-token-file gives the bearer token a scrape must send; with
+// neither, no metrics are served. Every limit of signaling/server.Config
 // has a flag; 0 means the library default, shown in -help. SIGINT or
 // SIGTERM shuts down gracefully: clients get a shutting_down error and a
 // going-away close, relay streams get -shutdown-timeout to finish.
@@ -227,7 +230,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&cfg.Node, "node", "", "name of this server among several of one deployment: its metrics carry it as the label node (default: no such label)")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address only (e.g. 127.0.0.1:9090) instead of on -addr")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "serve /metrics on this address only; empty: on -addr if -metrics-token-file is given, else nowhere")
+	metricsTokenFile := fs.String("metrics-token-file", "", "file holding a bearer token (16+ bytes) every /metrics scrape must send (Authorization: Bearer …); required to serve metrics on -addr")
 	turnOn := fs.Bool("turn", false, "run the embedded TURN server; paired messages then carry credentials for it")
 	turnUDP := fs.String("turn-udp", "127.0.0.1:3478", "TURN UDP listen address; like -addr, the default is this machine only, use :3478 for others (empty: none)")
 	turnTCP := fs.String("turn-tcp", "127.0.0.1:3478", "TURN TCP listen address (empty: none)")
@@ -309,7 +313,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	cfg.HideMetrics = *metricsAddr != ""
+	if *metricsTokenFile != "" {
+		b, err := os.ReadFile(*metricsTokenFile)
+		if err != nil {
+			return fmt.Errorf("-metrics-token-file: %w", err)
+		}
+		cfg.MetricsToken = strings.TrimSpace(string(b))
+		if len(cfg.MetricsToken) < 16 {
+			return fmt.Errorf("-metrics-token-file: the token is %d bytes; use at least 16", len(cfg.MetricsToken))
+		}
+	}
+	// Metrics are on the public listener only behind a token.
+	cfg.HideMetrics = *metricsAddr != "" || cfg.MetricsToken == ""
+	if *metricsAddr == "" && cfg.MetricsToken == "" {
+		log.Warn("no -metrics-addr and no -metrics-token-file: metrics are not served")
+	}
 	if *web {
 		cfg.Site = webdist.Handler()
 		if !webdist.Available() {

@@ -139,6 +139,11 @@ type Config struct {
 	// address: serve MetricsHandler on a private one instead. False: the
 	// handler serves /metrics.
 	HideMetrics bool
+	// MetricsToken, if not empty, guards the metrics (/metrics and
+	// MetricsHandler): a scrape must send "Authorization: Bearer
+	// <MetricsToken>" (compared in constant time) or gets 401. At least
+	// 16 bytes. Empty: no token.
+	MetricsToken string
 	// Node names this server among several of one deployment: every
 	// metric carries it as the label node, so the servers' series stay
 	// apart when one Prometheus gathers them under one name. Empty: no
@@ -226,6 +231,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxMessageBytes < 256 {
 		return c, fmt.Errorf("signaling: invalid config: MaxMessageBytes %d is below 256", c.MaxMessageBytes)
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		return c, fmt.Errorf("signaling: invalid config: MetricsToken is %d bytes, want at least 16", len(c.MetricsToken))
 	}
 	if c.IPv6PrefixLen > 128 {
 		return c, fmt.Errorf("signaling: invalid config: IPv6PrefixLen %d is over 128", c.IPv6PrefixLen)
