@@ -248,7 +248,7 @@
 // rate (a token bucket per connection), idle timeout, number of
 // connections, rooms and relays, relay timeouts. Per client address (the
 // direct peer's, or the one a trusted proxy reports, Config.TrustedProxies;
-// IPv6 grouped by /64):
+// IPv6 grouped by /64; and, scaled up, per network, see below):
 //
 //	connections      WebSockets, relay requests and streams    100     too_many_conns
 //	rooms            rooms held as offerer, queue places         50     too_many_rooms
@@ -264,4 +264,17 @@
 // address gets one miss every 5 s, so landing in one of 1,000 waiting
 // rooms among the 32⁶ codes takes it about 62 days on average, and an
 // address that runs out is refused without the room being looked up.
+//
+// Networks: one host may hold many addresses (a /48 has 65,536 /64s, a
+// rented /24 256 IPv4 addresses), so each per-address limit but the
+// header timeout also applies to the networks an address is in, scaled
+// up: by default 10× per IPv4 /24, 4× per IPv6 /56 and 10× per IPv6 /48
+// (Config.IPv4Prefixes, Config.IPv6Prefixes). A /48 or /24 then holds at
+// most 1,000 connections and 500 rooms and misses 2 joins a second,
+// however many of its addresses it uses; the refusal's message names the
+// network. The trade-off: players behind one carrier-grade NAT already
+// share one address's limits, and now the other addresses of the
+// carrier's /24 pool (or a mobile operator's /48 of per-device /64s) share
+// ten times those; a deployment with many players behind one carrier
+// raises the factor for it.
 package signaling

@@ -168,6 +168,41 @@ func (l prefixList) Set(v string) error {
 	return nil
 }
 
+// prefixLimits is a flag of comma-separated BITS:FACTOR network
+// aggregates; "none" is an empty list (no aggregation).
+type prefixLimits struct{ p *[]server.PrefixLimit }
+
+func (l prefixLimits) String() string {
+	if l.p == nil || *l.p == nil {
+		return ""
+	}
+	if len(*l.p) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, p := range *l.p {
+		s = append(s, fmt.Sprintf("%d:%g", p.Bits, p.Factor))
+	}
+	return strings.Join(s, ",")
+}
+
+func (l prefixLimits) Set(v string) error {
+	*l.p = []server.PrefixLimit{}
+	if strings.TrimSpace(v) == "none" {
+		return nil
+	}
+	for _, f := range strings.Split(v, ",") {
+		b, x, ok := strings.Cut(strings.TrimSpace(f), ":")
+		bits, err1 := strconv.Atoi(b)
+		factor, err2 := strconv.ParseFloat(x, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("%q: want BITS:FACTOR, e.g. 24:10", f)
+		}
+		*l.p = append(*l.p, server.PrefixLimit{Bits: bits, Factor: factor})
+	}
+	return nil
+}
+
 // stringList is a flag of comma-separated strings.
 type stringList struct{ p *[]string }
 
@@ -221,6 +256,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&cfg.MaxHandshakesPerAddr, "max-handshakes-per-addr", 0, "connections per direct peer address still in their HTTP handshake (0: 16)")
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", 0, "time to send the request headers, TLS handshake included (0: 5s)")
 	fs.IntVar(&cfg.IPv6PrefixLen, "ipv6-prefix", 0, "IPv6 client addresses share limits per prefix of this length (0: 64)")
+	fs.Var(prefixLimits{&cfg.IPv4Prefixes}, "ipv4-prefixes", "comma-separated BITS:FACTOR: each IPv4 /BITS network shares FACTOR× the per-address limits; \"none\" turns it off (default 24:10)")
+	fs.Var(prefixLimits{&cfg.IPv6Prefixes}, "ipv6-prefixes", "comma-separated BITS:FACTOR: each IPv6 /BITS network shares FACTOR× the per-address limits; \"none\" turns it off (default 56:4,48:10)")
 	fs.Var(prefixList{&cfg.TrustedProxies}, "trusted-proxies", "comma-separated addresses or CIDR prefixes of reverse proxies whose client address header is believed (default: none)")
 	fs.StringVar(&cfg.ClientIPHeader, "client-ip-header", "", "header trusted proxies put the client address in (default X-Forwarded-For)")
 	secret := fs.String("secret", "", "secret (16+ bytes) signing relay tokens and TURN credentials; the same on every instance and across restarts (default: random, with a warning). Prefer the environment or -secret-file: flags show in ps")
@@ -375,7 +412,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		go func() { errc <- ms.Serve(ml) }()
 		log.Info("metrics listening", "addr", ml.Addr().String())
 	}
-	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String(), "web_demo", cfg.Site != nil && webdist.Available())
+	sc := srv.Config()
+	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String(), "ipv4_prefixes", prefixLimits{&sc.IPv4Prefixes}.String(), "ipv6_prefixes", prefixLimits{&sc.IPv6Prefixes}.String(), "web_demo", cfg.Site != nil && webdist.Available())
 	if ready != nil {
 		ready(l.Addr().String())
 	}

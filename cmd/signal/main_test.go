@@ -227,6 +227,8 @@ func TestEnv(t *testing.T) {
 		"RAGSYNC_SIGNAL_SECRET":             "an env secret of 32 characters!!",
 		"RAGSYNC_SIGNAL_TRUSTED_PROXIES":    "10.0.0.0/8,192.0.2.1",
 		"RAGSYNC_SIGNAL_METRICS_ADDR":       "127.0.0.1:0",
+		"RAGSYNC_SIGNAL_IPV4_PREFIXES":      "24:5,16:20",
+		"RAGSYNC_SIGNAL_IPV6_PREFIXES":      "none",
 	}
 	st := start(t, []string{"-idle-timeout", "20s"}, e)
 	url := "http://" + st.addr
@@ -255,6 +257,9 @@ func TestEnv(t *testing.T) {
 	}
 	if got := st.logValue(t, "signaling server ready", "trusted_proxies"); got != "10.0.0.0/8,192.0.2.1/32" {
 		t.Fatalf("trusted proxies %v", got)
+	}
+	if v4, v6 := st.logValue(t, "signaling server ready", "ipv4_prefixes"), st.logValue(t, "signaling server ready", "ipv6_prefixes"); v4 != "24:5,16:20" || v6 != "none" {
+		t.Fatalf("network aggregates %v %v", v4, v6)
 	}
 	// Metrics are on the metrics address only.
 	maddr := st.logValue(t, "metrics listening", "addr").(string)

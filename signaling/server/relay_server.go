@@ -171,7 +171,7 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 	as, ok := s.lim.reserveConn(addr)
 	if !ok {
 		s.mu.Unlock()
-		return refused(http.StatusTooManyRequests, &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
+		return refused(http.StatusTooManyRequests, &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("%s has its maximum of %d connections; close some first", as, as.limit(s.cfg.MaxConnsPerAddr))}, reasonPerAddress)
 	}
 	rv := s.rendezvous[key]
 	if rv == nil {

@@ -113,6 +113,26 @@ type Config struct {
 	// one host usually holds a whole /64. Default 64; 128 counts each
 	// address alone.
 	IPv6PrefixLen int
+	// IPv4Prefixes and IPv6Prefixes aggregate the per-address limits
+	// (connections, rooms, handshakes, message rate and burst, failed-join
+	// rate and burst) over the networks an address is in: each entry is a
+	// prefix length and a factor, and all the addresses of one such
+	// prefix together get the per-address limits times the factor. Nil:
+	// IPv4 /24 at 10×, IPv6 /56 at 4× and /48 at 10× (with the defaults, a
+	// /24 or /48 holds at most 1,000 connections and guesses 2 codes/s,
+	// however many addresses it uses). An empty, non-nil slice: no
+	// aggregation. Lengths must be shorter than the address (IPv4 < 32,
+	// IPv6 < IPv6PrefixLen; the IPv6 defaults not shorter are left out);
+	// factors at least 1.
+	//
+	// The trade-off: players behind one carrier-grade NAT already share
+	// one address's limits; an aggregate also makes the neighbouring
+	// addresses of the carrier's pool (a /24), or the customers of a
+	// provider handing out /64s or /56s from one /48, share its limits.
+	// A popular game with many players behind one such network should
+	// raise the factor for it (or drop the aggregate); the refusals are
+	// counted in ragsync_signal_refusals_total{reason="per_address"}.
+	IPv4Prefixes, IPv6Prefixes []PrefixLimit
 	// Secret keys relay tokens and TURN credentials (HMAC-SHA256 and
 	// HMAC-SHA1 of keys derived from it). Servers with the same secret
 	// accept each other's relay tokens, and a restarted server accepts the
@@ -165,6 +185,14 @@ type Config struct {
 	// Now is the clock of the rate limits, relay token and TURN credential
 	// expiry. Nil means time.Now.
 	Now func() time.Time
+}
+
+// PrefixLimit is one network aggregate of the per-address limits
+// (Config.IPv4Prefixes, Config.IPv6Prefixes): the addresses in one prefix
+// of length Bits together get the per-address limits times Factor.
+type PrefixLimit struct {
+	Bits   int
+	Factor float64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -231,6 +259,27 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxMessageBytes < 256 {
 		return c, fmt.Errorf("signaling: invalid config: MaxMessageBytes %d is below 256", c.MaxMessageBytes)
+	}
+	if c.IPv4Prefixes == nil {
+		c.IPv4Prefixes = []PrefixLimit{{Bits: 24, Factor: 10}}
+	}
+	if c.IPv6Prefixes == nil {
+		c.IPv6Prefixes = []PrefixLimit{}
+		for _, p := range []PrefixLimit{{Bits: 56, Factor: 4}, {Bits: 48, Factor: 10}} {
+			if p.Bits < c.IPv6PrefixLen {
+				c.IPv6Prefixes = append(c.IPv6Prefixes, p)
+			}
+		}
+	}
+	for _, p := range c.IPv4Prefixes {
+		if p.Bits < 0 || p.Bits >= 32 || !(p.Factor >= 1) {
+			return c, fmt.Errorf("signaling: invalid config: IPv4 prefix limit %+v: want 0 ≤ Bits < 32 and Factor ≥ 1", p)
+		}
+	}
+	for _, p := range c.IPv6Prefixes {
+		if p.Bits < 0 || p.Bits >= c.IPv6PrefixLen || !(p.Factor >= 1) {
+			return c, fmt.Errorf("signaling: invalid config: IPv6 prefix limit %+v: want 0 ≤ Bits < IPv6PrefixLen (%d) and Factor ≥ 1", p, c.IPv6PrefixLen)
+		}
 	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		return c, fmt.Errorf("signaling: invalid config: MetricsToken is %d bytes, want at least 16", len(c.MetricsToken))
@@ -563,7 +612,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	} else if oe := s.checkOrigin(r); oe != nil {
 		refuse, status = oe, websocket.StatusPolicyViolation
 	} else if st, ok := s.lim.reserveConn(addr); !ok {
-		refuse = &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
+		refuse = &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("%s has its maximum of %d connections; close some first", st, st.limit(s.cfg.MaxConnsPerAddr))}
 		status = websocket.StatusPolicyViolation
 	} else if len(s.clients)+s.reserved >= s.cfg.MaxConns {
 		s.lim.releaseConn(st)
@@ -680,7 +729,7 @@ func (s *Server) roomQuota(c *client, ref signaling.MsgType) bool {
 	if s.lim.reserveRoom(c.addr) {
 		return true
 	}
-	c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places; leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
+	c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places (or its network holds its share); leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
 	return false
 }
 
@@ -738,7 +787,7 @@ func (s *Server) handleJoin(c *client, code signaling.RoomCode, create bool, off
 	// each costs a token of the address's failed-join bucket, and with
 	// none left the room is not even looked up.
 	if ok, wait := s.lim.canGuess(c.addr); !ok {
-		c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyFailedJoins, Message: fmt.Sprintf("your address made too many joins that found no room, or a full one (%d, then one per %.3gs); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: signaling.TypeJoin}, reasonPerAddress)
+		c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyFailedJoins, Message: fmt.Sprintf("your address (or its network) made too many joins that found no room, or a full one (%d, then one per %.3gs per address); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: signaling.TypeJoin}, reasonPerAddress)
 		return
 	}
 	r := s.rooms[code]
