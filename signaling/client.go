@@ -362,6 +362,19 @@ func (c *Client) Rejoin(ctx context.Context, token RelayToken) (Role, error) {
 	return m.Role, nil
 }
 
+// RenewICEServers asks the server, while paired, for fresh ICE servers:
+// TURN credentials for the pairing with a new expiry (they are valid
+// while the pairing lasts on the server that issued them, and for its
+// TURNConfig.CredentialTTL after). Nil if the server runs no TURN;
+// ErrWrongState when not paired.
+func (c *Client) RenewICEServers(ctx context.Context) ([]ICEServer, error) {
+	m, err := c.request(ctx, Message{Type: TypeICEServers}, TypeICEServers)
+	if err != nil {
+		return nil, err
+	}
+	return m.ICE, nil
+}
+
 // Leave leaves the current room or the quick-match queue. The other player
 // gets EventPeerLeft. Leaving when in neither is ErrWrongState.
 func (c *Client) Leave(ctx context.Context) error {
@@ -557,7 +570,7 @@ func (c *Client) dispatch(m Message) bool {
 	switch m.Type {
 	case TypePong, TypeWelcome:
 		return true
-	case TypeJoined, TypeQueued, TypeLeft, TypeError:
+	case TypeJoined, TypeQueued, TypeLeft, TypeICEServers, TypeError:
 		c.mu.Lock()
 		p := c.pending
 		if p != nil && (m.Type != TypeError || m.Ref == p.ref) {

@@ -49,6 +49,7 @@
 //	offer      sdp             offerer only, when paired: relayed to the peer as offer
 //	answer     sdp             answerer only, when paired: relayed to the peer as answer
 //	candidate  candidate       when paired: relayed to the peer as candidate
+//	ice_servers                when paired: fresh TURN credentials.           reply: ice_servers
 //	ping                       keepalive (counts as activity).                reply: pong
 //
 // Server → client:
@@ -66,6 +67,8 @@
 //	                           kept for it to rejoin ("dropped"), the pairing goes on
 //	left       room            you left (room is empty if you left the queue)
 //	offer / answer / candidate the peer's message, same fields as sent
+//	ice_servers  ice_servers   reply to ice_servers: the pairing's ICE servers with fresh credentials
+//	                           (none if the server runs no TURN)
 //	pong                       reply to ping
 //	error      code, message, ref   see below
 //
@@ -231,15 +234,32 @@
 // With Config.TURN the server runs a TURN server (pion/turn) on UDP and/or
 // TCP, and paired carries, per player, an ice_servers entry with its
 // turn: URLs and credentials of the TURN REST scheme: username
-// "<expiry Unix seconds>:<room>-<pairing>-<role>", credential
+// "<expiry Unix seconds>:<room>-<pairing hex>-<role>", credential
 // base64(HMAC-SHA1(K, username)), K = HMAC-SHA256(Config.Secret, "ragsync
-// turn v1"), valid for Config.CredentialTTL; and an entry with its stun:
-// URL. Give both to WebRTC as ICE servers. The TURN server refuses
-// expired or forged credentials, more than TURNConfig.MaxAllocations
-// allocations, more than TURNConfig.MaxPerAddr allocations or TCP
-// connections from one address, and relaying to loopback, private,
-// link-local and other special addresses (except its own relay address and
-// TURNConfig.AllowPeers).
+// turn v1"); and an entry with its stun: URL. Give both to WebRTC as ICE
+// servers.
+//
+// The credentials are for the pairing: the TURN server accepts them while
+// their pairing is current (so a long match's allocation keeps
+// refreshing), and once it has ended (both players left, or a player did
+// not come back) only until their expiry, TURNConfig.CredentialTTL (5
+// min) after they were issued. A paired player gets fresh ones, with a new
+// expiry, by sending ice_servers (Client.RenewICEServers); an unpaired one
+// gets wrong_state.
+//
+// A client may relay only to the addresses in the other player's
+// candidates of its pairing, as they passed through the server (candidate
+// messages, and a=candidate lines of offers and answers; at most 32 per
+// player), and of those never to loopback, private, link-local, metadata
+// (169.254.169.254, fd00:ec2::254, 100.100.100.200) or other special
+// addresses (TURNConfig.LAN and AllowPeers open all but metadata), nor to
+// the server's own addresses: the relay address is permitted (two
+// relayed players reach each other there) but a packet to it, or from it,
+// on any port that is not another allocation's relayed port (the TURN
+// ports, the signaling port, any other service) is dropped. The TURN
+// server also refuses expired or forged credentials, more than
+// TURNConfig.MaxAllocations allocations, and more than
+// TURNConfig.MaxPerAddr allocations or TCP connections from one address.
 //
 // # Limits
 //

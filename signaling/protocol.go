@@ -33,6 +33,9 @@ const (
 	// joined, then paired to both once both are there.
 	TypeRejoin MsgType = "rejoin"
 	TypePing   MsgType = "ping" // keepalive; reply pong
+	// TypeICEServers asks, while paired, for fresh ICE servers (TURN
+	// credentials); the reply, of the same type, carries them.
+	TypeICEServers MsgType = "ice_servers"
 
 	// Both ways: a client sends it, the server relays it to the other player.
 	TypeOffer     MsgType = "offer"
@@ -53,7 +56,7 @@ const (
 // fromClient reports whether clients may send t.
 func (t MsgType) fromClient() bool {
 	switch t {
-	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypeRejoin, TypePing, TypeOffer, TypeAnswer, TypeCandidate:
+	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypeRejoin, TypePing, TypeOffer, TypeAnswer, TypeCandidate, TypeICEServers:
 		return true
 	}
 	return false
@@ -214,7 +217,7 @@ type Message struct {
 	Create    bool        `json:"create,omitempty"`      // join: create the room if there is none
 	Role      Role        `json:"role,omitempty"`        // joined, paired
 	Token     RelayToken  `json:"token,omitempty"`       // paired, rejoin
-	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired: STUN/TURN servers to use, if any
+	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired, ice_servers: STUN/TURN servers to use, if any
 	SDP       string      `json:"sdp,omitempty"`         // offer, answer; create, join, quick: an early offer
 	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
 	Reason    string      `json:"reason,omitempty"`      // peer_left
@@ -314,6 +317,10 @@ func (m *Message) Validate() error {
 		if m.Type == TypePaired && m.Token == "" {
 			return bad(`missing "token"`)
 		}
+		if err := validICEServers(m.ICE); err != "" {
+			return bad("%s", err)
+		}
+	case TypeICEServers:
 		if err := validICEServers(m.ICE); err != "" {
 			return bad("%s", err)
 		}

@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&cfg.ClientIPHeader, "client-ip-header", "", "header trusted proxies put the client address in (default X-Forwarded-For)")
 	secret := fs.String("secret", "", "secret (16+ bytes) signing relay tokens and TURN credentials; the same on every instance and across restarts (default: random, with a warning). Prefer the environment or -secret-file: flags show in ps")
 	secretFile := fs.String("secret-file", "", "file holding the secret (surrounding whitespace is ignored)")
-	fs.DurationVar(&cfg.CredentialTTL, "credential-ttl", 0, "how long relay tokens and TURN credentials stay valid (0: 12h)")
+	fs.DurationVar(&cfg.CredentialTTL, "credential-ttl", 0, "how long relay tokens stay valid (0: 12h; TURN credentials: -turn-credential-ttl)")
 	fs.DurationVar(&cfg.RejoinGrace, "rejoin-grace", 0, "how long a paired player whose connection dropped keeps its place, to rejoin with its relay token (0: 30s)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
@@ -281,7 +281,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	turnMax := fs.Int("turn-max-allocations", 0, "TURN allocations on the server (0: 1000)")
 	turnPerAddr := fs.Int("turn-max-per-addr", 0, "TURN allocations and TCP connections per client address (0: 8)")
 	var turnAllow []netip.Prefix
-	fs.Var(prefixList{&turnAllow}, "turn-allow-peers", "comma-separated private/loopback prefixes TURN may relay to (default: none but -turn-ip)")
+	fs.Var(prefixList{&turnAllow}, "turn-allow-peers", "comma-separated private/loopback prefixes TURN may relay to, when they are the other player's candidates (default: none; -turn-ip for its relayed ports only)")
+	turnLAN := fs.Bool("turn-lan", false, "let TURN relay to loopback, private and link-local candidates of the other player (a server on a LAN); never metadata addresses or the TURN ports")
+	turnTTL := fs.Duration("turn-credential-ttl", 0, "how long TURN credentials stay valid after their pairing ended; players renew them while paired (0: 5m)")
 	origins := fs.String("origins", "", "comma-separated browser origin patterns allowed to connect (default: same origin only)")
 	web := fs.Bool("web", true, "serve the web demo at / (built into this binary by make web)")
 	if err := fs.Parse(args); err != nil {
@@ -338,6 +340,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 		tc.URLs, tc.Realm, tc.MaxAllocations, tc.MaxPerAddr, tc.AllowPeers = turnURLs, *turnRealm, *turnMax, *turnPerAddr, turnAllow
+		tc.LAN, tc.CredentialTTL = *turnLAN, *turnTTL
 		cfg.TURN = tc
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {

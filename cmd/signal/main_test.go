@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -359,7 +360,7 @@ func TestTLS(t *testing.T) {
 func TestTURNFlags(t *testing.T) {
 	leaktest.Check(t)
 	st := start(t, []string{"-addr", "127.0.0.1:0", "-turn", "-turn-ip", "127.0.0.1", "-turn-bind", "127.0.0.1",
-		"-turn-udp", "127.0.0.1:0", "-turn-tcp", "127.0.0.1:0", "-turn-ports", "40000-40100", "-turn-realm", "test"}, nil)
+		"-turn-udp", "127.0.0.1:0", "-turn-tcp", "127.0.0.1:0", "-turn-ports", "40000-40100", "-turn-realm", "test", "-turn-credential-ttl", "2m", "-turn-lan"}, nil)
 	tctx := testwait.Context(t)
 	url := "http://" + st.addr
 	a, err := signaling.Dial(tctx, url, signaling.ClientConfig{})
@@ -385,6 +386,10 @@ func TestTURNFlags(t *testing.T) {
 	ice := ev.Pairing.ICEServers
 	if len(ice) != 2 || len(ice[0].URLs) != 2 || !strings.HasPrefix(ice[0].URLs[0], "turn:127.0.0.1:") || ice[0].Credential == "" {
 		t.Fatalf("ICE servers %+v", ice)
+	}
+	exp, _, _ := strings.Cut(ice[0].Username, ":")
+	if sec, err := strconv.ParseInt(exp, 10, 64); err != nil || time.Until(time.Unix(sec, 0)) > 2*time.Minute+time.Second {
+		t.Fatalf("-turn-credential-ttl 2m not applied: %q", ice[0].Username)
 	}
 }
 

@@ -343,7 +343,7 @@ func errMessage(e *signaling.Error) *signaling.Message {
 func fromClient(t signaling.MsgType) bool {
 	switch t {
 	case signaling.TypeCreate, signaling.TypeJoin, signaling.TypeQuick, signaling.TypeLeave, signaling.TypeRejoin,
-		signaling.TypePing, signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
+		signaling.TypePing, signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate, signaling.TypeICEServers:
 		return true
 	}
 	return false

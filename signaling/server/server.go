@@ -139,8 +139,9 @@ type Config struct {
 	// ones it issued before. At least 16 bytes. Nil: a random secret for
 	// this Server's lifetime.
 	Secret []byte
-	// CredentialTTL is how long relay tokens and TURN credentials stay
-	// valid after the pairing that issued them. Default 12h.
+	// CredentialTTL is how long relay tokens stay valid after the pairing
+	// that issued them. Default 12h. (TURN credentials have their own,
+	// TURNConfig.CredentialTTL.)
 	CredentialTTL time.Duration
 	// RejoinGrace is how long a paired player's place is kept when its
 	// WebSocket ends without a leave (a dropped connection, a killed
@@ -381,6 +382,9 @@ type room struct {
 	// connection ended (players[i] is then nil); expire ends it.
 	away   [2]bool
 	expire [2]*time.Timer
+	// cands are each player's candidate addresses in this pairing, the
+	// peers the other player's TURN allocations may reach.
+	cands [2][]netip.AddrPort
 }
 
 // full reports whether the room has no place for a new player.
@@ -699,6 +703,8 @@ func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
 		s.handleLeave(c)
 	case signaling.TypeRejoin:
 		s.handleRejoin(c, m.Token)
+	case signaling.TypeICEServers:
+		s.handleICEServers(c)
 	case signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
 		s.handleSignal(c, m)
 	}
@@ -867,6 +873,9 @@ func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
 // and tells both players. t0 is when the request that completed it was
 // read. Called with s.mu held.
 func (s *Server) pair(r *room, t0 time.Time) {
+	if r.pairing == 0 {
+		r.cands = [2][]netip.AddrPort{}
+	}
 	for r.pairing == 0 {
 		r.pairing = randUint64()
 	}
@@ -886,13 +895,14 @@ func (s *Server) pair(r *room, t0 time.Time) {
 		m := &signaling.Message{Type: signaling.TypePaired, Room: r.code, Role: role,
 			Token: mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
 		if s.trn != nil {
-			m.ICE = s.trn.credentials(fmt.Sprintf("%s-%016x-%s", r.code, r.pairing, role), expiry)
+			m.ICE = s.trn.credentials(turnUserID(r.code, r.pairing, i), s.cfg.Now().Add(s.trn.ttl))
 		}
 		pl.sendTimed(m, t0)
 	}
 	// The offerer's early offer goes to the answerer right after paired,
 	// as if the offerer had sent it then. Each is used once.
 	if off := r.players[0].offer; off != "" {
+		r.noteCandidates(0, off, nil)
 		r.players[1].send(&signaling.Message{Type: signaling.TypeOffer, SDP: off})
 		s.relayed.Add(1)
 	}
@@ -980,6 +990,7 @@ func (s *Server) handleSignal(c *client, m *signaling.Message) {
 		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
 		return
 	}
+	r.noteCandidates(idx, m.SDP, m.Candidate)
 	// Re-encode only the fields of this type, so nothing else is forwarded.
 	r.players[1-idx].send(&signaling.Message{Type: m.Type, SDP: m.SDP, Candidate: m.Candidate})
 	s.relayed.Add(1)
