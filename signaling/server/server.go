@@ -342,8 +342,13 @@ type Server struct {
 	met *metrics
 	trn *turnServer // nil without TURN
 
-	instance uint64 // this process's id in relay tokens
-	tokenKey []byte // relay token HMAC key
+	instance     uint64 // this process's id in relay tokens
+	tokenKey     []byte // relay token HMAC key
+	seatKeyKey   []byte // derives seat keys from relay tokens
+	challengeKey []byte // signs raw relay challenges
+
+	chalMu         sync.Mutex
+	usedChallenges map[string]time.Time // raw relay challenges answered, for relayChallengeTTL
 
 	mu         sync.Mutex
 	clients    map[*client]struct{}
@@ -407,6 +412,8 @@ func New(cfg Config) (*Server, error) {
 		log:        cfg.Logger,
 		instance:   randUint64(),
 		tokenKey:   deriveKey(cfg.Secret, "ragsync relay token v1"),
+		seatKeyKey:   deriveKey(cfg.Secret, "ragsync seat key v1"),
+		challengeKey: deriveKey(cfg.Secret, "ragsync relay challenge v1"),
 		clients:    make(map[*client]struct{}),
 		rooms:      make(map[signaling.RoomCode]*room),
 		rendezvous: make(map[relayKey]*relayRendezvous),
@@ -702,7 +709,7 @@ func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
 	case signaling.TypeLeave:
 		s.handleLeave(c)
 	case signaling.TypeRejoin:
-		s.handleRejoin(c, m.Token)
+		s.handleRejoin(c, m.Token, m.Proof)
 	case signaling.TypeICEServers:
 		s.handleICEServers(c)
 	case signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
@@ -892,8 +899,8 @@ func (s *Server) pair(r *room, t0 time.Time) {
 		if i == 1 {
 			role = signaling.RoleAnswerer
 		}
-		m := &signaling.Message{Type: signaling.TypePaired, Room: r.code, Role: role,
-			Token: mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
+		tok := mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})
+		m := &signaling.Message{Type: signaling.TypePaired, Room: r.code, Role: role, Token: tok, Key: s.seatKey(string(tok))}
 		if s.trn != nil {
 			m.ICE = s.trn.credentials(turnUserID(r.code, r.pairing, i), s.cfg.Now().Add(s.trn.ttl))
 		}
@@ -1102,8 +1109,13 @@ func (s *Server) placeExpired(r *room, side int) {
 // made again with the token's code, keeping the other place for
 // RejoinGrace. Once both players are there, both get paired again.
 // Called with s.mu held.
-func (s *Server) handleRejoin(c *client, tok signaling.RelayToken) {
+func (s *Server) handleRejoin(c *client, tok signaling.RelayToken, proof string) {
 	if s.busy(c, signaling.TypeRejoin) {
+		return
+	}
+	if perr := s.checkProof(tok, wire.ProofRejoin, c.challenge, proof); perr != nil {
+		perr.Ref = signaling.TypeRejoin
+		c.sendError(perr)
 		return
 	}
 	cl, terr := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
