@@ -22,7 +22,8 @@
 //	                or a WebSocket carrying the same stream (see signaling/server/relay_ws.go)
 //	GET /healthz    JSON counters: rooms, clients, queued, pairings, relays, bytes
 //	GET /metrics    Prometheus metrics (see signaling/server/metrics.go for the list; Config.HideMetrics
-//	                moves them to Server.MetricsHandler only)
+//	                moves them to Server.MetricsHandler only, Config.MetricsToken puts them behind
+//	                a bearer token; cmd/signal serves them on 127.0.0.1:9464 by default)
 //
 // # Signaling protocol, version 1
 //
@@ -44,8 +45,9 @@
 //	                           this, in either order).                           reply: joined
 //	quick      sdp?            wait for the next quick-match player.          reply: queued, later paired to both
 //	leave                      leave your room or the queue.                  reply: left; the peer gets peer_left
-//	rejoin     token           take your place in your pairing back, with     reply: joined, then paired to both
-//	                           your relay token (see Rejoining)                  once both are there
+//	rejoin     token, proof    take your place in your pairing back, with     reply: joined, then paired to both
+//	                           your relay token and a proof of possession        once both are there
+//	                           of its seat key (see Rejoining)
 //	offer      sdp             offerer only, when paired: relayed to the peer as offer
 //	answer     sdp             answerer only, when paired: relayed to the peer as answer
 //	candidate  candidate       when paired: relayed to the peer as candidate
@@ -54,12 +56,15 @@
 //
 // Server → client:
 //
-//	welcome    v, limits       first message on every connection
+//	welcome    v, limits, challenge
+//	                           first message on every connection; challenge is this connection's
+//	                           nonce for rejoin proofs
 //	joined     room, role      you are in room as role (offerer|answerer), not yet paired if you created
 //	                           it (then role is offerer, unless the joiner brings an early offer)
 //	queued                     you are in the quick-match queue
-//	paired     room, role, token, ice_servers
-//	                           the room has two players; token is your relay token;
+//	paired     room, role, token, key, ice_servers
+//	                           the room has two players; token is your relay token, key its
+//	                           seat key (keep both, show neither: see Proof of possession);
 //	                           ice_servers, if present, are STUN/TURN servers for WebRTC
 //	peer_left  room, reason    the other player left ("left") or lost its connection and did not come
 //	                           back ("disconnected"): you stay in the room as its offerer, waiting
@@ -166,7 +171,10 @@
 // pairing it never saw, on the token's signature: the first player back
 // gets a room with the token's code and its place, the other place kept
 // for RejoinGrace, so both players of a match find each other again.
-// rejoin errors: bad_token (forged, expired, or the pairing has ended),
+// rejoin carries "proof": the seat's proof of possession over the
+// connection's welcome challenge (see Proof of possession); a token
+// without it takes no place. rejoin errors: bad_token (forged, expired,
+// no or a wrong proof, or the pairing has ended),
 // wrong_state (already in a room or the queue), too_many_rooms.
 //
 // # TCP relay
@@ -181,13 +189,17 @@
 //	Upgrade: ragsync-relay/1
 //	Authorization: Bearer <token from paired>
 //
-// The server checks the token, then holds the request until the other
+// The server answers "401 Unauthorized" with a challenge in the header
+// Ragsync-Relay-Challenge, keeping the connection; the client sends the
+// request again on it with "Ragsync-Relay-Proof: <challenge>.<proof>"
+// (see Proof of possession; a challenge is good for 1 minute and once).
+// The server checks the token and the proof, then holds the request until the other
 // player's request with its own token arrives (Config.RelayWaitTimeout).
 // Then both get "HTTP/1.1 101 Switching Protocols" and the connection
 // becomes a raw byte stream to the peer. A refusal is an HTTP error whose
 // body is a JSON error message: 426 bad_message (not a relay upgrade), 400
-// unsupported_version, 403 bad_token (malformed, forged, expired, or its
-// pairing has ended), 409 token_used (a newer request with the same token
+// unsupported_version, 403 bad_token (malformed, forged, expired, a
+// missing, wrong or replayed proof, or its pairing has ended), 409 token_used (a newer request with the same token
 // replaced this one), 429 too_many_conns, 503 too_many_relays or
 // shutting_down, 504 peer_timeout. An established stream lives on until
 // either side closes it, no byte has moved in either direction for
@@ -228,6 +240,31 @@
 // A token of this process's instance is also checked against its rooms
 // (the pairing must be the room's current one); one of another instance is
 // taken on its signature.
+//
+// # Proof of possession
+//
+// A relay token alone takes nothing: it travels in relay requests and may
+// end up in a proxy's log. paired also gives each player its seat key,
+//
+//	key = base64url(HMAC-SHA256(KS, token)), KS = HMAC-SHA256(Config.Secret, "ragsync seat key v1")
+//
+// which never leaves the client again; every use of the token carries a
+// proof made with it over a challenge of the server:
+//
+//	proof = base64url(HMAC-SHA256(key, purpose 0x00 challenge 0x00 token))   (unpadded; the key's
+//	                                                                         characters are the HMAC key)
+//
+// purpose "rejoin" over the welcome's challenge for rejoin, "relay" over
+// the raw relay's 401 challenge or the WebSocket relay's relay_challenge
+// for the relay. The key is derived from the token with the secret, so a
+// restarted server or another instance with the same Config.Secret
+// accepts the proofs of a pairing it never saw: a resume needs the token
+// and its key, nothing the server must remember. A request with a token
+// and no proof, or a wrong one, is refused with bad_token before it
+// touches the pairing: the owner's stream and place stay as they are.
+// Client keeps the two together: Pairing.Token is "<token>.<key>", and
+// DialRelay, DialRelayWebSocket and Client.Rejoin send only the token and
+// the proof.
 //
 // # TURN
 //
