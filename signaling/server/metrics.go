@@ -36,7 +36,9 @@ import (
 //	                                                    timeout, client_error or shutdown
 //	ragsync_signal_turn_allocations          gauge      TURN allocations open
 //	ragsync_signal_turn_allocations_total    counter    TURN allocations made
-//	ragsync_signal_turn_refusals_total{reason} counter  TURN requests refused: auth, quota, peer
+//	ragsync_signal_turn_refusals_total{reason} counter  TURN requests refused: auth, quota, peer (a permission
+//	                                                    refused, or a relayed packet to or from the
+//	                                                    server's own addresses dropped)
 type metrics struct {
 	reg *prometheus.Registry
 
