@@ -53,10 +53,11 @@ func (c *tamperConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.upgraded {
-		// The relay's HTTP upgrade response first (one write of the
-		// server's, so one read of the in-memory pipe).
+		// The relay's HTTP responses first: the challenge (401), then
+		// the upgrade (one write of the server's, so one read of the
+		// in-memory pipe).
 		n, err := c.Conn.Read(p)
-		if bytes.Contains(p[:n], []byte("\r\n\r\n")) {
+		if bytes.Contains(p[:n], []byte(" 101 ")) && bytes.Contains(p[:n], []byte("\r\n\r\n")) {
 			c.upgraded = true
 		}
 		return n, err

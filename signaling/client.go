@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // ErrClosed is returned by a Client's methods after Close, and by Recv once
@@ -77,7 +78,7 @@ func (c ClientConfig) withDefaults() ClientConfig {
 type Pairing struct {
 	Room  RoomCode
 	Role  Role       // RoleOfferer sends the offer, RoleAnswerer answers
-	Token RelayToken // this player's token for DialRelay; valid for re-attaching until the pairing ends
+	Token RelayToken // this player's seat (token and key) for DialRelay and Rejoin; valid for re-attaching until the pairing ends
 	// ICEServers are the STUN/TURN servers the signaling server offers
 	// for this pairing (its embedded TURN server, with credentials valid
 	// for Config.CredentialTTL); nil if it offers none. Give them to
@@ -135,9 +136,10 @@ type Event struct {
 // wait for the server's reply; pairing, the peer's messages and errors about
 // sent messages arrive through Recv.
 type Client struct {
-	conn   *websocket.Conn
-	cfg    ClientConfig
-	limits Limits
+	conn      *websocket.Conn
+	cfg       ClientConfig
+	limits    Limits
+	challenge string // the welcome's, for rejoin proofs
 
 	ctx    context.Context // canceled when the client is closing
 	cancel context.CancelFunc
@@ -252,6 +254,7 @@ func dialOne(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, err
 	if m.Limits != nil {
 		c.limits = *m.Limits
 	}
+	c.challenge = m.Challenge
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.lastRecv.Store(time.Now().UnixNano())
 	c.wg.Add(1)
@@ -355,11 +358,29 @@ func (c *Client) QuickMatch(ctx context.Context) error {
 // has ended (the other player left, or did not come back within the
 // server's Config.RejoinGrace) or the token is not valid.
 func (c *Client) Rejoin(ctx context.Context, token RelayToken) (Role, error) {
-	m, err := c.request(ctx, Message{Type: TypeRejoin, Token: token}, TypeJoined)
+	tok, key := token.seat()
+	proof := ""
+	if key != "" {
+		proof = wire.Proof(key, wire.ProofRejoin, c.challenge, string(tok))
+	}
+	m, err := c.request(ctx, Message{Type: TypeRejoin, Token: tok, Proof: proof}, TypeJoined)
 	if err != nil {
 		return RoleUnknown, err
 	}
 	return m.Role, nil
+}
+
+// RenewICEServers asks the server, while paired, for fresh ICE servers:
+// TURN credentials for the pairing with a new expiry (they are valid
+// while the pairing lasts on the server that issued them, and for its
+// TURNConfig.CredentialTTL after). Nil if the server runs no TURN;
+// ErrWrongState when not paired.
+func (c *Client) RenewICEServers(ctx context.Context) ([]ICEServer, error) {
+	m, err := c.request(ctx, Message{Type: TypeICEServers}, TypeICEServers)
+	if err != nil {
+		return nil, err
+	}
+	return m.ICE, nil
 }
 
 // Leave leaves the current room or the quick-match queue. The other player
@@ -557,7 +578,7 @@ func (c *Client) dispatch(m Message) bool {
 	switch m.Type {
 	case TypePong, TypeWelcome:
 		return true
-	case TypeJoined, TypeQueued, TypeLeft, TypeError:
+	case TypeJoined, TypeQueued, TypeLeft, TypeICEServers, TypeError:
 		c.mu.Lock()
 		p := c.pending
 		if p != nil && (m.Type != TypeError || m.Ref == p.ref) {
@@ -576,7 +597,11 @@ func (c *Client) dispatch(m Message) bool {
 		}
 		ev = Event{Kind: EventError, Err: e}
 	case TypePaired:
-		ev = Event{Kind: EventPaired, Pairing: Pairing{Room: m.Room, Role: m.Role, Token: m.Token, ICEServers: m.ICE}}
+		tok := m.Token
+		if m.Key != "" {
+			tok += RelayToken("." + m.Key)
+		}
+		ev = Event{Kind: EventPaired, Pairing: Pairing{Room: m.Room, Role: m.Role, Token: tok, ICEServers: m.ICE}}
 	case TypePeerLeft:
 		ev = Event{Kind: EventPeerLeft, Room: m.Room, Reason: m.Reason}
 	case TypeOffer:

@@ -22,7 +22,8 @@
 //	                or a WebSocket carrying the same stream (see signaling/server/relay_ws.go)
 //	GET /healthz    JSON counters: rooms, clients, queued, pairings, relays, bytes
 //	GET /metrics    Prometheus metrics (see signaling/server/metrics.go for the list; Config.HideMetrics
-//	                moves them to Server.MetricsHandler only)
+//	                moves them to Server.MetricsHandler only, Config.MetricsToken puts them behind
+//	                a bearer token; cmd/signal serves them on 127.0.0.1:9464 by default)
 //
 // # Signaling protocol, version 1
 //
@@ -44,21 +45,26 @@
 //	                           this, in either order).                           reply: joined
 //	quick      sdp?            wait for the next quick-match player.          reply: queued, later paired to both
 //	leave                      leave your room or the queue.                  reply: left; the peer gets peer_left
-//	rejoin     token           take your place in your pairing back, with     reply: joined, then paired to both
-//	                           your relay token (see Rejoining)                  once both are there
+//	rejoin     token, proof    take your place in your pairing back, with     reply: joined, then paired to both
+//	                           your relay token and a proof of possession        once both are there
+//	                           of its seat key (see Rejoining)
 //	offer      sdp             offerer only, when paired: relayed to the peer as offer
 //	answer     sdp             answerer only, when paired: relayed to the peer as answer
 //	candidate  candidate       when paired: relayed to the peer as candidate
+//	ice_servers                when paired: fresh TURN credentials.           reply: ice_servers
 //	ping                       keepalive (counts as activity).                reply: pong
 //
 // Server → client:
 //
-//	welcome    v, limits       first message on every connection
+//	welcome    v, limits, challenge
+//	                           first message on every connection; challenge is this connection's
+//	                           nonce for rejoin proofs
 //	joined     room, role      you are in room as role (offerer|answerer), not yet paired if you created
 //	                           it (then role is offerer, unless the joiner brings an early offer)
 //	queued                     you are in the quick-match queue
-//	paired     room, role, token, ice_servers
-//	                           the room has two players; token is your relay token;
+//	paired     room, role, token, key, ice_servers
+//	                           the room has two players; token is your relay token, key its
+//	                           seat key (keep both, show neither: see Proof of possession);
 //	                           ice_servers, if present, are STUN/TURN servers for WebRTC
 //	peer_left  room, reason    the other player left ("left") or lost its connection and did not come
 //	                           back ("disconnected"): you stay in the room as its offerer, waiting
@@ -66,6 +72,8 @@
 //	                           kept for it to rejoin ("dropped"), the pairing goes on
 //	left       room            you left (room is empty if you left the queue)
 //	offer / answer / candidate the peer's message, same fields as sent
+//	ice_servers  ice_servers   reply to ice_servers: the pairing's ICE servers with fresh credentials
+//	                           (none if the server runs no TURN)
 //	pong                       reply to ping
 //	error      code, message, ref   see below
 //
@@ -163,7 +171,10 @@
 // pairing it never saw, on the token's signature: the first player back
 // gets a room with the token's code and its place, the other place kept
 // for RejoinGrace, so both players of a match find each other again.
-// rejoin errors: bad_token (forged, expired, or the pairing has ended),
+// rejoin carries "proof": the seat's proof of possession over the
+// connection's welcome challenge (see Proof of possession); a token
+// without it takes no place. rejoin errors: bad_token (forged, expired,
+// no or a wrong proof, or the pairing has ended),
 // wrong_state (already in a room or the queue), too_many_rooms.
 //
 // # TCP relay
@@ -178,13 +189,17 @@
 //	Upgrade: ragsync-relay/1
 //	Authorization: Bearer <token from paired>
 //
-// The server checks the token, then holds the request until the other
+// The server answers "401 Unauthorized" with a challenge in the header
+// Ragsync-Relay-Challenge, keeping the connection; the client sends the
+// request again on it with "Ragsync-Relay-Proof: <challenge>.<proof>"
+// (see Proof of possession; a challenge is good for 1 minute and once).
+// The server checks the token and the proof, then holds the request until the other
 // player's request with its own token arrives (Config.RelayWaitTimeout).
 // Then both get "HTTP/1.1 101 Switching Protocols" and the connection
 // becomes a raw byte stream to the peer. A refusal is an HTTP error whose
 // body is a JSON error message: 426 bad_message (not a relay upgrade), 400
-// unsupported_version, 403 bad_token (malformed, forged, expired, or its
-// pairing has ended), 409 token_used (a newer request with the same token
+// unsupported_version, 403 bad_token (malformed, forged, expired, a
+// missing, wrong or replayed proof, or its pairing has ended), 409 token_used (a newer request with the same token
 // replaced this one), 429 too_many_conns, 503 too_many_relays or
 // shutting_down, 504 peer_timeout. An established stream lives on until
 // either side closes it, no byte has moved in either direction for
@@ -226,20 +241,62 @@
 // (the pairing must be the room's current one); one of another instance is
 // taken on its signature.
 //
+// # Proof of possession
+//
+// A relay token alone takes nothing: it travels in relay requests and may
+// end up in a proxy's log. paired also gives each player its seat key,
+//
+//	key = base64url(HMAC-SHA256(KS, token)), KS = HMAC-SHA256(Config.Secret, "ragsync seat key v1")
+//
+// which never leaves the client again; every use of the token carries a
+// proof made with it over a challenge of the server:
+//
+//	proof = base64url(HMAC-SHA256(key, purpose 0x00 challenge 0x00 token))   (unpadded; the key's
+//	                                                                         characters are the HMAC key)
+//
+// purpose "rejoin" over the welcome's challenge for rejoin, "relay" over
+// the raw relay's 401 challenge or the WebSocket relay's relay_challenge
+// for the relay. The key is derived from the token with the secret, so a
+// restarted server or another instance with the same Config.Secret
+// accepts the proofs of a pairing it never saw: a resume needs the token
+// and its key, nothing the server must remember. A request with a token
+// and no proof, or a wrong one, is refused with bad_token before it
+// touches the pairing: the owner's stream and place stay as they are.
+// Client keeps the two together: Pairing.Token is "<token>.<key>", and
+// DialRelay, DialRelayWebSocket and Client.Rejoin send only the token and
+// the proof.
+//
 // # TURN
 //
 // With Config.TURN the server runs a TURN server (pion/turn) on UDP and/or
 // TCP, and paired carries, per player, an ice_servers entry with its
 // turn: URLs and credentials of the TURN REST scheme: username
-// "<expiry Unix seconds>:<room>-<pairing>-<role>", credential
+// "<expiry Unix seconds>:<room>-<pairing hex>-<role>", credential
 // base64(HMAC-SHA1(K, username)), K = HMAC-SHA256(Config.Secret, "ragsync
-// turn v1"), valid for Config.CredentialTTL; and an entry with its stun:
-// URL. Give both to WebRTC as ICE servers. The TURN server refuses
-// expired or forged credentials, more than TURNConfig.MaxAllocations
-// allocations, more than TURNConfig.MaxPerAddr allocations or TCP
-// connections from one address, and relaying to loopback, private,
-// link-local and other special addresses (except its own relay address and
-// TURNConfig.AllowPeers).
+// turn v1"); and an entry with its stun: URL. Give both to WebRTC as ICE
+// servers.
+//
+// The credentials are for the pairing: the TURN server accepts them while
+// their pairing is current (so a long match's allocation keeps
+// refreshing), and once it has ended (both players left, or a player did
+// not come back) only until their expiry, TURNConfig.CredentialTTL (5
+// min) after they were issued. A paired player gets fresh ones, with a new
+// expiry, by sending ice_servers (Client.RenewICEServers); an unpaired one
+// gets wrong_state.
+//
+// A client may relay only to the addresses in the other player's
+// candidates of its pairing, as they passed through the server (candidate
+// messages, and a=candidate lines of offers and answers; at most 32 per
+// player), and of those never to loopback, private, link-local, metadata
+// (169.254.169.254, fd00:ec2::254, 100.100.100.200) or other special
+// addresses (TURNConfig.LAN and AllowPeers open all but metadata), nor to
+// the server's own addresses: the relay address is permitted (two
+// relayed players reach each other there) but a packet to it, or from it,
+// on any port that is not another allocation's relayed port (the TURN
+// ports, the signaling port, any other service) is dropped. The TURN
+// server also refuses expired or forged credentials, more than
+// TURNConfig.MaxAllocations allocations, and more than
+// TURNConfig.MaxPerAddr allocations or TCP connections from one address.
 //
 // # Limits
 //
@@ -248,7 +305,7 @@
 // rate (a token bucket per connection), idle timeout, number of
 // connections, rooms and relays, relay timeouts. Per client address (the
 // direct peer's, or the one a trusted proxy reports, Config.TrustedProxies;
-// IPv6 grouped by /64):
+// IPv6 grouped by /64; and, scaled up, per network, see below):
 //
 //	connections      WebSockets, relay requests and streams    100     too_many_conns
 //	rooms            rooms held as offerer, queue places         50     too_many_rooms
@@ -264,4 +321,17 @@
 // address gets one miss every 5 s, so landing in one of 1,000 waiting
 // rooms among the 32⁶ codes takes it about 62 days on average, and an
 // address that runs out is refused without the room being looked up.
+//
+// Networks: one host may hold many addresses (a /48 has 65,536 /64s, a
+// rented /24 256 IPv4 addresses), so each per-address limit but the
+// header timeout also applies to the networks an address is in, scaled
+// up: by default 10× per IPv4 /24, 4× per IPv6 /56 and 10× per IPv6 /48
+// (Config.IPv4Prefixes, Config.IPv6Prefixes). A /48 or /24 then holds at
+// most 1,000 connections and 500 rooms and misses 2 joins a second,
+// however many of its addresses it uses; the refusal's message names the
+// network. The trade-off: players behind one carrier-grade NAT already
+// share one address's limits, and now the other addresses of the
+// carrier's /24 pool (or a mobile operator's /48 of per-device /64s) share
+// ten times those; a deployment with many players behind one carrier
+// raises the factor for it.
 package signaling

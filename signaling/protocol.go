@@ -33,6 +33,9 @@ const (
 	// joined, then paired to both once both are there.
 	TypeRejoin MsgType = "rejoin"
 	TypePing   MsgType = "ping" // keepalive; reply pong
+	// TypeICEServers asks, while paired, for fresh ICE servers (TURN
+	// credentials); the reply, of the same type, carries them.
+	TypeICEServers MsgType = "ice_servers"
 
 	// Both ways: a client sends it, the server relays it to the other player.
 	TypeOffer     MsgType = "offer"
@@ -53,7 +56,7 @@ const (
 // fromClient reports whether clients may send t.
 func (t MsgType) fromClient() bool {
 	switch t {
-	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypeRejoin, TypePing, TypeOffer, TypeAnswer, TypeCandidate:
+	case TypeCreate, TypeJoin, TypeQuick, TypeLeave, TypeRejoin, TypePing, TypeOffer, TypeAnswer, TypeCandidate, TypeICEServers:
 		return true
 	}
 	return false
@@ -157,13 +160,16 @@ func ParseRoomCode(s string) (RoomCode, error) {
 // String returns the code.
 func (c RoomCode) String() string { return string(c) }
 
-// RelayToken authorises one player of one pairing to attach to the TCP relay
-// (see DialRelay). It is issued in the paired message and signed by the
-// server (HMAC with its secret), so a server that restarted with the same
-// secret still accepts it; its format is in the package documentation.
-// It may be used again to re-attach after a stream dropped, until the
-// pairing ends or the token expires. String redacts it so tokens do not
-// end up in logs.
+// RelayToken is one player's seat in one pairing: what DialRelay,
+// DialRelayWebSocket and Client.Rejoin need. It is the server's token
+// (signed with its secret, so a server restarted with the same secret, or
+// another instance with it, still accepts it; format in the package
+// documentation) and the seat key paired gave with it, joined by ".".
+// Only the token goes on the wire, with a proof of possession made with
+// the key over a server challenge: the token alone, seen in a log or on
+// the wire, takes nothing. It may be used again to re-attach after a
+// stream dropped, until the pairing ends or the token expires. String
+// redacts it so tokens do not end up in logs.
 type RelayToken string
 
 // String returns a redacted form of the token, safe for logs.
@@ -172,6 +178,12 @@ func (t RelayToken) String() string {
 		return "<token>"
 	}
 	return string(t[:4]) + "…"
+}
+
+// seat splits t into the wire token and the seat key ("" if t has none).
+func (t RelayToken) seat() (token RelayToken, key string) {
+	tok, key, _ := strings.Cut(string(t), ".")
+	return RelayToken(tok), key
 }
 
 // Candidate is a trickled ICE candidate. Its JSON form matches
@@ -214,7 +226,10 @@ type Message struct {
 	Create    bool        `json:"create,omitempty"`      // join: create the room if there is none
 	Role      Role        `json:"role,omitempty"`        // joined, paired
 	Token     RelayToken  `json:"token,omitempty"`       // paired, rejoin
-	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired: STUN/TURN servers to use, if any
+	Key       string      `json:"key,omitempty"`         // paired: the seat key, for proofs of possession
+	Challenge string      `json:"challenge,omitempty"`   // welcome: this connection's rejoin challenge
+	Proof     string      `json:"proof,omitempty"`       // rejoin: proof of possession of the seat key
+	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired, ice_servers: STUN/TURN servers to use, if any
 	SDP       string      `json:"sdp,omitempty"`         // offer, answer; create, join, quick: an early offer
 	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
 	Reason    string      `json:"reason,omitempty"`      // peer_left
@@ -317,6 +332,10 @@ func (m *Message) Validate() error {
 		if err := validICEServers(m.ICE); err != "" {
 			return bad("%s", err)
 		}
+	case TypeICEServers:
+		if err := validICEServers(m.ICE); err != "" {
+			return bad("%s", err)
+		}
 	case TypeError:
 		if m.Code == "" {
 			return bad(`missing "code"`)
@@ -326,7 +345,7 @@ func (m *Message) Validate() error {
 			return bad(`missing "v"`)
 		}
 	}
-	if len(m.Text) > maxTextLen || len(m.Reason) > maxTextLen || len(m.Token) > 256 || len(m.Code) > 64 || len(m.Ref) > 64 {
+	if len(m.Text) > maxTextLen || len(m.Reason) > maxTextLen || len(m.Token) > 256 || len(m.Key) > 256 || len(m.Challenge) > 256 || len(m.Proof) > 256 || len(m.Code) > 64 || len(m.Ref) > 64 {
 		return bad("a text field is too long")
 	}
 	return nil

@@ -79,7 +79,8 @@ func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg Cli
 	}
 	// Make blocking I/O below give up when ctx ends.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	c, err := relayHandshake(conn, u, token)
+	tok, key := token.seat()
+	c, err := relayHandshake(conn, u, tok, key)
 	if !stop() {
 		conn.Close()
 		return nil, ctx.Err()
@@ -92,38 +93,54 @@ func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg Cli
 	return c, nil
 }
 
-func relayHandshake(conn net.Conn, u *url.URL, token RelayToken) (net.Conn, error) {
-	req := "GET " + u.RequestURI() + " HTTP/1.1\r\n" +
-		"Host: " + u.Host + "\r\n" +
-		"Connection: Upgrade\r\n" +
-		"Upgrade: " + wire.RelayUpgrade + "\r\n" +
-		"Authorization: Bearer " + string(token) + "\r\n" +
-		"User-Agent: ragsync-signaling\r\n\r\n"
-	if _, err := io.WriteString(conn, req); err != nil {
-		return nil, fmt.Errorf("signaling: relay request: %w", err)
-	}
+// relayHandshake asks for the relay with token, answers the server's
+// challenge with the seat's proof (made with key) on the same connection,
+// and returns the stream once the server switches protocols.
+func relayHandshake(conn net.Conn, u *url.URL, token RelayToken, key string) (net.Conn, error) {
 	br := bufio.NewReaderSize(conn, 1024)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
-	if err != nil {
-		return nil, fmt.Errorf("signaling: relay response: %w", err)
-	}
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		if !strings.EqualFold(resp.Header.Get("Upgrade"), wire.RelayUpgrade) {
-			return nil, fmt.Errorf("signaling: relay: server upgraded to %q, want %q", resp.Header.Get("Upgrade"), wire.RelayUpgrade)
+	proof := ""
+	for attempt := 0; ; attempt++ {
+		req := "GET " + u.RequestURI() + " HTTP/1.1\r\n" +
+			"Host: " + u.Host + "\r\n" +
+			"Connection: Upgrade\r\n" +
+			"Upgrade: " + wire.RelayUpgrade + "\r\n" +
+			"Authorization: Bearer " + string(token) + "\r\n"
+		if proof != "" {
+			req += wire.ProofHeader + ": " + proof + "\r\n"
 		}
-		if n := br.Buffered(); n > 0 {
-			early, _ := br.Peek(n)
-			return &prefixConn{Conn: conn, prefix: append([]byte(nil), early...)}, nil
+		req += "User-Agent: ragsync-signaling\r\n\r\n"
+		if _, err := io.WriteString(conn, req); err != nil {
+			return nil, fmt.Errorf("signaling: relay request: %w", err)
 		}
-		return conn, nil
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+		if err != nil {
+			return nil, fmt.Errorf("signaling: relay response: %w", err)
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			if !strings.EqualFold(resp.Header.Get("Upgrade"), wire.RelayUpgrade) {
+				return nil, fmt.Errorf("signaling: relay: server upgraded to %q, want %q", resp.Header.Get("Upgrade"), wire.RelayUpgrade)
+			}
+			if n := br.Buffered(); n > 0 {
+				early, _ := br.Peek(n)
+				return &prefixConn{Conn: conn, prefix: append([]byte(nil), early...)}, nil
+			}
+			return conn, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if ch := resp.Header.Get(wire.ChallengeHeader); resp.StatusCode == http.StatusUnauthorized && ch != "" && attempt == 0 {
+			if key == "" {
+				return nil, &Error{Code: ErrBadToken, Message: "relay token " + token.String() + " has no seat key (use the Token of the Pairing, which carries it)"}
+			}
+			proof = ch + "." + wire.Proof(key, wire.ProofRelay, ch, string(token))
+			continue
+		}
+		var m Message
+		if json.Unmarshal(body, &m) == nil && m.Type == TypeError && m.Code != "" {
+			return nil, &Error{Code: m.Code, Message: m.Text}
+		}
+		return nil, fmt.Errorf("signaling: relay refused: %s: %s", resp.Status, truncate(strings.TrimSpace(string(body)), 200))
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	var m Message
-	if json.Unmarshal(body, &m) == nil && m.Type == TypeError && m.Code != "" {
-		return nil, &Error{Code: m.Code, Message: m.Text}
-	}
-	return nil, fmt.Errorf("signaling: relay refused: %s: %s", resp.Status, truncate(strings.TrimSpace(string(body)), 200))
 }
 
 // prefixConn returns bytes read ahead during the handshake before reading
@@ -165,13 +182,29 @@ func dialRelayWSOne(ctx context.Context, baseURL string, token RelayToken, cfg C
 	if err != nil {
 		return nil, fmt.Errorf("signaling: websocket relay dial %s: %w", u, err)
 	}
-	hello, _ := json.Marshal(wire.RelayHello{Type: "relay", Token: string(token)})
-	if err := conn.Write(ctx, websocket.MessageText, hello); err != nil {
-		conn.CloseNow()
-		return nil, fmt.Errorf("signaling: websocket relay %s: %w", u, err)
-	}
 	conn.SetReadLimit(4096)
 	typ, data, err := conn.Read(ctx)
+	var ch wire.RelayChallenge
+	if err == nil && (typ != websocket.MessageText || json.Unmarshal(data, &ch) != nil || ch.Type != "relay_challenge") {
+		// A refusal before the challenge (e.g. origin_not_allowed).
+		conn.CloseNow()
+		if m, derr := DecodeMessage(data); derr == nil && m.Type == TypeError {
+			return nil, &Error{Code: m.Code, Message: m.Text}
+		}
+		return nil, fmt.Errorf("signaling: websocket relay %s: expected a challenge, got %q", u, truncate(string(data), 100))
+	}
+	if err == nil {
+		tok, key := token.seat()
+		if key == "" {
+			conn.CloseNow()
+			return nil, &Error{Code: ErrBadToken, Message: "relay token " + token.String() + " has no seat key (use the Token of the Pairing, which carries it)"}
+		}
+		hello, _ := json.Marshal(wire.RelayHello{Type: "relay", Token: string(tok), Proof: wire.Proof(key, wire.ProofRelay, ch.Challenge, string(tok))})
+		err = conn.Write(ctx, websocket.MessageText, hello)
+	}
+	if err == nil {
+		typ, data, err = conn.Read(ctx)
+	}
 	if err != nil {
 		conn.CloseNow()
 		if ctx.Err() != nil {

@@ -37,7 +37,7 @@ type proc struct {
 // returns once it is ready; the test's end kills it.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
+	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -9,8 +9,11 @@
 //	RAGSYNC_SIGNAL_ADDR=:8080 go run ./cmd/signal   # every flag can be an environment variable
 //
 // Endpoints: ws://ADDR/ws?v=1 (signaling), http://ADDR/relay?v=1 (TCP
-// relay), http://ADDR/healthz (JSON counters), http://ADDR/metrics
-// (Prometheus; or on -metrics-addr only). Every limit of signaling/server.Config
+// relay), http://ADDR/healthz (JSON counters). Prometheus metrics are at
+// http://METRICS-ADDR/metrics, by default 127.0.0.1:9464 (this machine
+// only), never on -addr unless -metrics-addr is empty and
+// -metrics-token-file gives the bearer token a scrape must send; with
+// neither, no metrics are served. Every limit of signaling/server.Config
 // has a flag; 0 means the library default, shown in -help. SIGINT or
 // SIGTERM shuts down gracefully: clients get a shutting_down error and a
 // going-away close, relay streams get -shutdown-timeout to finish.
@@ -165,6 +168,41 @@ func (l prefixList) Set(v string) error {
 	return nil
 }
 
+// prefixLimits is a flag of comma-separated BITS:FACTOR network
+// aggregates; "none" is an empty list (no aggregation).
+type prefixLimits struct{ p *[]server.PrefixLimit }
+
+func (l prefixLimits) String() string {
+	if l.p == nil || *l.p == nil {
+		return ""
+	}
+	if len(*l.p) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, p := range *l.p {
+		s = append(s, fmt.Sprintf("%d:%g", p.Bits, p.Factor))
+	}
+	return strings.Join(s, ",")
+}
+
+func (l prefixLimits) Set(v string) error {
+	*l.p = []server.PrefixLimit{}
+	if strings.TrimSpace(v) == "none" {
+		return nil
+	}
+	for _, f := range strings.Split(v, ",") {
+		b, x, ok := strings.Cut(strings.TrimSpace(f), ":")
+		bits, err1 := strconv.Atoi(b)
+		factor, err2 := strconv.ParseFloat(x, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("%q: want BITS:FACTOR, e.g. 24:10", f)
+		}
+		*l.p = append(*l.p, server.PrefixLimit{Bits: bits, Factor: factor})
+	}
+	return nil
+}
+
 // stringList is a flag of comma-separated strings.
 type stringList struct{ p *[]string }
 
@@ -218,16 +256,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&cfg.MaxHandshakesPerAddr, "max-handshakes-per-addr", 0, "connections per direct peer address still in their HTTP handshake (0: 16)")
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", 0, "time to send the request headers, TLS handshake included (0: 5s)")
 	fs.IntVar(&cfg.IPv6PrefixLen, "ipv6-prefix", 0, "IPv6 client addresses share limits per prefix of this length (0: 64)")
+	fs.Var(prefixLimits{&cfg.IPv4Prefixes}, "ipv4-prefixes", "comma-separated BITS:FACTOR: each IPv4 /BITS network shares FACTOR× the per-address limits; \"none\" turns it off (default 24:10)")
+	fs.Var(prefixLimits{&cfg.IPv6Prefixes}, "ipv6-prefixes", "comma-separated BITS:FACTOR: each IPv6 /BITS network shares FACTOR× the per-address limits; \"none\" turns it off (default 56:4,48:10)")
 	fs.Var(prefixList{&cfg.TrustedProxies}, "trusted-proxies", "comma-separated addresses or CIDR prefixes of reverse proxies whose client address header is believed (default: none)")
 	fs.StringVar(&cfg.ClientIPHeader, "client-ip-header", "", "header trusted proxies put the client address in (default X-Forwarded-For)")
 	secret := fs.String("secret", "", "secret (16+ bytes) signing relay tokens and TURN credentials; the same on every instance and across restarts (default: random, with a warning). Prefer the environment or -secret-file: flags show in ps")
 	secretFile := fs.String("secret-file", "", "file holding the secret (surrounding whitespace is ignored)")
-	fs.DurationVar(&cfg.CredentialTTL, "credential-ttl", 0, "how long relay tokens and TURN credentials stay valid (0: 12h)")
+	fs.DurationVar(&cfg.CredentialTTL, "credential-ttl", 0, "how long relay tokens stay valid (0: 12h; TURN credentials: -turn-credential-ttl)")
 	fs.DurationVar(&cfg.RejoinGrace, "rejoin-grace", 0, "how long a paired player whose connection dropped keeps its place, to rejoin with its relay token (0: 30s)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM, with its chain); serve https/wss directly. Reloaded when the file changes")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&cfg.Node, "node", "", "name of this server among several of one deployment: its metrics carry it as the label node (default: no such label)")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address only (e.g. 127.0.0.1:9090) instead of on -addr")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "serve /metrics on this address only; empty: on -addr if -metrics-token-file is given, else nowhere")
+	metricsTokenFile := fs.String("metrics-token-file", "", "file holding a bearer token (16+ bytes) every /metrics scrape must send (Authorization: Bearer …); required to serve metrics on -addr")
 	turnOn := fs.Bool("turn", false, "run the embedded TURN server; paired messages then carry credentials for it")
 	turnUDP := fs.String("turn-udp", "127.0.0.1:3478", "TURN UDP listen address; like -addr, the default is this machine only, use :3478 for others (empty: none)")
 	turnTCP := fs.String("turn-tcp", "127.0.0.1:3478", "TURN TCP listen address (empty: none)")
@@ -240,7 +281,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	turnMax := fs.Int("turn-max-allocations", 0, "TURN allocations on the server (0: 1000)")
 	turnPerAddr := fs.Int("turn-max-per-addr", 0, "TURN allocations and TCP connections per client address (0: 8)")
 	var turnAllow []netip.Prefix
-	fs.Var(prefixList{&turnAllow}, "turn-allow-peers", "comma-separated private/loopback prefixes TURN may relay to (default: none but -turn-ip)")
+	fs.Var(prefixList{&turnAllow}, "turn-allow-peers", "comma-separated private/loopback prefixes TURN may relay to, when they are the other player's candidates (default: none; -turn-ip for its relayed ports only)")
+	turnLAN := fs.Bool("turn-lan", false, "let TURN relay to loopback, private and link-local candidates of the other player (a server on a LAN); never metadata addresses or the TURN ports")
+	turnTTL := fs.Duration("turn-credential-ttl", 0, "how long TURN credentials stay valid after their pairing ended; players renew them while paired (0: 5m)")
 	origins := fs.String("origins", "", "comma-separated browser origin patterns allowed to connect (default: same origin only)")
 	web := fs.Bool("web", true, "serve the web demo at / (built into this binary by make web)")
 	if err := fs.Parse(args); err != nil {
@@ -297,6 +340,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 		tc.URLs, tc.Realm, tc.MaxAllocations, tc.MaxPerAddr, tc.AllowPeers = turnURLs, *turnRealm, *turnMax, *turnPerAddr, turnAllow
+		tc.LAN, tc.CredentialTTL = *turnLAN, *turnTTL
 		cfg.TURN = tc
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
@@ -309,7 +353,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	cfg.HideMetrics = *metricsAddr != ""
+	if *metricsTokenFile != "" {
+		b, err := os.ReadFile(*metricsTokenFile)
+		if err != nil {
+			return fmt.Errorf("-metrics-token-file: %w", err)
+		}
+		cfg.MetricsToken = strings.TrimSpace(string(b))
+		if len(cfg.MetricsToken) < 16 {
+			return fmt.Errorf("-metrics-token-file: the token is %d bytes; use at least 16", len(cfg.MetricsToken))
+		}
+	}
+	// Metrics are on the public listener only behind a token.
+	cfg.HideMetrics = *metricsAddr != "" || cfg.MetricsToken == ""
+	if *metricsAddr == "" && cfg.MetricsToken == "" {
+		log.Warn("no -metrics-addr and no -metrics-token-file: metrics are not served")
+	}
 	if *web {
 		cfg.Site = webdist.Handler()
 		if !webdist.Available() {
@@ -357,7 +415,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		go func() { errc <- ms.Serve(ml) }()
 		log.Info("metrics listening", "addr", ml.Addr().String())
 	}
-	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String(), "web_demo", cfg.Site != nil && webdist.Available())
+	sc := srv.Config()
+	log.Info("signaling server ready", "url", scheme+"://"+l.Addr().String(), "turn", cfg.TURN != nil, "trusted_proxies", prefixList{&cfg.TrustedProxies}.String(), "ipv4_prefixes", prefixLimits{&sc.IPv4Prefixes}.String(), "ipv6_prefixes", prefixLimits{&sc.IPv6Prefixes}.String(), "web_demo", cfg.Site != nil && webdist.Available())
 	if ready != nil {
 		ready(l.Addr().String())
 	}

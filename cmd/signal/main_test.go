@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,10 @@ func start(t *testing.T, args []string, e env) *started {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &started{logs: &syncBuf{}, cancel: cancel, errc: make(chan error, 1)}
 	addrc := make(chan string, 1)
+	if !strings.Contains(strings.Join(args, " "), "-metrics-addr") && e["RAGSYNC_SIGNAL_METRICS_ADDR"] == "" {
+		// Not the default port: tests run side by side.
+		args = append([]string{"-metrics-addr", "127.0.0.1:0"}, args...)
+	}
 	go func() {
 		st.errc <- run(ctx, args, e.get, st.logs, nil, func(a string) { addrc <- a })
 	}()
@@ -119,8 +124,12 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	if err := json.Unmarshal(get(t, nil, url+"/healthz"), &hs); err != nil || hs.Rooms != 1 || hs.Clients != 2 {
 		t.Fatalf("healthz %+v %v", hs, err)
 	}
-	if m := get(t, nil, url+"/metrics"); !bytes.Contains(m, []byte("\nragsync_signal_clients 2\n")) {
+	maddr := st.logValue(t, "metrics listening", "addr").(string)
+	if m := get(t, nil, "http://"+maddr+"/metrics"); !bytes.Contains(m, []byte("\nragsync_signal_clients 2\n")) {
 		t.Fatalf("metrics:\n%s", m)
+	}
+	if code := status(t, url+"/metrics", ""); code != 404 {
+		t.Fatalf("/metrics on the public address by default: %d", code)
 	}
 	if !strings.Contains(st.logs.String(), "no -secret") {
 		t.Fatal("no warning about the missing secret")
@@ -157,6 +166,55 @@ func get(t *testing.T, tr *http.Transport, url string) []byte {
 	return b
 }
 
+// status returns the HTTP status of GET url, with auth as the
+// Authorization header if not empty.
+func status(t *testing.T, url, auth string) int {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", url, nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMetricsFlags: the default -metrics-addr is loopback port 9464 (not
+// -addr); with -metrics-addr "" and -metrics-token-file (or its
+// environment variable), /metrics is on -addr behind the token only.
+func TestMetricsFlags(t *testing.T) {
+	leaktest.Check(t)
+	var out syncBuf
+	if err := run(context.Background(), []string{"-help"}, env{}.get, &out, nil, nil); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-metrics-addr string  [RAGSYNC_SIGNAL_METRICS_ADDR]", `(default "127.0.0.1:9464")`, "-metrics-token-file string  [RAGSYNC_SIGNAL_METRICS_TOKEN_FILE]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	const tok = "0123456789abcdef0123456789abcdef"
+	st := start(t, []string{"-addr", "127.0.0.1:0", "-metrics-addr", "", "-log-format", "json"}, env{"RAGSYNC_SIGNAL_METRICS_TOKEN_FILE": writeFile(t, "mtok", tok+"\n")})
+	url := "http://" + st.addr + "/metrics"
+	for _, auth := range []string{"", "Bearer nope", "Bearer " + tok[1:]} {
+		if code := status(t, url, auth); code != 401 {
+			t.Errorf("/metrics with Authorization %q: %d, want 401", auth, code)
+		}
+	}
+	if code := status(t, url, "Bearer "+tok); code != 200 {
+		t.Errorf("/metrics with the token: %d", code)
+	}
+	if err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-metrics-token-file", writeFile(t, "short", "short")}, env{}.get, &out, nil, nil); err == nil || !strings.Contains(err.Error(), "at least 16") {
+		t.Errorf("a short metrics token: %v", err)
+	}
+}
+
 // TestEnv: every flag can come from its environment variable; the
 // command line wins.
 func TestEnv(t *testing.T) {
@@ -170,6 +228,8 @@ func TestEnv(t *testing.T) {
 		"RAGSYNC_SIGNAL_SECRET":             "an env secret of 32 characters!!",
 		"RAGSYNC_SIGNAL_TRUSTED_PROXIES":    "10.0.0.0/8,192.0.2.1",
 		"RAGSYNC_SIGNAL_METRICS_ADDR":       "127.0.0.1:0",
+		"RAGSYNC_SIGNAL_IPV4_PREFIXES":      "24:5,16:20",
+		"RAGSYNC_SIGNAL_IPV6_PREFIXES":      "none",
 	}
 	st := start(t, []string{"-idle-timeout", "20s"}, e)
 	url := "http://" + st.addr
@@ -198,6 +258,9 @@ func TestEnv(t *testing.T) {
 	}
 	if got := st.logValue(t, "signaling server ready", "trusted_proxies"); got != "10.0.0.0/8,192.0.2.1/32" {
 		t.Fatalf("trusted proxies %v", got)
+	}
+	if v4, v6 := st.logValue(t, "signaling server ready", "ipv4_prefixes"), st.logValue(t, "signaling server ready", "ipv6_prefixes"); v4 != "24:5,16:20" || v6 != "none" {
+		t.Fatalf("network aggregates %v %v", v4, v6)
 	}
 	// Metrics are on the metrics address only.
 	maddr := st.logValue(t, "metrics listening", "addr").(string)
@@ -297,7 +360,7 @@ func TestTLS(t *testing.T) {
 func TestTURNFlags(t *testing.T) {
 	leaktest.Check(t)
 	st := start(t, []string{"-addr", "127.0.0.1:0", "-turn", "-turn-ip", "127.0.0.1", "-turn-bind", "127.0.0.1",
-		"-turn-udp", "127.0.0.1:0", "-turn-tcp", "127.0.0.1:0", "-turn-ports", "40000-40100", "-turn-realm", "test"}, nil)
+		"-turn-udp", "127.0.0.1:0", "-turn-tcp", "127.0.0.1:0", "-turn-ports", "40000-40100", "-turn-realm", "test", "-turn-credential-ttl", "2m", "-turn-lan"}, nil)
 	tctx := testwait.Context(t)
 	url := "http://" + st.addr
 	a, err := signaling.Dial(tctx, url, signaling.ClientConfig{})
@@ -323,6 +386,10 @@ func TestTURNFlags(t *testing.T) {
 	ice := ev.Pairing.ICEServers
 	if len(ice) != 2 || len(ice[0].URLs) != 2 || !strings.HasPrefix(ice[0].URLs[0], "turn:127.0.0.1:") || ice[0].Credential == "" {
 		t.Fatalf("ICE servers %+v", ice)
+	}
+	exp, _, _ := strings.Cut(ice[0].Username, ":")
+	if sec, err := strconv.ParseInt(exp, 10, 64); err != nil || time.Until(time.Unix(sec, 0)) > 2*time.Minute+time.Second {
+		t.Fatalf("-turn-credential-ttl 2m not applied: %q", ice[0].Username)
 	}
 }
 

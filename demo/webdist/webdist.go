@@ -4,12 +4,20 @@
 // static/, where go:embed takes them: a binary built without them serves
 // a page that says so. cmd/signal and the demo's embedded signaling
 // server serve it at / (server.Config.Site).
+//
+// Every response carries a strict Content-Security-Policy (the page's
+// inline script and style are allowed by their SHA-256 hashes, computed
+// from the page as served; wasm compiles under 'wasm-unsafe-eval';
+// nothing may frame the page), X-Content-Type-Options: nosniff and
+// Referrer-Policy: no-referrer (see securityHeaders).
 package webdist
 
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"io/fs"
@@ -44,9 +52,20 @@ type build struct {
 	gzSize  int64
 	rawSize int64 // from the gzip trailer (the size mod 2³², ample for a wasm)
 	page    []byte
+	csp     string // the Content-Security-Policy of every response (see buildCSP)
 }
 
 var theBuild = sync.OnceValue(func() build {
+	b := findBuild()
+	page := b.page
+	if page == nil {
+		page, _ = static.ReadFile("static/" + pageFile)
+	}
+	b.csp = buildCSP(string(page))
+	return b
+})
+
+func findBuild() build {
 	var b build
 	names, _ := fs.Glob(static, "static/"+wasmPattern)
 	if len(names) == 0 {
@@ -67,7 +86,66 @@ var theBuild = sync.OnceValue(func() build {
 		b.page = []byte(r.Replace(string(page)))
 	}
 	return b
-})
+}
+
+// buildCSP returns the Content-Security-Policy of every response, for
+// page (as served):
+//
+//   - default-src 'none': nothing is loaded unless listed below;
+//   - script-src 'self' 'wasm-unsafe-eval' and the hash of each inline
+//     script of the page: the loader and the page's own script run, and
+//     WebAssembly compiles, but no injected script or eval does;
+//   - style-src 'self' and the hashes of the page's inline styles (the
+//     demo sets its canvas's style from script, which CSP allows);
+//   - connect-src 'self' https: wss:: the page's own origin (its
+//     signaling WebSocket and the wasm download) and, for ?signal= on
+//     another origin, only over TLS;
+//   - img-src 'self' data:; base-uri, form-action and object-src 'none';
+//   - frame-ancestors 'none': no page may frame this one (clickjacking).
+func buildCSP(page string) string {
+	return "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'" + inlineHashes(page, "script") +
+		"; style-src 'self'" + inlineHashes(page, "style") +
+		"; connect-src 'self' https: wss:; img-src 'self' data:; base-uri 'none'; form-action 'none'; object-src 'none'; frame-ancestors 'none'"
+}
+
+// inlineHashes returns " 'sha256-…'" for the content of every <tag>…</tag>
+// element of page with no src attribute (an inline script or style).
+func inlineHashes(page, tag string) string {
+	var out strings.Builder
+	open, end := "<"+tag, "</"+tag+">"
+	for {
+		i := strings.Index(page, open)
+		if i < 0 {
+			return out.String()
+		}
+		page = page[i+len(open):]
+		gt := strings.IndexByte(page, '>')
+		if gt < 0 {
+			return out.String()
+		}
+		attrs := page[:gt]
+		page = page[gt+1:]
+		j := strings.Index(page, end)
+		if j < 0 {
+			return out.String()
+		}
+		body := page[:j]
+		page = page[j+len(end):]
+		if strings.Contains(attrs, "src=") {
+			continue
+		}
+		sum := sha256.Sum256([]byte(body))
+		out.WriteString(" 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'")
+	}
+}
+
+// securityHeaders sets the headers every response carries.
+func securityHeaders(h http.Header, csp string) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY") // frame-ancestors for browsers without CSP 2
+}
 
 // Available reports whether the web build is in this binary.
 func Available() bool {
@@ -88,6 +166,7 @@ func Handler() http.Handler {
 }
 
 func serve(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header(), theBuild().csp)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

@@ -26,6 +26,7 @@ type client struct {
 	cancel context.CancelFunc
 
 	addr       *addrState    // the client address's limits
+	challenge  string        // this connection's rejoin challenge, sent in welcome
 	out        chan outMsg   // encoded messages for the writer
 	closeReq   chan closeReq // capacity 1; first fatal wins
 	writerDone chan struct{}
@@ -73,6 +74,7 @@ func (s *Server) newClient(conn *websocket.Conn, remote string, as *addrState) *
 		closeReq:   make(chan closeReq, 1),
 		writerDone: make(chan struct{}),
 		bucket:     newTokenBucket(s.cfg.RatePerSec, s.cfg.RateBurst, s.cfg.Now()),
+		challenge:  nonce(),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	// Our own limit (below) answers with an error message first; the
@@ -89,7 +91,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (c *client) run() {
 	s := c.s
 	go c.writeLoop()
-	c.send(&signaling.Message{Type: signaling.TypeWelcome, V: signaling.ProtocolVersion, Limits: &signaling.Limits{
+	c.send(&signaling.Message{Type: signaling.TypeWelcome, V: signaling.ProtocolVersion, Challenge: c.challenge, Limits: &signaling.Limits{
 		MaxMessageBytes: s.cfg.MaxMessageBytes,
 		RatePerSec:      s.cfg.RatePerSec,
 		RateBurst:       s.cfg.RateBurst,
@@ -343,7 +345,7 @@ func errMessage(e *signaling.Error) *signaling.Message {
 func fromClient(t signaling.MsgType) bool {
 	switch t {
 	case signaling.TypeCreate, signaling.TypeJoin, signaling.TypeQuick, signaling.TypeLeave, signaling.TypeRejoin,
-		signaling.TypePing, signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
+		signaling.TypePing, signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate, signaling.TypeICEServers:
 		return true
 	}
 	return false

@@ -271,7 +271,7 @@ var _ = io.EOF
 // relayWaiting reports whether the holder of tok has a relay request
 // waiting for its peer on s.
 func relayWaiting(s *Server, tok signaling.RelayToken) bool {
-	c, err := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())
+	c, err := verifyRelayToken(s.tokenKey, wireToken(tok), s.cfg.Now())
 	if err != nil {
 		return false
 	}
@@ -342,4 +342,11 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+}
+
+// wireToken is the token part of a seat (what goes on the wire), without
+// its key.
+func wireToken(seat signaling.RelayToken) signaling.RelayToken {
+	tok, _, _ := strings.Cut(string(seat), ".")
+	return signaling.RelayToken(tok)
 }

@@ -32,13 +32,24 @@ import (
 //   - TCP connections still in their HTTP handshake, counted per direct
 //     peer (Config.MaxHandshakesPerAddr, too_many_handshakes).
 //
+// Each limit also applies, scaled up, to the networks the address is in
+// (Config.IPv4Prefixes, default the /24 at 10×; Config.IPv6Prefixes,
+// default the /56 at 4× and the /48 at 10×), so that one host holding
+// many addresses of its network (a /48 has 65,536 /64s) is still bounded:
+// an address is refused when it, or any of its networks, is at its limit.
+//
 // The client address is the direct peer's, or, when the direct peer is one
 // of Config.TrustedProxies, the one the proxy reports in
 // Config.ClientIPHeader.
 
-// addrState is what the server knows about one client address.
+// addrState is what the server knows about one client address (a leaf),
+// or about one network prefix aggregating several (an aggregate).
 type addrState struct {
-	key netip.Addr
+	key    netip.Addr   // a leaf's address
+	prefix netip.Prefix // an aggregate's prefix; the zero Prefix for a leaf
+	factor float64      // the limits are the per-address ones times this; 1 for a leaf
+	up     []*addrState // a leaf's aggregates, narrowest first
+	refs   int          // an aggregate's leaves
 
 	// addrLimiter.mu
 	conns      int // WebSockets and relay requests/streams
@@ -48,22 +59,53 @@ type addrState struct {
 	joins      tokenBucket // failed joins
 }
 
+// level returns st for i == 0 and its i-th aggregate after; there are
+// 1+len(st.up) levels.
+func (st *addrState) level(i int) *addrState {
+	if i == 0 {
+		return st
+	}
+	return st.up[i-1]
+}
+
+// limit scales a per-address limit to this level (never below it).
+func (st *addrState) limit(n int) int {
+	if st.factor <= 1 {
+		return n
+	}
+	return max(n, int(float64(n)*st.factor))
+}
+
+// String names the level for error messages.
+func (st *addrState) String() string {
+	if st.prefix.IsValid() {
+		return fmt.Sprintf("your network %s (%.3g× the limit of one address)", st.prefix, st.factor)
+	}
+	return "your address " + st.key.String()
+}
+
+func (st *addrState) idle(now time.Time) bool {
+	return st.conns == 0 && st.rooms == 0 && st.handshakes == 0 && st.msgs.full(now) && st.joins.full(now)
+}
+
 // addrLimiter holds per-address state. Entries live while the address has
 // something open or a bucket that has not refilled, so closing every
-// connection does not reset an address's failed-join budget.
+// connection does not reset an address's failed-join budget; aggregates
+// live while a leaf refers to them, or longer on the same terms.
 type addrLimiter struct {
 	cfg *Config
 	now func() time.Time
 
 	mu        sync.Mutex
-	m         map[netip.Addr]*addrState
+	m         map[netip.Addr]*addrState   // leaves
+	agg       map[netip.Prefix]*addrState // aggregates
 	nextSweep int
 }
 
 const minSweep = 1024
 
 func newAddrLimiter(cfg *Config) *addrLimiter {
-	return &addrLimiter{cfg: cfg, now: cfg.Now, m: make(map[netip.Addr]*addrState), nextSweep: minSweep}
+	return &addrLimiter{cfg: cfg, now: cfg.Now, m: make(map[netip.Addr]*addrState), agg: make(map[netip.Prefix]*addrState), nextSweep: minSweep}
 }
 
 // addrKey groups IPv6 addresses by prefix; IPv4 (and IPv4-mapped IPv6)
@@ -80,7 +122,16 @@ func addrKey(a netip.Addr, v6Bits int) netip.Addr {
 	return a.WithZone("")
 }
 
-// get returns the state of key, creating it. Called with l.mu held.
+func (l *addrLimiter) newState(rateFactor float64, now time.Time) *addrState {
+	return &addrState{
+		factor: rateFactor,
+		msgs:   newTokenBucket(l.cfg.AddrRatePerSec*rateFactor, max(l.cfg.AddrRateBurst, int(float64(l.cfg.AddrRateBurst)*rateFactor)), now),
+		joins:  newTokenBucket(l.cfg.FailedJoinRate*rateFactor, max(l.cfg.FailedJoinBurst, int(float64(l.cfg.FailedJoinBurst)*rateFactor)), now),
+	}
+}
+
+// get returns the state of key, creating it and linking it to its
+// aggregates. Called with l.mu held.
 func (l *addrLimiter) get(key netip.Addr) *addrState {
 	if st := l.m[key]; st != nil {
 		return st
@@ -89,21 +140,48 @@ func (l *addrLimiter) get(key netip.Addr) *addrState {
 	if len(l.m) >= l.nextSweep {
 		l.sweep(now)
 	}
-	st := &addrState{
-		key:   key,
-		msgs:  newTokenBucket(l.cfg.AddrRatePerSec, l.cfg.AddrRateBurst, now),
-		joins: newTokenBucket(l.cfg.FailedJoinRate, l.cfg.FailedJoinBurst, now),
+	st := l.newState(1, now)
+	st.key = key
+	prefixes := l.cfg.IPv6Prefixes
+	if key.Is4() {
+		prefixes = l.cfg.IPv4Prefixes
+	}
+	for _, pl := range prefixes {
+		if !key.IsValid() {
+			break
+		}
+		p, err := key.Prefix(pl.Bits)
+		if err != nil {
+			continue
+		}
+		a := l.agg[p]
+		if a == nil {
+			a = l.newState(pl.Factor, now)
+			a.prefix = p
+			l.agg[p] = a
+		}
+		a.refs++
+		st.up = append(st.up, a)
 	}
 	l.m[key] = st
 	return st
 }
 
 // sweep forgets addresses that hold nothing and whose buckets are full
-// again. Amortised: it runs when the map has doubled since the last sweep.
+// again, then aggregates no address refers to on the same terms.
+// Amortised: it runs when the map has doubled since the last sweep.
 func (l *addrLimiter) sweep(now time.Time) {
 	for k, st := range l.m {
-		if st.conns == 0 && st.rooms == 0 && st.handshakes == 0 && st.msgs.full(now) && st.joins.full(now) {
+		if st.idle(now) {
+			for _, a := range st.up {
+				a.refs--
+			}
 			delete(l.m, k)
+		}
+	}
+	for k, a := range l.agg {
+		if a.refs == 0 && a.idle(now) {
+			delete(l.agg, k)
 		}
 	}
 	l.nextSweep = max(minSweep, 2*len(l.m))
@@ -117,33 +195,44 @@ func (l *addrLimiter) size() int {
 }
 
 // reserveConn counts one more connection for key, or reports false when
-// the address has MaxConnsPerAddr already.
+// the address, or one of its networks, has its MaxConnsPerAddr already:
+// the state returned is then that level's, for the error message.
 func (l *addrLimiter) reserveConn(key netip.Addr) (*addrState, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.get(key)
-	if st.conns >= l.cfg.MaxConnsPerAddr {
-		return st, false
+	for i := range 1 + len(st.up) {
+		if x := st.level(i); x.conns >= x.limit(l.cfg.MaxConnsPerAddr) {
+			return x, false
+		}
 	}
-	st.conns++
+	for i := range 1 + len(st.up) {
+		st.level(i).conns++
+	}
 	return st, true
 }
 
 func (l *addrLimiter) releaseConn(st *addrState) {
 	l.mu.Lock()
-	st.conns--
+	for i := range 1 + len(st.up) {
+		st.level(i).conns--
+	}
 	l.mu.Unlock()
 }
 
 // reserveRoom counts one more room (or queue place) held by st, or reports
-// false at MaxRoomsPerAddr.
+// false at MaxRoomsPerAddr (of the address or one of its networks).
 func (l *addrLimiter) reserveRoom(st *addrState) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st.rooms >= l.cfg.MaxRoomsPerAddr {
-		return false
+	for i := range 1 + len(st.up) {
+		if x := st.level(i); x.rooms >= x.limit(l.cfg.MaxRoomsPerAddr) {
+			return false
+		}
 	}
-	st.rooms++
+	for i := range 1 + len(st.up) {
+		st.level(i).rooms++
+	}
 	return true
 }
 
@@ -156,10 +245,14 @@ func (l *addrLimiter) moveRoom(old, new *addrState) {
 	}
 	l.mu.Lock()
 	if old != nil {
-		old.rooms--
+		for i := range 1 + len(old.up) {
+			old.level(i).rooms--
+		}
 	}
 	if new != nil {
-		new.rooms++
+		for i := range 1 + len(new.up) {
+			new.level(i).rooms++
+		}
 	}
 	l.mu.Unlock()
 }
@@ -170,58 +263,81 @@ func (l *addrLimiter) moveRoom(old, new *addrState) {
 // (1 s with the defaults).
 const maxMsgDelay = 2 * time.Second
 
-// reserveMsg takes one token from the address's message bucket, going
-// into debt if it must, and returns how long the message has to wait for
-// it. ok is false when that is longer than maxMsgDelay; the token is then
-// given back and the message must be dropped.
+// reserveMsg takes one token from the message bucket of the address and
+// of each of its networks, going into debt if it must, and returns how
+// long the message has to wait for them. ok is false when that is longer
+// than maxMsgDelay; the tokens are then given back and the message must be
+// dropped.
 func (l *addrLimiter) reserveMsg(st *addrState) (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := &st.msgs
-	b.refill(l.now())
-	b.tokens--
-	if b.tokens >= 0 {
-		return 0, true
+	now := l.now()
+	for i := range 1 + len(st.up) {
+		b := &st.level(i).msgs
+		b.refill(now)
+		b.tokens--
+		if b.tokens < 0 {
+			wait = max(wait, time.Duration(-b.tokens/b.rate*float64(time.Second)))
+		}
 	}
-	wait = time.Duration(-b.tokens / b.rate * float64(time.Second))
 	if wait > maxMsgDelay {
-		b.tokens++
+		for i := range 1 + len(st.up) {
+			st.level(i).msgs.tokens++
+		}
 		return wait, false
 	}
 	return wait, true
 }
 
 // canGuess reports whether the address may make a join that could miss,
-// and if not, how long until it may.
+// and if not, how long until it may (its own budget and its networks').
 func (l *addrLimiter) canGuess(st *addrState) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return st.joins.peek(l.now())
+	now := l.now()
+	ok, wait := true, time.Duration(0)
+	for i := range 1 + len(st.up) {
+		if o, w := st.level(i).joins.peek(now); !o {
+			ok, wait = false, max(wait, w)
+		}
+	}
+	return ok, wait
 }
 
-// missed takes one token from the address's failed-join bucket.
+// missed takes one token from the failed-join bucket of the address and
+// of each of its networks.
 func (l *addrLimiter) missed(st *addrState) {
 	l.mu.Lock()
-	st.joins.allow(l.now())
+	now := l.now()
+	for i := range 1 + len(st.up) {
+		st.level(i).joins.allow(now)
+	}
 	l.mu.Unlock()
 }
 
 // beginHandshake counts a TCP connection from key that has not yet become a
-// WebSocket or relay stream, or reports false at MaxHandshakesPerAddr.
+// WebSocket or relay stream, or reports false at MaxHandshakesPerAddr (of
+// the address or one of its networks, whose state is then returned).
 func (l *addrLimiter) beginHandshake(key netip.Addr) (*addrState, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.get(key)
-	if st.handshakes >= l.cfg.MaxHandshakesPerAddr {
-		return st, false
+	for i := range 1 + len(st.up) {
+		if x := st.level(i); x.handshakes >= x.limit(l.cfg.MaxHandshakesPerAddr) {
+			return x, false
+		}
 	}
-	st.handshakes++
+	for i := range 1 + len(st.up) {
+		st.level(i).handshakes++
+	}
 	return st, true
 }
 
 func (l *addrLimiter) endHandshake(st *addrState) {
 	l.mu.Lock()
-	st.handshakes--
+	for i := range 1 + len(st.up) {
+		st.level(i).handshakes--
+	}
 	l.mu.Unlock()
 }
 
@@ -352,7 +468,7 @@ func (l *trackListener) Accept() (net.Conn, error) {
 		if ok {
 			return &trackedConn{Conn: c, s: s, st: st}, nil
 		}
-		e := &signaling.Error{Code: signaling.ErrTooManyHandshakes, Message: fmt.Sprintf("your address has %d connections that have not completed their HTTP handshake; finish or close them first", s.cfg.MaxHandshakesPerAddr)}
+		e := &signaling.Error{Code: signaling.ErrTooManyHandshakes, Message: fmt.Sprintf("%s has %d connections that have not completed their HTTP handshake; finish or close them first", st, st.limit(s.cfg.MaxHandshakesPerAddr))}
 		s.refusal(e.Code, reasonPerAddress)
 		s.log.Debug("signaling: connection refused", "remote", c.RemoteAddr().String(), "code", e.Code)
 		if s.refusing.Add(1) > maxRefusing {

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/subtle"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,7 +36,9 @@ import (
 //	                                                    timeout, client_error or shutdown
 //	ragsync_signal_turn_allocations          gauge      TURN allocations open
 //	ragsync_signal_turn_allocations_total    counter    TURN allocations made
-//	ragsync_signal_turn_refusals_total{reason} counter  TURN requests refused: auth, quota, peer
+//	ragsync_signal_turn_refusals_total{reason} counter  TURN requests refused: auth, quota, peer (a permission
+//	                                                    refused, or a relayed packet to or from the
+//	                                                    server's own addresses dropped)
 type metrics struct {
 	reg *prometheus.Registry
 
@@ -135,7 +139,24 @@ func (s *Server) refusal(code signaling.ErrorCode, reason string) {
 
 // MetricsHandler serves the server's Prometheus metrics (what /metrics
 // serves), for mounting on an address of your own when Config.HideMetrics
-// keeps them off the public one.
+// keeps them off the public one; behind Config.MetricsToken if set.
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{ErrorLog: nil, MaxRequestsInFlight: 4})
+	return bearer(s.cfg.MetricsToken, promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{ErrorLog: nil, MaxRequestsInFlight: 4}))
+}
+
+// bearer guards h with "Authorization: Bearer <token>"; an empty token
+// guards nothing.
+func bearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			writeHTTPError(w, http.StatusUnauthorized, &signaling.Error{Code: signaling.ErrBadToken, Message: "/metrics needs Authorization: Bearer <metrics token>"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

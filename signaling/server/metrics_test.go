@@ -186,3 +186,35 @@ func containsLine(s, line string) bool {
 	}
 	return false
 }
+
+// TestMetricsToken: with Config.MetricsToken, /metrics answers 401
+// without the bearer token (or with a wrong one) and serves with it; a
+// short token is refused.
+func TestMetricsToken(t *testing.T) {
+	const tok = "a metrics token of 32 characters"
+	s, err := New(Config{MetricsToken: tok, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range []string{"", "Bearer wrong", "Bearer " + tok + "x", tok} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		s.ServeHTTP(rec, req)
+		if rec.Code != 401 || strings.Contains(rec.Body.String(), "ragsync_signal_clients") {
+			t.Errorf("Authorization %q: %d %.200s", auth, rec.Code, rec.Body.String())
+		}
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	s.ServeHTTP(rec, req)
+	if rec.Code != 200 || !containsLine(rec.Body.String(), "ragsync_signal_clients 0") {
+		t.Fatalf("with the token: %d %.200s", rec.Code, rec.Body.String())
+	}
+	if _, err := New(Config{MetricsToken: "short"}); err == nil {
+		t.Fatal("a 5-byte metrics token accepted")
+	}
+}

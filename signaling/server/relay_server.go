@@ -112,6 +112,26 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.refuseRelay(w, http.StatusForbidden, &signaling.Error{Code: signaling.ErrBadToken, Message: "missing relay token (Authorization: Bearer <token from paired>)"}, reasonClient)
 		return
 	}
+	pv := r.Header.Get(wire.ProofHeader)
+	if pv == "" {
+		// The first request: answer with a challenge, keeping the
+		// connection for the second.
+		w.Header().Set(wire.ChallengeHeader, s.newChallenge())
+		writeHTTPError(w, http.StatusUnauthorized, &signaling.Error{Code: signaling.ErrBadToken, Message: "the relay needs a proof of possession of the seat key: ask again with " + wire.ProofHeader + ": <challenge>.<proof> for the challenge in " + wire.ChallengeHeader})
+		return
+	}
+	challenge, proof, _ := strings.Cut(pv, ".")
+	perr := s.checkChallenge(challenge)
+	if perr == nil {
+		perr = s.checkProof(signaling.RelayToken(tok), wire.ProofRelay, challenge, proof)
+	}
+	if perr == nil {
+		perr = s.useChallenge(challenge)
+	}
+	if perr != nil {
+		s.refuseRelay(w, http.StatusForbidden, perr, reasonClient)
+		return
+	}
 	j := s.joinRelay(r, r.Context(), tok)
 	if j.st == nil {
 		if j.err != nil {
@@ -171,7 +191,7 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 	as, ok := s.lim.reserveConn(addr)
 	if !ok {
 		s.mu.Unlock()
-		return refused(http.StatusTooManyRequests, &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}, reasonPerAddress)
+		return refused(http.StatusTooManyRequests, &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("%s has its maximum of %d connections; close some first", as, as.limit(s.cfg.MaxConnsPerAddr))}, reasonPerAddress)
 	}
 	rv := s.rendezvous[key]
 	if rv == nil {

@@ -20,8 +20,13 @@ import (
 // stream (browsers). GET /relay?v=1 with a WebSocket upgrade (the Origin
 // check of /ws applies); then:
 //
-//  1. the client sends one text message, {"type":"relay","token":TOKEN},
-//     within Config.HandshakeTimeout;
+//  1. the server sends the text message
+//     {"type":"relay_challenge","challenge":CHALLENGE}, a random nonce of
+//     this connection; the client answers with one text message,
+//     {"type":"relay","token":TOKEN,"proof":PROOF} (PROOF the seat's
+//     proof of possession over CHALLENGE, see relaytoken.go), within
+//     Config.HandshakeTimeout; a token without a matching proof is
+//     refused (bad_token) before it touches the pairing's relay;
 //  2. when the other player has attached too (raw or WebSocket), the
 //     server sends the text message {"type":"relay_attached"}; a refusal
 //     is an error message ({"type":"error","code":...}) followed by a
@@ -66,8 +71,15 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	conn.SetReadLimit(1024)
+	challenge := nonce()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandshakeTimeout)
-	typ, data, err := conn.Read(ctx)
+	hello, _ := json.Marshal(wire.RelayChallenge{Type: "relay_challenge", Challenge: challenge})
+	err = conn.Write(ctx, websocket.MessageText, hello)
+	var typ websocket.MessageType
+	var data []byte
+	if err == nil {
+		typ, data, err = conn.Read(ctx)
+	}
 	cancel()
 	if err != nil {
 		s.relaysRefused.Add(1)
@@ -77,7 +89,11 @@ func (s *Server) handleRelayWS(w http.ResponseWriter, r *http.Request) {
 	}
 	var h relayHello
 	if typ != websocket.MessageText || json.Unmarshal(data, &h) != nil || h.Type != "relay" || h.Token == "" {
-		s.refuseRelayWS(conn, &signaling.Error{Code: signaling.ErrBadToken, Message: `the first message must be {"type":"relay","token":"<token from paired>"}`}, reasonClient)
+		s.refuseRelayWS(conn, &signaling.Error{Code: signaling.ErrBadToken, Message: `the first message must be {"type":"relay","token":"<token from paired>","proof":"<proof>"}`}, reasonClient)
+		return
+	}
+	if perr := s.checkProof(signaling.RelayToken(h.Token), wire.ProofRelay, challenge, h.Proof); perr != nil {
+		s.refuseRelayWS(conn, perr, reasonClient)
 		return
 	}
 	j := s.joinRelay(r, r.Context(), string(h.Token))

@@ -33,6 +33,9 @@ func TestRelayWebSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.CloseNow()
+		if _, data, err := c.Read(ctxT(t)); err != nil || !strings.Contains(string(data), `"type":"relay_challenge"`) {
+			t.Fatalf("first message %q %v, want the challenge", data, err)
+		}
 		if err := c.Write(ctxT(t), websocket.MessageText, []byte(`{"token":1}`)); err != nil {
 			t.Fatal(err)
 		}

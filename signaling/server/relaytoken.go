@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
 // Relay tokens are self-contained: a server verifies one with its secret
@@ -111,4 +113,111 @@ func verifyRelayToken(key []byte, t signaling.RelayToken, now time.Time) (relayC
 		return bad("has expired")
 	}
 	return c, nil
+}
+
+// Proof of possession. A relay token alone takes nothing: paired also
+// gives each seat its key,
+//
+//	key = base64url(HMAC-SHA256(KS, token)), KS = HMAC-SHA256(Config.Secret, "ragsync seat key v1")
+//
+// (so any server with the secret derives it again: a restarted server
+// and the other instances of a deployment accept it), and every use of
+// the token (a relay request, a rejoin) carries a proof made with the key
+// over a challenge of the server (wire.Proof). The raw relay's challenges
+// are stateless, so a retry may reach another connection or instance:
+//
+//	challenge = base64url(issued 8 bytes Unix nanoseconds BE ‖ nonce 16 bytes ‖
+//	            HMAC-SHA256(KC, first 24 bytes)[:16]), KC = HMAC-SHA256(Config.Secret, "ragsync relay challenge v1")
+//
+// valid for relayChallengeTTL and accepted once per process. The
+// WebSocket relay's challenge is a random nonce of its connection, and
+// rejoin's the one in the connection's welcome.
+
+// relayChallengeTTL is how long a raw relay challenge may be answered.
+const relayChallengeTTL = time.Minute
+
+// seatKey returns the seat key of token.
+func (s *Server) seatKey(token string) string {
+	m := hmac.New(sha256.New, s.seatKeyKey)
+	m.Write([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// nonce returns a random base64url string of 16 bytes.
+func nonce() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("signaling: crypto/rand failed: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// newChallenge issues a raw relay challenge.
+func (s *Server) newChallenge() string {
+	var b [40]byte
+	binary.BigEndian.PutUint64(b[:], uint64(s.cfg.Now().UnixNano()))
+	if _, err := rand.Read(b[8:24]); err != nil {
+		panic("signaling: crypto/rand failed: " + err.Error())
+	}
+	m := hmac.New(sha256.New, s.challengeKey)
+	m.Write(b[:24])
+	copy(b[24:], m.Sum(nil)[:16])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// checkChallenge checks a raw relay challenge's signature and age.
+func (s *Server) checkChallenge(c string) *signaling.Error {
+	var b [40]byte
+	if n, err := base64.RawURLEncoding.Decode(b[:], []byte(truncate(c, 64))); err != nil || n != len(b) {
+		return &signaling.Error{Code: signaling.ErrBadToken, Message: "relay challenge is malformed"}
+	}
+	m := hmac.New(sha256.New, s.challengeKey)
+	m.Write(b[:24])
+	if !hmac.Equal(m.Sum(nil)[:16], b[24:]) {
+		return &signaling.Error{Code: signaling.ErrBadToken, Message: "relay challenge was not issued by this server (or its secret changed)"}
+	}
+	age := s.cfg.Now().Sub(time.Unix(0, int64(binary.BigEndian.Uint64(b[:]))))
+	if age > relayChallengeTTL || age < -relayChallengeTTL {
+		return &signaling.Error{Code: signaling.ErrBadToken, Message: fmt.Sprintf("relay challenge is %v old, older than %v; ask again", age.Round(time.Second), relayChallengeTTL)}
+	}
+	return nil
+}
+
+// useChallenge records a raw relay challenge as answered, or reports that
+// it was already: a proof cannot be replayed.
+func (s *Server) useChallenge(c string) *signaling.Error {
+	now := s.cfg.Now()
+	s.chalMu.Lock()
+	defer s.chalMu.Unlock()
+	if s.usedChallenges == nil || len(s.usedChallenges) > 4096 {
+		for k, t := range s.usedChallenges {
+			if now.Sub(t) > 2*relayChallengeTTL {
+				delete(s.usedChallenges, k)
+			}
+		}
+		if s.usedChallenges == nil {
+			s.usedChallenges = make(map[string]time.Time)
+		}
+	}
+	if _, used := s.usedChallenges[c]; used {
+		return &signaling.Error{Code: signaling.ErrBadToken, Message: "relay challenge already answered; ask again"}
+	}
+	s.usedChallenges[c] = now
+	return nil
+}
+
+// checkProof checks token, then that proof is the seat's proof for
+// purpose over challenge.
+func (s *Server) checkProof(token signaling.RelayToken, purpose, challenge, proof string) *signaling.Error {
+	if _, err := verifyRelayToken(s.tokenKey, token, s.cfg.Now()); err != nil {
+		return err
+	}
+	want := wire.Proof(s.seatKey(string(token)), purpose, challenge, string(token))
+	if proof == "" {
+		return &signaling.Error{Code: signaling.ErrBadToken, Message: fmt.Sprintf("%s with relay token %s needs a proof of possession made with the seat key from paired (see the signaling package doc)", purpose, token)}
+	}
+	if !hmac.Equal([]byte(want), []byte(proof)) {
+		return &signaling.Error{Code: signaling.ErrBadToken, Message: fmt.Sprintf("%s with relay token %s: the proof does not match; a token without its seat key takes nothing", purpose, token)}
+	}
+	return nil
 }

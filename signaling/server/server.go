@@ -113,14 +113,35 @@ type Config struct {
 	// one host usually holds a whole /64. Default 64; 128 counts each
 	// address alone.
 	IPv6PrefixLen int
+	// IPv4Prefixes and IPv6Prefixes aggregate the per-address limits
+	// (connections, rooms, handshakes, message rate and burst, failed-join
+	// rate and burst) over the networks an address is in: each entry is a
+	// prefix length and a factor, and all the addresses of one such
+	// prefix together get the per-address limits times the factor. Nil:
+	// IPv4 /24 at 10×, IPv6 /56 at 4× and /48 at 10× (with the defaults, a
+	// /24 or /48 holds at most 1,000 connections and guesses 2 codes/s,
+	// however many addresses it uses). An empty, non-nil slice: no
+	// aggregation. Lengths must be shorter than the address (IPv4 < 32,
+	// IPv6 < IPv6PrefixLen; the IPv6 defaults not shorter are left out);
+	// factors at least 1.
+	//
+	// The trade-off: players behind one carrier-grade NAT already share
+	// one address's limits; an aggregate also makes the neighbouring
+	// addresses of the carrier's pool (a /24), or the customers of a
+	// provider handing out /64s or /56s from one /48, share its limits.
+	// A popular game with many players behind one such network should
+	// raise the factor for it (or drop the aggregate); the refusals are
+	// counted in ragsync_signal_refusals_total{reason="per_address"}.
+	IPv4Prefixes, IPv6Prefixes []PrefixLimit
 	// Secret keys relay tokens and TURN credentials (HMAC-SHA256 and
 	// HMAC-SHA1 of keys derived from it). Servers with the same secret
 	// accept each other's relay tokens, and a restarted server accepts the
 	// ones it issued before. At least 16 bytes. Nil: a random secret for
 	// this Server's lifetime.
 	Secret []byte
-	// CredentialTTL is how long relay tokens and TURN credentials stay
-	// valid after the pairing that issued them. Default 12h.
+	// CredentialTTL is how long relay tokens stay valid after the pairing
+	// that issued them. Default 12h. (TURN credentials have their own,
+	// TURNConfig.CredentialTTL.)
 	CredentialTTL time.Duration
 	// RejoinGrace is how long a paired player's place is kept when its
 	// WebSocket ends without a leave (a dropped connection, a killed
@@ -139,6 +160,11 @@ type Config struct {
 	// address: serve MetricsHandler on a private one instead. False: the
 	// handler serves /metrics.
 	HideMetrics bool
+	// MetricsToken, if not empty, guards the metrics (/metrics and
+	// MetricsHandler): a scrape must send "Authorization: Bearer
+	// <MetricsToken>" (compared in constant time) or gets 401. At least
+	// 16 bytes. Empty: no token.
+	MetricsToken string
 	// Node names this server among several of one deployment: every
 	// metric carries it as the label node, so the servers' series stay
 	// apart when one Prometheus gathers them under one name. Empty: no
@@ -162,6 +188,14 @@ type Config struct {
 	// Now is the clock of the rate limits, relay token and TURN credential
 	// expiry. Nil means time.Now.
 	Now func() time.Time
+}
+
+// PrefixLimit is one network aggregate of the per-address limits
+// (Config.IPv4Prefixes, Config.IPv6Prefixes): the addresses in one prefix
+// of length Bits together get the per-address limits times Factor.
+type PrefixLimit struct {
+	Bits   int
+	Factor float64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -229,6 +263,30 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxMessageBytes < 256 {
 		return c, fmt.Errorf("signaling: invalid config: MaxMessageBytes %d is below 256", c.MaxMessageBytes)
 	}
+	if c.IPv4Prefixes == nil {
+		c.IPv4Prefixes = []PrefixLimit{{Bits: 24, Factor: 10}}
+	}
+	if c.IPv6Prefixes == nil {
+		c.IPv6Prefixes = []PrefixLimit{}
+		for _, p := range []PrefixLimit{{Bits: 56, Factor: 4}, {Bits: 48, Factor: 10}} {
+			if p.Bits < c.IPv6PrefixLen {
+				c.IPv6Prefixes = append(c.IPv6Prefixes, p)
+			}
+		}
+	}
+	for _, p := range c.IPv4Prefixes {
+		if p.Bits < 0 || p.Bits >= 32 || !(p.Factor >= 1) {
+			return c, fmt.Errorf("signaling: invalid config: IPv4 prefix limit %+v: want 0 ≤ Bits < 32 and Factor ≥ 1", p)
+		}
+	}
+	for _, p := range c.IPv6Prefixes {
+		if p.Bits < 0 || p.Bits >= c.IPv6PrefixLen || !(p.Factor >= 1) {
+			return c, fmt.Errorf("signaling: invalid config: IPv6 prefix limit %+v: want 0 ≤ Bits < IPv6PrefixLen (%d) and Factor ≥ 1", p, c.IPv6PrefixLen)
+		}
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		return c, fmt.Errorf("signaling: invalid config: MetricsToken is %d bytes, want at least 16", len(c.MetricsToken))
+	}
 	if c.IPv6PrefixLen > 128 {
 		return c, fmt.Errorf("signaling: invalid config: IPv6PrefixLen %d is over 128", c.IPv6PrefixLen)
 	}
@@ -286,8 +344,13 @@ type Server struct {
 	met *metrics
 	trn *turnServer // nil without TURN
 
-	instance uint64 // this process's id in relay tokens
-	tokenKey []byte // relay token HMAC key
+	instance     uint64 // this process's id in relay tokens
+	tokenKey     []byte // relay token HMAC key
+	seatKeyKey   []byte // derives seat keys from relay tokens
+	challengeKey []byte // signs raw relay challenges
+
+	chalMu         sync.Mutex
+	usedChallenges map[string]time.Time // raw relay challenges answered, for relayChallengeTTL
 
 	mu         sync.Mutex
 	clients    map[*client]struct{}
@@ -326,6 +389,9 @@ type room struct {
 	// connection ended (players[i] is then nil); expire ends it.
 	away   [2]bool
 	expire [2]*time.Timer
+	// cands are each player's candidate addresses in this pairing, the
+	// peers the other player's TURN allocations may reach.
+	cands [2][]netip.AddrPort
 }
 
 // full reports whether the room has no place for a new player.
@@ -348,6 +414,8 @@ func New(cfg Config) (*Server, error) {
 		log:        cfg.Logger,
 		instance:   randUint64(),
 		tokenKey:   deriveKey(cfg.Secret, "ragsync relay token v1"),
+		seatKeyKey:   deriveKey(cfg.Secret, "ragsync seat key v1"),
+		challengeKey: deriveKey(cfg.Secret, "ragsync relay challenge v1"),
 		clients:    make(map[*client]struct{}),
 		rooms:      make(map[signaling.RoomCode]*room),
 		rendezvous: make(map[relayKey]*relayRendezvous),
@@ -557,7 +625,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	} else if oe := s.checkOrigin(r); oe != nil {
 		refuse, status = oe, websocket.StatusPolicyViolation
 	} else if st, ok := s.lim.reserveConn(addr); !ok {
-		refuse = &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("your address %s has its maximum of %d connections; close some first", addr, s.cfg.MaxConnsPerAddr)}
+		refuse = &signaling.Error{Code: signaling.ErrTooManyConns, Message: fmt.Sprintf("%s has its maximum of %d connections; close some first", st, st.limit(s.cfg.MaxConnsPerAddr))}
 		status = websocket.StatusPolicyViolation
 	} else if len(s.clients)+s.reserved >= s.cfg.MaxConns {
 		s.lim.releaseConn(st)
@@ -643,7 +711,9 @@ func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
 	case signaling.TypeLeave:
 		s.handleLeave(c)
 	case signaling.TypeRejoin:
-		s.handleRejoin(c, m.Token)
+		s.handleRejoin(c, m.Token, m.Proof)
+	case signaling.TypeICEServers:
+		s.handleICEServers(c)
 	case signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
 		s.handleSignal(c, m)
 	}
@@ -674,7 +744,7 @@ func (s *Server) roomQuota(c *client, ref signaling.MsgType) bool {
 	if s.lim.reserveRoom(c.addr) {
 		return true
 	}
-	c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places; leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
+	c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyRooms, Message: fmt.Sprintf("your address holds its maximum of %d rooms and quick-match places (or its network holds its share); leave one first", s.cfg.MaxRoomsPerAddr), Ref: ref}, reasonPerAddress)
 	return false
 }
 
@@ -732,7 +802,7 @@ func (s *Server) handleJoin(c *client, code signaling.RoomCode, create bool, off
 	// each costs a token of the address's failed-join bucket, and with
 	// none left the room is not even looked up.
 	if ok, wait := s.lim.canGuess(c.addr); !ok {
-		c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyFailedJoins, Message: fmt.Sprintf("your address made too many joins that found no room, or a full one (%d, then one per %.3gs); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: signaling.TypeJoin}, reasonPerAddress)
+		c.sendLimit(&signaling.Error{Code: signaling.ErrTooManyFailedJoins, Message: fmt.Sprintf("your address (or its network) made too many joins that found no room, or a full one (%d, then one per %.3gs per address); try again in %v", s.cfg.FailedJoinBurst, 1/s.cfg.FailedJoinRate, wait.Round(100*time.Millisecond)), Ref: signaling.TypeJoin}, reasonPerAddress)
 		return
 	}
 	r := s.rooms[code]
@@ -812,6 +882,9 @@ func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
 // and tells both players. t0 is when the request that completed it was
 // read. Called with s.mu held.
 func (s *Server) pair(r *room, t0 time.Time) {
+	if r.pairing == 0 {
+		r.cands = [2][]netip.AddrPort{}
+	}
 	for r.pairing == 0 {
 		r.pairing = randUint64()
 	}
@@ -828,16 +901,17 @@ func (s *Server) pair(r *room, t0 time.Time) {
 		if i == 1 {
 			role = signaling.RoleAnswerer
 		}
-		m := &signaling.Message{Type: signaling.TypePaired, Room: r.code, Role: role,
-			Token: mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})}
+		tok := mintRelayToken(s.tokenKey, relayClaims{instance: r.instance, pairing: r.pairing, room: r.code, side: i, expiry: expiry})
+		m := &signaling.Message{Type: signaling.TypePaired, Room: r.code, Role: role, Token: tok, Key: s.seatKey(string(tok))}
 		if s.trn != nil {
-			m.ICE = s.trn.credentials(fmt.Sprintf("%s-%016x-%s", r.code, r.pairing, role), expiry)
+			m.ICE = s.trn.credentials(turnUserID(r.code, r.pairing, i), s.cfg.Now().Add(s.trn.ttl))
 		}
 		pl.sendTimed(m, t0)
 	}
 	// The offerer's early offer goes to the answerer right after paired,
 	// as if the offerer had sent it then. Each is used once.
 	if off := r.players[0].offer; off != "" {
+		r.noteCandidates(0, off, nil)
 		r.players[1].send(&signaling.Message{Type: signaling.TypeOffer, SDP: off})
 		s.relayed.Add(1)
 	}
@@ -925,6 +999,7 @@ func (s *Server) handleSignal(c *client, m *signaling.Message) {
 		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: "only the answerer sends answers; you are the offerer", Ref: m.Type})
 		return
 	}
+	r.noteCandidates(idx, m.SDP, m.Candidate)
 	// Re-encode only the fields of this type, so nothing else is forwarded.
 	r.players[1-idx].send(&signaling.Message{Type: m.Type, SDP: m.SDP, Candidate: m.Candidate})
 	s.relayed.Add(1)
@@ -1036,8 +1111,13 @@ func (s *Server) placeExpired(r *room, side int) {
 // made again with the token's code, keeping the other place for
 // RejoinGrace. Once both players are there, both get paired again.
 // Called with s.mu held.
-func (s *Server) handleRejoin(c *client, tok signaling.RelayToken) {
+func (s *Server) handleRejoin(c *client, tok signaling.RelayToken, proof string) {
 	if s.busy(c, signaling.TypeRejoin) {
+		return
+	}
+	if perr := s.checkProof(tok, wire.ProofRejoin, c.challenge, proof); perr != nil {
+		perr.Ref = signaling.TypeRejoin
+		c.sendError(perr)
 		return
 	}
 	cl, terr := verifyRelayToken(s.tokenKey, tok, s.cfg.Now())

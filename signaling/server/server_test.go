@@ -80,7 +80,7 @@ func TestPairByRoomCode(t *testing.T) {
 	if pa.Role != signaling.RoleOfferer || pb.Role != signaling.RoleAnswerer {
 		t.Fatalf("roles %v %v", pa.Role, pb.Role)
 	}
-	if pa.Token == "" || pb.Token == "" || pa.Token == pb.Token || len(pa.Token) != relayTokenLen {
+	if pa.Token == "" || pb.Token == "" || pa.Token == pb.Token || len(wireToken(pa.Token)) != relayTokenLen || !strings.Contains(string(pa.Token), ".") {
 		t.Fatalf("tokens %q %q", pa.Token, pb.Token)
 	}
 	if pa.ICEServers != nil {

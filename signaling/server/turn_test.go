@@ -85,7 +85,7 @@ func TestTURNRelaysWebRTC(t *testing.T) {
 		}
 		exp, id, _ := strings.Cut(p.ICEServers[0].Username, ":")
 		sec, err := strconv.ParseInt(exp, 10, 64)
-		if err != nil || time.Until(time.Unix(sec, 0)) < 11*time.Hour || !strings.HasPrefix(id, string(p.Room)) {
+		if left := time.Until(time.Unix(sec, 0)); err != nil || left < 4*time.Minute || left > 5*time.Minute+time.Second || !strings.HasPrefix(id, string(p.Room)) {
 			t.Fatalf("username %q", p.ICEServers[0].Username)
 		}
 	}
@@ -191,48 +191,36 @@ func gathered(t *testing.T, pc *webrtc.PeerConnection, d webrtc.SessionDescripti
 	return pc.LocalDescription().SDP
 }
 
-func TestTURNCredentialsAndPeers(t *testing.T) {
+func TestTURNCredentialsAndConfig(t *testing.T) {
 	leaktest.Check(t)
 	clk := newFakeClock()
 	s, err := New(Config{Logger: testLogger(t), Now: clk.Now, TURN: &TURNConfig{
 		ListenUDP: "127.0.0.1:0", RelayIP: netip.MustParseAddr("127.0.0.1"), RelayBind: netip.MustParseAddr("127.0.0.1"),
-		AllowPeers: []netip.Prefix{netip.MustParsePrefix("127.9.0.0/16")},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(context.Background())
 	tr := s.trn
-	ice := tr.credentials("ROOM22-1-offerer", clk.Now().Add(time.Hour))
+	id := turnUserID("RXXM22", 1, 0)
+	ice := tr.credentials(id, clk.Now().Add(time.Hour))
 	if len(ice) != 2 || len(ice[0].URLs) != 1 || !strings.HasSuffix(ice[0].URLs[0], "?transport=udp") {
 		t.Fatalf("%+v", ice)
 	}
 	user, pass := ice[0].Username, ice[0].Credential
 	ra := &turn.RequestAttributes{Username: user, Realm: "ragsync"}
-	id, key, ok := tr.auth(ra)
-	if !ok || id != user || string(key) != string(turn.GenerateAuthKey(user, "ragsync", pass)) {
-		t.Fatalf("valid credentials refused: %v", ok)
+	uid, key, ok := tr.auth(ra)
+	if !ok || uid != id || string(key) != string(turn.GenerateAuthKey(user, "ragsync", pass)) {
+		t.Fatalf("valid credentials refused: %v %q", ok, uid)
 	}
-	for _, u := range []string{"", "abc", "abc:def", strconv.FormatInt(clk.Now().Unix(), 10) + ":x", ":x"} {
+	for _, u := range []string{"", "abc", "abc:def", strconv.FormatInt(clk.Now().Unix(), 10) + ":" + id, ":x", "99999999999:RXXM22-1-offerer"} {
 		if _, _, ok := tr.auth(&turn.RequestAttributes{Username: u, Realm: "ragsync"}); ok {
 			t.Errorf("username %q accepted", u)
 		}
 	}
 	clk.advance(time.Hour)
 	if _, _, ok := tr.auth(ra); ok {
-		t.Error("expired credentials accepted")
-	}
-	// Only the permission is asked: nothing is sent to these addresses.
-	// Private, link-local and other special ranges are refused unless
-	// AllowPeers opens them (here a loopback range).
-	for ip, want := range map[string]bool{
-		"127.0.0.1": true, "127.9.1.2": true, "198.51.100.7": true, "2001:db8::1": true,
-		"127.0.0.2": false, "10.0.0.1": false, "192.168.1.1": false, "169.254.1.1": false,
-		"100.64.0.1": false, "0.0.0.0": false, "224.0.0.1": false, "::1": false, "fd00::1": false, "fe80::1": false,
-	} {
-		if got := tr.permit(nil, net.ParseIP(ip)); got != want {
-			t.Errorf("peer %s allowed = %v, want %v", ip, got, want)
-		}
+		t.Error("expired credentials of no current pairing accepted")
 	}
 	for _, cfg := range []TURNConfig{
 		{},
@@ -241,9 +229,32 @@ func TestTURNCredentialsAndPeers(t *testing.T) {
 		{ListenUDP: ":0", RelayIP: netip.MustParseAddr("127.0.0.1"), MinPort: 5},
 		{ListenUDP: ":0", RelayIP: netip.MustParseAddr("127.0.0.1"), RelayBind: netip.MustParseAddr("::1")},
 		{ListenUDP: ":0", RelayIP: netip.MustParseAddr("127.0.0.1"), URLs: []string{"http://x"}},
+		{ListenUDP: ":0", RelayIP: netip.MustParseAddr("127.0.0.1"), CredentialTTL: -time.Second},
 	} {
 		if _, err := New(Config{TURN: &cfg}); err == nil {
 			t.Errorf("TURN config %+v accepted", cfg)
+		}
+	}
+}
+
+func TestCandidateAddr(t *testing.T) {
+	for line, want := range map[string]string{
+		"candidate:1 1 udp 2130706431 198.51.100.7 5000 typ host":                      "198.51.100.7:5000",
+		"a=candidate:2 1 udp 1 2001:db8::1 9 typ relay raddr 0.0.0.0 rport 0\r\n":      "[2001:db8::1]:9",
+		"candidate:3 1 tcp 1 ::ffff:203.0.113.1 443 typ srflx":                         "203.0.113.1:443",
+		"candidate:4 1 udp 1 1f0e2f7c-0a4b-4b5e-9d6c-0d7c1c5c7b1a.local 5000 typ host": "",
+		"candidate:5 1 udp 1 198.51.100.7 70000 typ host":                              "",
+		"198.51.100.7 5000": "",
+		"candidate:6 1 udp 1 198.51.100.7 5000 type host": "",
+	} {
+		ap, ok := candidateAddr(line)
+		if got := ""; ok {
+			got = ap.String()
+			if got != want {
+				t.Errorf("%q: %s, want %q", line, got, want)
+			}
+		} else if want != "" {
+			t.Errorf("%q: not parsed, want %s", line, want)
 		}
 	}
 }
