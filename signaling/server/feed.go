@@ -223,6 +223,7 @@ func (s *Server) handleFeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.lim.releaseConn(as)
+	establishedConn(r) // counted as a connection of its address from here
 	s.mu.Lock()
 	rm := s.rooms[code]
 	isPlayer := false
