@@ -1,0 +1,161 @@
+package game
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/testwait"
+	"github.com/ragsync/ragsync/p2p"
+	"github.com/ragsync/ragsync/physics"
+	"github.com/ragsync/ragsync/signaling/server"
+)
+
+// botApp runs a -bot match (two players in this process, through srv)
+// until both play, and returns it.
+func botApp(t *testing.T, url string, extra ...string) *App {
+	t.Helper()
+	args := append([]string{"-headless", "-bot", "-signal", url, "-round", "20s"}, extra...)
+	cfg, err := ParseFlags(args, new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Headless, cfg.TrustSignal = true, true
+	app := NewApp(cfg, slog.New(slog.DiscardHandler))
+	ctx := testwait.Context(t)
+	for !(app.Local() != nil && app.Bot() != nil && app.Local().Synced() && app.Bot().Synced() &&
+		app.Local().FeedSent() > 0 && app.Bot().FeedSent() > 0) {
+		if app.Setup() == SetupFailed || ctx.Err() != nil {
+			app.Close()
+			t.Fatalf("no match: %v %v", app.Err(), ctx.Err())
+		}
+		app.Update(Controls{})
+		time.Sleep(physics.TickDuration)
+	}
+	return app
+}
+
+// sent is the bytes both players sent so far (the sessions' own counters
+// and the feed uploads) and the ticks they ran.
+func sent(a *App) (bytes, ticks uint64) {
+	for _, p := range []*Player{a.Local(), a.Bot()} {
+		st := p.Session().Stats()
+		for _, l := range []*p2p.LinkStats{&st.WebRTC, &st.TCP} {
+			bytes += l.TxBytes
+		}
+		bytes += p.FeedSent()
+		ticks += p.Match().Stats().Ticks
+	}
+	return
+}
+
+// play runs n ticks of the app (and of the watchers) at 60 Hz.
+func play(a *App, n int, ws []*Watcher) {
+	for range n {
+		a.Update(Controls{})
+		for _, w := range ws {
+			w.Update()
+		}
+		time.Sleep(physics.TickDuration)
+	}
+}
+
+// TestSpectatorsDoNotGrowUpload: 100 spectators watch a bot match through
+// the server's feed; the players' bytes sent per tick of the match (their
+// sessions' and feed uploads' own counters) stay within 5 % of the same
+// match's without spectators, and every spectator sees both fighters.
+func TestSpectatorsDoNotGrowUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real-time match on loopback")
+	}
+	leaktest.Check(t)
+	srv, err := server.Start("127.0.0.1:0", server.Config{MaxConnsPerAddr: 1000, MaxHandshakesPerAddr: 1000, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	app := botApp(t, srv.URL())
+	defer app.Close()
+	const window = 300 // ticks: 5 s
+	b0, t0 := sent(app)
+	play(app, window, nil)
+	b1, t1 := sent(app)
+	alone := float64(b1-b0) / float64(t1-t0)
+
+	ws := make([]*Watcher, 100)
+	for i := range ws {
+		if ws[i], err = NewSpectate(srv.URL(), app.Local().Room(), ""); err != nil {
+			t.Fatal(err)
+		}
+		defer ws[i].Close()
+	}
+	for app.Local().Watchers() < len(ws) {
+		play(app, 10, ws)
+	}
+	b2, t2 := sent(app)
+	play(app, window, ws)
+	b3, t3 := sent(app)
+	watched := float64(b3-b2) / float64(t3-t2)
+	change := watched/alone - 1
+	t.Logf("FIGURE players' bytes sent per match tick: %.1f without spectators, %.1f with %d (%+.2f %%); feed upload %d bytes over both windows",
+		alone, watched, len(ws), 100*change, app.Local().FeedSent()+app.Bot().FeedSent())
+	if math.Abs(change) > 0.05 {
+		t.Errorf("the players' upload changed by %.1f %% with %d spectators", 100*change, len(ws))
+	}
+	for i, w := range ws {
+		st := w.States()
+		if st[0] == 0 || st[1] == 0 || w.Err() != nil {
+			t.Errorf("spectator %d: states %v, err %v", i, st, w.Err())
+		}
+		if v := w.View(); !v.Seen[0] || !v.Seen[1] {
+			t.Errorf("spectator %d does not show both fighters: %+v", i, v.Seen)
+		}
+	}
+}
+
+// TestRecordReplayRoundTrip: a bot match recorded (-record), replayed
+// headless, gives the players' own final HP, KOs and hits.
+func TestRecordReplayRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real-time match on loopback")
+	}
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "match.rsrp")
+	app := botApp(t, srv.URL(), "-record", file)
+	play(app, 600, nil)
+	sums := app.Summaries()
+	app.Close()
+
+	cfg, err := ParseFlags([]string{"-headless", "-replay", file, "-json"}, new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := RunHeadless(context.Background(), cfg, &out, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	i := bytes.IndexByte(out.Bytes(), '{')
+	var rep WatchReport
+	if i < 0 || json.Unmarshal(out.Bytes()[i:], &rep) != nil {
+		t.Fatalf("no JSON report:\n%s", out.String())
+	}
+	w := rep.Watch
+	t.Logf("FIGURE replay of %.1f s: %v states, HP %v, KOs %v, hits dealt %v taken %v", w.Seconds, w.SpectatedStates, w.HP, w.KOs, w.HitsDealt, w.HitsTaken)
+	for _, s := range sums {
+		k := s.PeerID - 1
+		if s.HP != w.HP[k] || s.KOs != w.KOs[k] || s.HitsDealt != w.HitsDealt[k] || s.HitsTaken != w.HitsTaken[k] || s.Damage != w.Damage[k] {
+			t.Errorf("side %d: player says HP %d KOs %d dealt %d taken %d damage %d; replay HP %d KOs %d dealt %d taken %d damage %d",
+				k+1, s.HP, s.KOs, s.HitsDealt, s.HitsTaken, s.Damage, w.HP[k], w.KOs[k], w.HitsDealt[k], w.HitsTaken[k], w.Damage[k])
+		}
+	}
+}
