@@ -71,8 +71,9 @@ type PlayerConfig struct {
 	// Impair, if set, delays/drops what this player sends (netsim pipe).
 	Impair *netsim.Config
 	Seed   uint64
-	// Bot: a physics.Bot drives the fighter (and asks for rematches).
-	Bot          bool
+	// Bot: a bot of that level drives the fighter (and asks for
+	// rematches); BotOff, the zero value: Controls.Fighter does.
+	Bot          BotLevel
 	RoundLength  time.Duration
 	Countdown    time.Duration
 	RematchDelay time.Duration // bots ask for a rematch this long after a result; zero: 3 s
@@ -135,24 +136,25 @@ type Player struct {
 	match  *ragsync.Match
 	rules  *Rules
 	diag   *Diag
-	bot    *physics.Bot
+	bot    *levelBot
 	me     ownership.PeerID
 	fid    physics.ObjectID // own fighter
 	rid    physics.ObjectID // the rival's fighter
 	now    clocksync.GameTime
 	synced bool
 
-	connectedAt time.Time
-	results     []Result
-	msgBuf      []byte
-	lastEvent   string
-	events      uint64
-	timeline    []TimelineEvent // the session's events, for the summary
-	feed        *feedConn       // the spectator feed upload (nil without)
-	feedBuf     []byte
-	kos         int // knock-outs of this player's fighter
-	wasKO       bool
-	closers     sync.WaitGroup  // sessions closing in the background
+	connectedAt  time.Time
+	silentWarned bool // warned that the rival sends no states (see RivalSilent)
+	results      []Result
+	msgBuf       []byte
+	lastEvent    string
+	events       uint64
+	timeline     []TimelineEvent // the session's events, for the summary
+	feed         *feedConn // the spectator feed upload (nil without)
+	feedBuf      []byte
+	kos          int // knock-outs of this player's fighter
+	wasKO        bool
+	closers      sync.WaitGroup // sessions closing in the background
 }
 
 // NewPlayer returns a player; call Start to begin pairing.
@@ -335,7 +337,7 @@ func (p *Player) attach(s *p2p.Session) error {
 	}
 	p.me, p.fid, p.rid = me, m.Fighter().ID(), m.Rival().ID()
 	p.diag = newDiag(p.rid)
-	p.bot = physics.NewBot(p.cfg.Seed + uint64(me))
+	p.bot = newLevelBot(p.cfg.Bot, p.cfg.Seed+uint64(me))
 	p.status, p.err = StatusConnected, nil
 	p.kos, p.wasKO = 0, false
 	if p.cfg.Feed && s.Room() != "" {
@@ -345,6 +347,7 @@ func (p *Player) attach(s *p2p.Session) error {
 	if p.cfg.Rec != nil && p.cfg.Rec.side == 0 && !p.cfg.RecOwn {
 		p.cfg.Rec.side = uint8(me)
 	}
+	p.silentWarned = false
 	p.connectedAt = p.cfg.Now()
 	p.results = nil
 	st := s.Stats()
@@ -500,7 +503,7 @@ func (p *Player) tick(c Controls) {
 	now, ok := p.sess.GameTime()
 	f := p.arena.world.Fighter(p.fid)
 	in := c.Fighter
-	if p.cfg.Bot {
+	if p.cfg.Bot != BotOff {
 		in = p.bot.Input(p.arena.world, p.fid, p.rid)
 	}
 	if !ok || !p.rules.CanFight(now) || f.Action() == physics.ActionKO {
@@ -533,7 +536,7 @@ func (p *Player) tick(c Controls) {
 		p.log.Info("round over", "result", res.String())
 	}
 	if res, ok := p.rules.Result(); ok && !p.rules.WantsRematch() {
-		if c.Confirm || (p.cfg.Bot && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
+		if c.Confirm || (p.cfg.Bot != BotOff && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
 			p.rules.Rematch()
 			p.log.Info("rematch asked", "after", res.String())
 		}
@@ -545,6 +548,15 @@ func (p *Player) tick(c Controls) {
 		p.msgBuf = msg[:0]
 	}
 	p.diag.tickUpdate(p.match, p.sess, p.now, p.cfg.Now(), &p.link.seqs)
+	switch silent := p.diag.StatesSilent(); {
+	case p.diag.RivalSilent() && !p.silentWarned:
+		p.silentWarned = true
+		p.log.Warn("the rival sends no game states: its fighter stays frozen (another game, or a client that only pings?)",
+			"for", silent.Round(time.Millisecond), "states_received", p.match.Stats().Replicator.PacketsIn)
+	case !p.diag.RivalSilent() && p.silentWarned:
+		p.silentWarned = false
+		p.log.Info("the rival's game states arrive again")
+	}
 	if ko := f.Action() == physics.ActionKO; ko != p.wasKO {
 		p.wasKO = ko
 		if ko {
@@ -599,6 +611,10 @@ func (p *Player) Watchers() int {
 	}
 	return int(p.feed.watchers.Load())
 }
+
+// RivalSilent reports whether a paired rival has sent no state packets
+// for SilentRivalAfter (the session may still be alive: its pings come).
+func (p *Player) RivalSilent() bool { return p.silentWarned }
 
 // Accessors for drawing and the HUD (read-only, from the game loop).
 
