@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,5 +201,51 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 			t.Errorf("side %d: player says HP %d KOs %d dealt %d taken %d damage %d; replay HP %d KOs %d dealt %d taken %d damage %d",
 				k+1, s.HP, s.KOs, s.HitsDealt, s.HitsTaken, s.Damage, w.HP[k], w.KOs[k], w.HitsDealt[k], w.HitsTaken[k], w.Damage[k])
 		}
+	}
+}
+
+// TestNoSpectators: a player started with -no-spectators has the server
+// refuse spectators for its room.
+func TestNoSpectators(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real-time match on loopback")
+	}
+	srv, err := server.Start("127.0.0.1:0", server.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	app := botApp(t, srv.URL(), "-no-spectators")
+	defer app.Close()
+	w, err := NewSpectate(srv.URL(), app.Local().Room(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx := testwait.Context(t)
+	for w.Err() == nil && ctx.Err() == nil {
+		play(app, 5, nil)
+		w.Update()
+	}
+	if err := w.Err(); err == nil || !strings.Contains(err.Error(), "no_spectators") {
+		t.Fatalf("spectator: %v, want no_spectators", err)
+	}
+	if st := w.States(); st[0]+st[1] != 0 {
+		t.Fatalf("a refused spectator got %v states", st)
+	}
+}
+
+func TestFeedURL(t *testing.T) {
+	for _, tc := range []struct{ signal, want string }{
+		{"http://127.0.0.1:8080", "ws://127.0.0.1:8080/feed?room=ABCDEF&side=2&v=1"},
+		{"https://example.org/ws", "wss://example.org/feed?room=ABCDEF&side=2&v=1"},
+	} {
+		got, err := feedURL(tc.signal, "ABCDEF", 2)
+		if err != nil || got != tc.want {
+			t.Errorf("feedURL(%q) = %q, %v; want %q", tc.signal, got, err, tc.want)
+		}
+	}
+	if _, err := feedURL("ftp://x", "ABCDEF", 0); err == nil {
+		t.Error("feedURL accepted ftp")
 	}
 }
