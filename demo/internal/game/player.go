@@ -150,7 +150,7 @@ type Player struct {
 	lastEvent    string
 	events       uint64
 	timeline     []TimelineEvent // the session's events, for the summary
-	feed         *feedConn // the spectator feed upload (nil without)
+	feed         *feedConn       // the spectator feed upload (nil without)
 	feedBuf      []byte
 	kos          int // knock-outs of this player's fighter
 	wasKO        bool
