@@ -17,7 +17,8 @@ import (
 // TestSpectateAndReplay: two headless demos play in a room, each
 // recording (-record); a third watches them (-headless -spectate CODE
 // -duration 10s -json) and reports the states it got of each fighter.
-// Then each recording, replayed headless (-replay FILE -json), gives its
+// The spectator records too (-record). Then each recording, replayed
+// headless (-replay FILE -json), gives its
 // recorder's own final HP, KOs and hits.
 func TestSpectateAndReplay(t *testing.T) {
 	bin := demoBinary(t)
@@ -35,7 +36,7 @@ func TestSpectateAndReplay(t *testing.T) {
 	a, b := player("a"), player("b")
 	a.WaitLog(t, 0, "playing")
 	spec := exec.CommandContext(testwait.Context(t), bin, "-headless", "-json", "-signal", srv.URL(), "-spectate", room,
-		"-duration", "10s", "-connect-timeout", "60s")
+		"-duration", "10s", "-connect-timeout", "60s", "-record", filepath.Join(dir, "spectator.rsrp"))
 	out, err := spec.Output()
 	t.Logf("spectator:\n%s", out)
 	if err != nil {
@@ -44,6 +45,13 @@ func TestSpectateAndReplay(t *testing.T) {
 	w := watchReport(t, string(out))
 	if w.SpectatedStates[0] < 60 || w.SpectatedStates[1] < 60 || w.Rejected != 0 {
 		t.Errorf("spectated states %v, rejected %d", w.SpectatedStates, w.Rejected)
+	}
+	out, err = exec.CommandContext(testwait.Context(t), bin, "-headless", "-json", "-replay", filepath.Join(dir, "spectator.rsrp")).Output()
+	if err != nil {
+		t.Fatalf("replay of the spectator's recording: %v\n%s", err, out)
+	}
+	if r := watchReport(t, string(out)); r.SpectatedStates[0] < w.SpectatedStates[0]/2 || r.SpectatedStates[1] < w.SpectatedStates[1]/2 || r.Rejected != 0 {
+		t.Errorf("the spectator's recording replays %v states (%d rejected); it saw %v", r.SpectatedStates, r.Rejected, w.SpectatedStates)
 	}
 	sums := map[string]game.Summary{"a": a.Summary(t), "b": b.Summary(t)}
 	for name, s := range sums {
