@@ -6,7 +6,7 @@
 // browser and the relay over a WebSocket. The page (package webdist)
 // passes the query's parameters as the demo's flags: ?room=CODE,
 // ?room=new, ?bot=1, ?autoplay=1, ?hud=1 work as -room, -bot, -autoplay
-// and -hud do. Logs, and a JSON summary of each player every 5 s, go to
+// and -hud do, and ?spectate=CODE watches room CODE's match (-spectate). Logs, and a JSON summary of each player every 5 s, go to
 // the browser's console.
 package main
 

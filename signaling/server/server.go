@@ -372,6 +372,8 @@ type Server struct {
 	relaysTotal, relayBytes, relaysRefused, conns atomic.Uint64
 	idleTimeouts, limitViolations, rateLimited    atomic.Uint64
 	delayed                                       atomic.Uint64 // messages held back by their address's rate
+
+	feeds feedHub // the spectator feed (feed.go)
 }
 
 type room struct {
@@ -432,6 +434,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/ws", s.handleWS)
 	s.mux.HandleFunc("/relay", s.handleRelay)
+	s.mux.HandleFunc("/feed", s.handleFeed)
 	s.mux.HandleFunc("/healthz", s.handleHealth)
 	if !cfg.HideMetrics {
 		s.mux.Handle("/metrics", s.MetricsHandler())

@@ -71,6 +71,7 @@ type App struct {
 	// summaryAt is when the players' summaries were last logged
 	// (Config.LogSummaries).
 	summaryAt time.Time
+	rec       *recorder // -record, shared by the players of this process
 }
 
 // LogEvery is the interval of the summary lines in the log.
@@ -137,8 +138,12 @@ func (a *App) findServer(ctx context.Context) setupResult {
 
 func (a *App) playerConfig(name string, room string, seed uint64, bot BotLevel) PlayerConfig {
 	imp, _ := a.cfg.impairment()
+	if a.cfg.Record != "" && a.rec == nil {
+		a.rec = newRecorder(a.cfg.Record)
+	}
 	return PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
-		Bot: bot, RoundLength: a.cfg.RoundLength, Log: a.log}
+		Bot: bot, RoundLength: a.cfg.RoundLength, Log: a.log,
+		Feed: true, NoSpectators: a.cfg.NoSpectators, Rec: a.rec, RecOwn: a.cfg.Bot != BotOff}
 }
 
 // Update runs one 60 Hz tick of everything.
@@ -338,6 +343,9 @@ func (a *App) Close() {
 	}
 	if a.bot != nil {
 		a.bot.Close()
+	}
+	if err := a.rec.close(); err != nil {
+		a.log.Error("recording", "err", err)
 	}
 	if a.server != nil {
 		a.server.Close()

@@ -63,6 +63,12 @@ type Config struct {
 	HUD, Ghost bool
 	// ConnectTimeout bounds pairing in headless mode.
 	ConnectTimeout time.Duration
+	// Spectate watches the room with this code (-spectate); Replay plays a
+	// replay file (-replay); Record writes the match to a replay file
+	// (-record, a player or a spectator); NoSpectators asks the server to
+	// refuse spectators for this player's room.
+	Spectate, Replay, Record string
+	NoSpectators             bool
 }
 
 // botFlag is -bot: a boolean flag (a bare -bot is DefaultBotLevel) that
@@ -159,6 +165,10 @@ Flags:
 	fs.BoolVar(&c.HUD, "hud", false, "start with the net HUD shown (F1 toggles it)")
 	fs.BoolVar(&c.Ghost, "ghost", false, "start with the ghost of the rival's received state shown (F2 toggles it)")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", time.Minute, "headless: how long to wait for a rival")
+	fs.StringVar(&c.Spectate, "spectate", "", "watch the match in room CODE through the signaling server's spectator feed (sends nothing to the players)")
+	fs.StringVar(&c.Record, "record", "", "write the match (a player's or a spectator's) to this replay file")
+	fs.StringVar(&c.Replay, "replay", "", "play this replay file (window: Space pause, ←/→ seek 5 s, ↑/↓ speed; -headless: print the match summary)")
+	fs.BoolVar(&c.NoSpectators, "no-spectators", false, "refuse spectators for this player's room")
 	if err := fs.Parse(joinBotLevel(args)); err != nil {
 		return c, err
 	}
@@ -202,6 +212,19 @@ func (c *Config) Validate() error {
 		return errors.New("-bot creates its own private room: it takes no -room")
 	case c.ConnectTimeout <= 0:
 		return fmt.Errorf("-connect-timeout %v must be positive", c.ConnectTimeout)
+	}
+	if c.Spectate != "" {
+		code, err := signaling.ParseRoomCode(c.Spectate)
+		if err != nil {
+			return fmt.Errorf("-spectate %q: %w", c.Spectate, err)
+		}
+		c.Spectate = string(code)
+		if c.Bot != BotOff || c.Room != "" || c.Replay != "" {
+			return errors.New("-spectate watches: it takes no -bot, -room or -replay")
+		}
+	}
+	if c.Replay != "" && (c.Bot != BotOff || c.Room != "" || c.Record != "") {
+		return errors.New("-replay plays a file: it takes no -bot, -room or -record")
 	}
 	if c.Room != "" && c.Room != "new" {
 		code, err := signaling.ParseRoomCode(c.Room)

@@ -383,6 +383,13 @@ type Summary struct {
 	DisconnectedAtUnixMs int64 `json:"disconnected_at_unix_ms,omitempty"`
 	// Timeline is the session's events in order (the first 256).
 	Timeline []TimelineEvent `json:"timeline,omitempty"`
+	// HP and KOs are this player's own fighter's (as it decided them);
+	// FeedSent the bytes it uploaded to the spectator feed, Spectators
+	// how many watch.
+	HP         int    `json:"hp"`
+	KOs        int    `json:"kos"`
+	FeedSent   uint64 `json:"feed_sent_bytes,omitempty"`
+	Spectators int    `json:"spectators,omitempty"`
 }
 
 // TimelineEvent is one session event (p2p.Event) as the game saw it.

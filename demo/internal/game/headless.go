@@ -31,6 +31,9 @@ type RunReport struct {
 // summary to stdout.
 func RunHeadless(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) error {
 	cfg.Headless = true
+	if cfg.Spectate != "" || cfg.Replay != "" {
+		return runWatchHeadless(ctx, cfg, stdout, log)
+	}
 	before := runtime.NumGoroutine()
 	app := NewApp(cfg, log)
 	rep, runErr := playHeadless(ctx, app, cfg, log)

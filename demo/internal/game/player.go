@@ -81,6 +81,15 @@ type PlayerConfig struct {
 	// Now is the wall clock of the figures (graphs, loss and log windows)
 	// and of the notices. Nil: time.Now.
 	Now func() time.Time
+	// Feed uploads this player's spectator feed frames to the signaling
+	// server (once, whatever the audience; see feedconn.go); NoSpectators
+	// asks the server to refuse spectators for the room.
+	Feed, NoSpectators bool
+	// Rec, if set, records the match (-record): this player's frames, and
+	// the rival's from the feed unless RecOwn (the rival records into the
+	// same recorder, in this process).
+	Rec    *recorder
+	RecOwn bool
 }
 
 // nobodyAfter is how long a player waits in a room whose code it was given
@@ -141,7 +150,11 @@ type Player struct {
 	lastEvent    string
 	events       uint64
 	timeline     []TimelineEvent // the session's events, for the summary
-	closers      sync.WaitGroup  // sessions closing in the background
+	feed         *feedConn       // the spectator feed upload (nil without)
+	feedBuf      []byte
+	kos          int // knock-outs of this player's fighter
+	wasKO        bool
+	closers      sync.WaitGroup // sessions closing in the background
 }
 
 // NewPlayer returns a player; call Start to begin pairing.
@@ -326,6 +339,14 @@ func (p *Player) attach(s *p2p.Session) error {
 	p.diag = newDiag(p.rid)
 	p.bot = newLevelBot(p.cfg.Bot, p.cfg.Seed+uint64(me))
 	p.status, p.err = StatusConnected, nil
+	p.kos, p.wasKO = 0, false
+	if p.cfg.Feed && s.Room() != "" {
+		rival := p.cfg.Rec != nil && !p.cfg.RecOwn
+		p.feed = dialFeed(p.cfg.Signal, s.Room(), int(me), playerHello(!p.cfg.NoSpectators, rival))
+	}
+	if p.cfg.Rec != nil && p.cfg.Rec.side == 0 && !p.cfg.RecOwn {
+		p.cfg.Rec.side = uint8(me)
+	}
 	p.silentWarned = false
 	p.connectedAt = p.cfg.Now()
 	p.results = nil
@@ -452,6 +473,10 @@ func (p *Player) stop() {
 	if p.link != nil {
 		p.link.close()
 	}
+	if p.feed != nil {
+		p.feed.Close()
+		p.feed = nil
+	}
 	if s := p.sess; s != nil {
 		p.closers.Add(1)
 		go func() { defer p.closers.Done(); s.Close() }()
@@ -532,6 +557,59 @@ func (p *Player) tick(c Controls) {
 		p.silentWarned = false
 		p.log.Info("the rival's game states arrive again")
 	}
+	if ko := f.Action() == physics.ActionKO; ko != p.wasKO {
+		p.wasKO = ko
+		if ko {
+			p.kos++
+		}
+	}
+	p.feedTick()
+}
+
+// feedTick sends this tick's spectator feed frame to the feed and the
+// recording, and records the rival's frames that came from the feed.
+func (p *Player) feedTick() {
+	if p.feed == nil && p.cfg.Rec == nil {
+		return
+	}
+	n, start, length := p.rules.Round()
+	if n == 0 {
+		start = p.now
+	}
+	b, err := p.match.AppendFeedFrame(p.feedBuf[:0], ragsync.FeedRound{Round: n, Start: start, Length: length})
+	if err != nil {
+		return
+	}
+	p.feedBuf = b
+	if p.feed != nil {
+		p.feed.Send(b)
+	}
+	p.cfg.Rec.add(p.now, b)
+	if p.feed != nil && p.cfg.Rec != nil && !p.cfg.RecOwn {
+		for {
+			rb, ok := p.feed.Recv()
+			if !ok {
+				break
+			}
+			p.cfg.Rec.add(p.now, rb)
+		}
+	}
+}
+
+// FeedSent is the bytes this player uploaded to the spectator feed, and
+// Watchers how many spectators the server counts for its room.
+func (p *Player) FeedSent() uint64 {
+	if p.feed == nil {
+		return 0
+	}
+	return p.feed.sent.Load()
+}
+
+func (p *Player) Watchers() int {
+	if p.feed == nil {
+		return 0
+	}
+	return int(p.feed.watchers.Load())
 }
 
 // RivalSilent reports whether a paired rival has sent no state packets
@@ -624,6 +702,8 @@ func (p *Player) Summary() Summary {
 	}
 	st := p.match.Stats()
 	s.StatesApplied = st.Replicator.Applied
+	s.HP, s.KOs = p.arena.world.Fighter(p.fid).HP(), p.kos
+	s.FeedSent, s.Spectators = p.FeedSent(), p.Watchers()
 	if st.LastError != nil {
 		s.LastErr = st.LastError.Error()
 	}

@@ -124,6 +124,9 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		}
 		status = game.PathOf(&ls) + " | rtt " + rtt
 	}
+	if room := pl.Room(); room != "" {
+		status += " | " + spectateHint(g.app, room, pl.Watchers())
+	}
 	g.say(status, 20, 44, 1, colDim, false)
 	keys := "F1 net HUD  F2 ghost  F3/H controls  Esc quit"
 	g.say(keys, screenW-20-textWidth(keys, 1), 44, 1, colDim, false)
@@ -370,6 +373,9 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	}
 	add("", nil)
 	add("A rival on this machine:  go run ./demo"+roomArg, colText)
+	if room != "" {
+		add("Spectators:  go run ./demo -signal "+a.SignalURL()+" -spectate "+room+"   or open "+spectateLink(a, room), colDim)
+	}
 	emb, addr := a.Embedded()
 	share := a.ShareURLs()
 	switch {
@@ -389,6 +395,18 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	default:
 		add("(another demo on this machine runs the signaling server; it shows the address for other machines)", colDim)
 	}
+}
+
+// spectateLink is the browser link that watches room.
+func spectateLink(a *game.App, room string) string {
+	return strings.TrimSuffix(a.SignalURL(), "/") + "/?spectate=" + room
+}
+
+// spectateHint is the fight screen's line on spectating: how many watch,
+// and how to.
+func spectateHint(a *game.App, room string, watching int) string {
+	link := strings.TrimPrefix(strings.TrimPrefix(spectateLink(a, room), "http://"), "https://")
+	return fmt.Sprintf("%d watching | -spectate %s | %s", watching, room, link)
 }
 
 func roomArgOf(room string) string {

@@ -48,6 +48,9 @@ type Game struct {
 	confirm bool            // R or Enter pressed, for the next tick
 	stop    <-chan struct{} // the process was asked to end
 
+	watch *game.Watcher // -spectate or -replay (watch.go): no App
+	speed int           // a replay's speed, an index in speeds
+
 	view  *view
 	batch *batch
 	text  *textBatch
@@ -104,6 +107,9 @@ func noDisplay(err error) bool {
 
 // Close stops the App, if it started.
 func (g *Game) Close() {
+	if g.watch != nil {
+		g.watch.Close()
+	}
 	if g.app != nil {
 		g.app.Close()
 	}
@@ -125,6 +131,18 @@ const (
 // view, or more when the wall clock says the game fell behind (see start).
 func (g *Game) Update() error {
 	now := time.Now()
+	if g.watching() {
+		k := readKeys()
+		select {
+		case <-g.stop:
+			return ebiten.Termination
+		default:
+		}
+		if k.quit {
+			return ebiten.Termination
+		}
+		return g.updateWatch(k)
+	}
 	if g.app == nil {
 		g.app = game.NewApp(g.cfg, g.log)
 		g.app.SetFrameRate(ebiten.ActualFPS)
@@ -212,7 +230,9 @@ func (g *Game) step() {
 func (g *Game) Draw(screen *ebiten.Image) {
 	g.texts = g.texts[:0]
 	screen.Fill(colSky)
-	if g.app != nil {
+	if g.watch != nil {
+		g.drawWatch(screen)
+	} else if g.app != nil {
 		g.drawAll(screen)
 	}
 	g.batch.flush(screen)
