@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pion/transport/v5"
-	"github.com/pion/webrtc/v4"
 
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/signaling"
@@ -66,7 +65,7 @@ type Config struct {
 	// without any, only host (and peer-reflexive) candidates are used,
 	// which works on one machine and within a LAN. An empty, non-nil
 	// slice means none at all.
-	ICEServers []webrtc.ICEServer
+	ICEServers []signaling.ICEServer
 	// Net is the network pion uses (SettingEngine.SetNet; pion/transport/v5), e.g. a pion vnet
 	// for tests. Nil means the real network.
 	Net transport.Net

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -239,7 +237,7 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 	// renegotiated.
 	if cfg.ICEServers == nil {
 		for _, is := range pairing.ICEServers {
-			cfg.ICEServers = append(cfg.ICEServers, webrtc.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
+			cfg.ICEServers = append(cfg.ICEServers, is)
 		}
 	}
 	cfg.Logger.Debug("p2p: paired", "room", pairing.Room, "role", pairing.Role.String())
@@ -338,13 +336,9 @@ func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, erro
 	ch := make(chan *earlyOffer, 1)
 	ctx, cancel := context.WithTimeout(ctx, earlyOfferWait)
 	go func() {
-		ident, err := id()
-		var e *earlyOffer
-		if err == nil {
-			e, err = prepareOffer(ctx, &cfg, ident)
-		}
+		e, err := prepareOffer(ctx, &cfg, id)
 		if err != nil {
-			cfg.Logger.Debug("p2p: joining without an early offer", "err", err)
+			cfg.Logger.Warn("p2p: joining without an early offer: pairing will take longer", "err", err)
 		}
 		ch <- e
 	}()
@@ -354,6 +348,7 @@ func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, erro
 		case e := <-ch:
 			return e
 		case <-ctx.Done():
+			cfg.Logger.Warn("p2p: joining without an early offer: pairing will take longer", "err", "not ready within "+earlyOfferWait.String())
 			go func() { (<-ch).close() }()
 			return nil
 		}
@@ -403,7 +398,7 @@ func (l *sigLink) sendAnswer(ctx context.Context, sdp string) error {
 	return l.cl.Load().SendAnswer(ctx, sdp)
 }
 
-func (l *sigLink) sendCandidate(ctx context.Context, ci webrtc.ICECandidateInit) error {
+func (l *sigLink) sendCandidate(ctx context.Context, ci iceCandidate) error {
 	return l.cl.Load().SendCandidate(ctx, signaling.Candidate{
 		Candidate:        ci.Candidate,
 		SDPMid:           ci.SDPMid,

@@ -17,8 +17,6 @@ import (
 	"net"
 	"strings"
 	"time"
-
-	"github.com/pion/webrtc/v4"
 )
 
 // The session's identity and the relay's security: see "Security" in
@@ -26,7 +24,7 @@ import (
 
 // identity is a session's key and certificate.
 type identity struct {
-	rtc webrtc.Certificate
+	rtc rtcCertificate // the key and certificate as WebRTC takes them (none in a browser)
 	tls tls.Certificate
 	fp  []byte // SHA-256 of the certificate (DER)
 }
@@ -59,7 +57,7 @@ func newIdentity() (*identity, error) {
 	}
 	sum := sha256.Sum256(der)
 	return &identity{
-		rtc: webrtc.CertificateFromX509(key, cert),
+		rtc: newRTCCertificate(key, cert),
 		tls: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert},
 		fp:  sum[:],
 	}, nil

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -148,7 +146,7 @@ func (s *Session) handleAnswer(sdp string) error {
 }
 
 // handleCandidate adds a trickled remote candidate.
-func (s *Session) handleCandidate(c webrtc.ICECandidateInit) {
+func (s *Session) handleCandidate(c iceCandidate) {
 	if rtc := s.tr.rtc.Load(); rtc != nil {
 		rtc.handleCandidate(c)
 	}
@@ -522,7 +520,7 @@ func (s *Session) signalEvent(cl *signaling.Client, ev signaling.Event) {
 		}
 	case signaling.EventCandidate:
 		c := ev.Candidate
-		s.handleCandidate(webrtc.ICECandidateInit{
+		s.handleCandidate(iceCandidate{
 			Candidate:        c.Candidate,
 			SDPMid:           c.SDPMid,
 			SDPMLineIndex:    c.SDPMLineIndex,

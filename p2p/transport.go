@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
-
-	"github.com/pion/webrtc/v4"
 )
 
 // link is one path to the peer. send must not block and must not keep
@@ -39,7 +37,7 @@ type linkHandler interface {
 type signaler interface {
 	sendOffer(ctx context.Context, sdp string) error
 	sendAnswer(ctx context.Context, sdp string) error
-	sendCandidate(ctx context.Context, c webrtc.ICECandidateInit) error
+	sendCandidate(ctx context.Context, c iceCandidate) error
 }
 
 // Transport errors. Send counts them (Stats.SendDropped) and returns nil,

@@ -1,3 +1,5 @@
+//go:build !js
+
 package p2p
 
 import (
@@ -224,7 +226,11 @@ const earlyGatherWait = 500 * time.Millisecond
 
 // prepareOffer makes an early offer. It waits for the end of candidates,
 // at most earlyGatherWait, so that the offer carries them.
-func prepareOffer(ctx context.Context, cfg *Config, id *identity) (*earlyOffer, error) {
+func prepareOffer(ctx context.Context, cfg *Config, ident func() (*identity, error)) (*earlyOffer, error) {
+	id, err := ident()
+	if err != nil {
+		return nil, err
+	}
 	pc, dc, err := newChannel(cfg, id, 0)
 	if err != nil {
 		return nil, err

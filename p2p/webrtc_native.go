@@ -3,6 +3,8 @@
 package p2p
 
 import (
+	"crypto/ecdsa"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"time"
@@ -73,11 +75,26 @@ func newPeerConnection(cfg *Config, id *identity, checkFor time.Duration) (*webr
 	se.SetPrflxAcceptanceMinWait(0)
 	se.SetHostAcceptanceMinWait(0)
 	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
-	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: cfg.ICEServers, Certificates: []webrtc.Certificate{id.rtc}})
+	var ice []webrtc.ICEServer
+	for _, s := range cfg.ICEServers {
+		ice = append(ice, webrtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
+	}
+	pc, err := api.NewPeerConnection(webrtc.Configuration{ICEServers: ice, Certificates: []webrtc.Certificate{id.rtc}})
 	if err != nil {
 		return nil, fmt.Errorf("p2p: webrtc: new peer connection: %w", err)
 	}
 	return pc, nil
+}
+
+// iceCandidate is a trickled ICE candidate (RTCIceCandidateInit); an
+// empty Candidate is the end of candidates.
+type iceCandidate = webrtc.ICECandidateInit
+
+// rtcCertificate is the session's key and certificate for pion's DTLS.
+type rtcCertificate = webrtc.Certificate
+
+func newRTCCertificate(key *ecdsa.PrivateKey, cert *x509.Certificate) rtcCertificate {
+	return webrtc.CertificateFromX509(key, cert)
 }
 
 // watchSelectedPair records the types of the selected candidate pair.

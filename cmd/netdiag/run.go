@@ -14,10 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/ragsync/ragsync/internal/lanaddr"
 	"github.com/ragsync/ragsync/p2p"
+	"github.com/ragsync/ragsync/signaling"
 	"github.com/ragsync/ragsync/signaling/server"
 )
 
@@ -119,7 +118,7 @@ func (o options) config(log *slog.Logger) p2p.Config {
 		Logger:              log,
 	}
 	for _, u := range o.iceServers {
-		c.ICEServers = append(c.ICEServers, webrtc.ICEServer{URLs: []string{u}})
+		c.ICEServers = append(c.ICEServers, signaling.ICEServer{URLs: []string{u}})
 	}
 	return c
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pion/webrtc/v4"
-
 	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/signaling"
@@ -262,8 +260,8 @@ func (c *Config) impairment() (*netsim.Config, error) {
 // end at the last '@' (a host has none) and USER at the first ':', so a
 // TURN REST username such as "1700000000:alice" is written
 // "1700000000%3Aalice"; a password may also hold a raw ':' or '@'.
-func webrtcURL(u string) (webrtc.ICEServer, error) {
-	s := webrtc.ICEServer{URLs: []string{u}}
+func webrtcURL(u string) (signaling.ICEServer, error) {
+	s := signaling.ICEServer{URLs: []string{u}}
 	scheme, rest, _ := strings.Cut(u, ":")
 	switch scheme {
 	case "stun", "stuns":
@@ -292,7 +290,7 @@ func webrtcURL(u string) (webrtc.ICEServer, error) {
 	if err != nil {
 		return s, fmt.Errorf("-ice %q: password: %w", u, err)
 	}
-	return webrtc.ICEServer{URLs: []string{scheme + ":" + host}, Username: user, Credential: pass}, nil
+	return signaling.ICEServer{URLs: []string{scheme + ":" + host}, Username: user, Credential: pass}, nil
 }
 
 // p2pConfig is the session configuration of a player. With the default

@@ -93,7 +93,7 @@ func TestICECredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pass, _ := s.Credential.(string)
+			pass := s.Credential
 			if len(s.URLs) != 1 || s.URLs[0] != tc.url || s.Username != tc.user || pass != tc.pass {
 				t.Fatalf("got %q user %q pass %v, want %q user %q pass %q", s.URLs, s.Username, s.Credential, tc.url, tc.user, tc.pass)
 			}
