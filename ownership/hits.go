@@ -14,11 +14,12 @@ import (
 // agree on").
 
 const (
-	// wireVersion follows KindState in every packet (format version 3).
-	// Read as a uvarint, as a version-2 peer reads its claim count, it
-	// is above maxClaims, so a version-2 peer rejects a version-3 packet
-	// as malformed instead of misreading it, and the other way round.
-	wireVersion byte = 0xC3
+	// wireVersion follows KindState in every packet (format version 4,
+	// which added the round). Read as a uvarint, as a version-2 peer
+	// reads its claim count, it is above maxClaims, so a version-2 peer
+	// rejects a version-3 or 4 packet as malformed instead of misreading
+	// it, and the other way round; version 3 checks this byte.
+	wireVersion byte = 0xC4
 
 	// maxReports is the most hit reports one packet may carry.
 	maxReports = 8
