@@ -176,6 +176,8 @@ type Replicator struct {
 	round             uint32             // round resets declared here (every packet carries it)
 	rounds            roundPolicy        // the rival's rounds, paired with this peer's
 	newRound          bool               // the packet being handled is the first of a new round
+	bodiesOnly        bool               // ... of a round not declared here yet: only its bodies apply
+	lastOld           clocksync.GameTime // the arrival of the last packet of a round declared here
 	started           bool               // BeforeStep ran
 }
 
@@ -409,18 +411,31 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	}
 	r.lastHeard, r.heardAny = now, true
 	r.inTick = r.rival.advance(r.in.Seq, r.in.Time)
-	if r.newRound = r.rounds.newRound(h.round); r.newRound && r.rounds.owed == 0 {
-		// The rival started a round this peer has not declared yet:
-		// held back until it does (see roundPolicy).
+	r.newRound, r.bodiesOnly = false, false
+	switch {
+	case !r.rounds.newRound(h.round):
+		r.rounds.lapse(now, r.gapEnd)
+		r.lastOld = now
+	case r.rounds.owed > 0:
+		r.newRound = true // paired with a reset declared here
+	case r.roundDecided(now, roundGrace) || r.lastOld < r.gapEnd:
+		// The rival started a round this peer has not declared yet,
+		// on what this peer sees too, or after an outage that may
+		// have hidden its fighter's knock-out: until this peer
+		// declares it, the rival's fighters stay as they were (or
+		// knocked out, see rivalAhead) while their bodies move as
+		// its states say.
+		r.bodiesOnly = true
 		for i := range r.in.Objects {
 			if o := r.lookup(r.in.Objects[i].ID); o != nil && o.mode == ModeRemote {
 				r.rivalAhead(o, now)
 			}
 		}
-		r.newRound = false
-		return nil
+	default:
+		// A round started on the rival's word alone: its states are
+		// judged as the old round's.
+		r.rounds.refuse(r, h.round)
 	}
-	r.rounds.lapse(now, r.gapEnd)
 
 	var first error
 	fail := func(err error) {
@@ -457,6 +472,9 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	if r.newRound {
 		r.rounds.commit(h.round)
 		r.newRound = false
+	}
+	if r.bodiesOnly {
+		return first // its hits belong to a round not declared here
 	}
 	for i := range h.reports {
 		h.reports[i].g += r.in.Time // the wire carries its age
@@ -535,7 +553,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	r.commitRival(o, os)
-	if o.fighter != nil {
+	if o.fighter != nil && !r.bodiesOnly {
 		var err error
 		if o.follow {
 			// Its attack runs on from where the owner was, this state's

@@ -505,9 +505,10 @@ func (p *healthPolicy) commit(s *physics.FighterState) {
 // the stream) while the rival's states stay in the old round; then it
 // lapses, so a rival cannot keep a reset for a heal later in the round.
 type roundPolicy struct {
-	round  uint32             // the rival's round in the last accepted packet
-	owed   int                // resets declared here not yet matched by the rival's
-	owedAt clocksync.GameTime // when the last was declared
+	refused uint32             // the last rival's round refused (RefusedRound)
+	round   uint32             // the rival's round in the last accepted packet
+	owed    int                // resets declared here not yet matched by the rival's
+	owedAt  clocksync.GameTime // when the last was declared
 }
 
 // roundGrace is how long a reset declared here waits, in the rival's
@@ -532,6 +533,15 @@ func (p *roundPolicy) lapse(now, gapEnd clocksync.GameTime) {
 func (p *roundPolicy) declare(now clocksync.GameTime) {
 	p.owed = min(p.owed+1, 2)
 	p.owedAt = now
+}
+
+// refuse counts the rival's round inRound, started on its word alone
+// (see HandlePacket), as refused, once.
+func (p *roundPolicy) refuse(r *Replicator, inRound uint32) {
+	if inRound > p.refused {
+		p.refused = inRound
+		_ = r.refuse(0, RefusedRound, float64(inRound))
+	}
 }
 
 // commit records an accepted packet of round inRound.
@@ -560,10 +570,16 @@ var errNotOwnFighter = errors.New("hit report on a fighter this peer does not ow
 // at 0 HP in its owner's states (this peer's own fighter, or the rival's
 // as its accepted states show it), or the round's time
 // (Config.RoundLength since the last reset, or the first tick) being up.
-// A rival whose packets show a newer round than this peer's, while none of
-// that holds here, says its own fighter was knocked out (its states of it
-// were lost, in a blackout): its fighter is knocked out here (HP 0), which
-// lets this peer's game end the round too. A reset declared otherwise is
+// A rival whose packets show a newer round than this peer's is judged on
+// what this peer sees: while the round is decided here too, or if the
+// rival's stream was cut before it (an outage may have hidden its
+// fighter's knock-out), its bodies move as its states say but its
+// fighter keeps its HP and action until this peer declares the round; if
+// none of that holds here, its fighter was knocked out in the states this
+// peer lost (it says so by its round), and is knocked out here (HP 0),
+// which lets this peer's game end the round too. A round the rival started
+// with neither is refused and counted (RefusedRound, once per round), and
+// its states judged as the old round's. A reset declared here otherwise is
 // refused: it changes nothing, is counted (RefusedRound) and returns a
 // *RefusedError whose Value is the round's age in ms.
 func (r *Replicator) ResetRound(now clocksync.GameTime) error {
@@ -585,7 +601,7 @@ func (r *Replicator) ResetRound(now clocksync.GameTime) error {
 // (roundDecided), or every fighter is at full HP (a reset then heals
 // nothing).
 func (r *Replicator) roundOver(now clocksync.GameTime) bool {
-	if r.roundDecided(now) {
+	if r.roundDecided(now, 0) {
 		return true
 	}
 	for _, o := range r.objs {
@@ -601,9 +617,10 @@ func (r *Replicator) roundOver(now clocksync.GameTime) bool {
 }
 
 // roundDecided reports whether a fighter is knocked out at 0 HP in its
-// owner's states or the round's time is up.
-func (r *Replicator) roundDecided(now clocksync.GameTime) bool {
-	if l := r.roundLength(); l > 0 && now.Sub(r.roundStart) >= l {
+// owner's states or the round's time is up (but for slack: the peers'
+// rounds start apart).
+func (r *Replicator) roundDecided(now clocksync.GameTime, slack time.Duration) bool {
+	if l := r.roundLength(); l > 0 && now.Sub(r.roundStart) >= l-slack {
 		return true
 	}
 	for _, o := range r.objs {
@@ -623,7 +640,7 @@ func (r *Replicator) roundDecided(now clocksync.GameTime) bool {
 // decided here already, the rival's fighter was knocked out in states this
 // peer lost, so it is knocked out here (see ResetRound).
 func (r *Replicator) rivalAhead(o *replicated, now clocksync.GameTime) {
-	if o.fighter == nil || o.health.ko || r.roundDecided(now) {
+	if o.fighter == nil || o.health.ko || r.roundDecided(now, roundGrace) {
 		return
 	}
 	s := o.fighter.State()
@@ -679,6 +696,9 @@ func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decisi
 	if r.newRound {
 		return nil
 	}
+	if r.bodiesOnly && o.fighter != nil {
+		return r.judgeMotion(o, os, d, now)
+	}
 	if err := r.judgeMotionRules(o, os, d, now); err != nil {
 		return err
 	}
@@ -730,7 +750,7 @@ func (r *Replicator) commitRival(o *replicated, os *physics.ObjectState) {
 		o.motion.forget() // placed anew
 	}
 	o.motion.commit(o, os, r.inTick, r.floor, r.in.Time)
-	if o.fighter == nil {
+	if o.fighter == nil || r.bodiesOnly {
 		return
 	}
 	if r.newRound {
