@@ -557,8 +557,8 @@ func (p *roundPolicy) commit(inRound uint32) {
 var errNotOwnFighter = errors.New("hit report on a fighter this peer does not own")
 
 // ResetRound declares a new round at game time now, the only way HP may
-// rise: every fighter this peer owns gets up with full HP
-// (physics.Fighter.Revive), and the rival's objects may start the new
+// rise: every fighter gets up with full HP (physics.Fighter.Revive; the
+// rival's copy until the rival's states say otherwise), and the rival's objects may start the new
 // round (its fighter back to full HP, up from a knock-out, anywhere) in
 // its first state of a new round (see roundPolicy: the packets carry each
 // peer's round, so the two resets pair up whenever the rival's arrives).
@@ -590,7 +590,11 @@ func (r *Replicator) ResetRound(now clocksync.GameTime) error {
 	r.round++
 	r.rounds.declare(now)
 	for _, o := range r.objs {
-		if o.fighter != nil && o.mode == ModeOwned {
+		if o.fighter != nil {
+			// The rival's copy too, as the rival's reset will: until
+			// its new round's states come, its last ones (still the
+			// old round's) are all this peer has of it, and after an
+			// outage they may be long gone.
 			o.fighter.Revive(o.fighter.MaxHP())
 		}
 	}
