@@ -335,7 +335,7 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"hit victim 0":    hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.victim = 0 })...)...),
 		"hit no strike":   hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.strike = physics.PartHead })...)...),
 		"hit part 11":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.part = 11 })...)...),
-		"hit too old":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.g = -us(reportRepeat) - 1 })...)...),
+		"hit too old":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.g = -us(maxReportAge) - 1 })...)...),
 		"too many claims": claimsPkt(maxClaims+1, 3, 1),
 		"claim id 0":      claimsPkt(1, 0, 1),
 		"claim id > u16":  claimsPkt(1, 70000, 1),
