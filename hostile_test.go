@@ -11,11 +11,12 @@ import (
 )
 
 // A modified client: it takes its own packets apart as package ownership
-// documents them (format version 3), edits them, and sends well-formed
+// documents them (format version 4), edits them, and sends well-formed
 // packets that cheat.
 
 // wirePacket is a state packet taken apart.
 type wirePacket struct {
+	round  uint64
 	claims [][2]uint64 // object id, epoch
 	inputs [][2]uint64 // fighter id, input
 	hits   []wireHit
@@ -37,8 +38,8 @@ var strikeCode = map[physics.BodyPart]byte{physics.PartLowerArmL: 1, physics.Par
 
 func parseWire(t testing.TB, w *physics.World, p []byte) *wirePacket {
 	t.Helper()
-	if len(p) < 2 || p[0] != ownership.KindState || p[1] != 0xC3 {
-		t.Fatalf("not a version-3 state packet: % x", p[:min(len(p), 4)])
+	if len(p) < 2 || p[0] != ownership.KindState || p[1] != 0xC4 {
+		t.Fatalf("not a version-4 state packet: % x", p[:min(len(p), 4)])
 	}
 	off := 2
 	uv := func() uint64 {
@@ -57,7 +58,7 @@ func parseWire(t testing.TB, w *physics.World, p []byte) *wirePacket {
 		off += n
 		return v
 	}
-	wp := &wirePacket{}
+	wp := &wirePacket{round: uv()}
 	for range uv() {
 		wp.claims = append(wp.claims, [2]uint64{uv(), uv()})
 	}
@@ -93,7 +94,7 @@ func parseWire(t testing.TB, w *physics.World, p []byte) *wirePacket {
 
 func (wp *wirePacket) encode(t testing.TB, w *physics.World) []byte {
 	t.Helper()
-	p := []byte{ownership.KindState, 0xC3}
+	p := binary.AppendUvarint([]byte{ownership.KindState, 0xC4}, wp.round)
 	p = binary.AppendUvarint(p, uint64(len(wp.claims)))
 	for _, c := range wp.claims {
 		p = binary.AppendUvarint(binary.AppendUvarint(p, c[0]), c[1])

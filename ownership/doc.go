@@ -139,11 +139,13 @@
 //     a token bucket in game time holding two of the table's strongest
 //     hits (Tuning.MaxHitDamage), refilled at one per shortest attack.
 //   - RefusedHealing: the rival's fighter's HP rising, or a knocked-out
-//     fighter getting up, except at a round reset the game declared through
-//     ResetRound (ragsync.Match.ResetRound) within 2 s of the
-//     state's arrival. A reset's first states may arrive before the
-//     declaration: such a state is held back, not applied, and counted as
-//     refused only if no reset is declared within those 2 s.
+//     fighter getting up, except in the rival's first packet of a new
+//     round (each packet carries its sender's round) that pairs with a
+//     reset the game declared here through ResetRound
+//     (ragsync.Match.ResetRound). A new round's packets that arrive before
+//     the declaration are held back, not applied and not counted, for as
+//     long as it takes, so an outage cannot split a reset; a declared
+//     reset lapses after 4 s of the rival's stream in the old round.
 //   - RefusedPropReach: a claim on a prop (a transfer to the rival) when no
 //     body of the claimer's fighter came within 1 m (shape to shape) of
 //     the prop in this peer's world over the last second, nor in the
@@ -200,15 +202,17 @@
 // remote ragdoll is a puppet, moved by the correction toward its owner's
 // states and by collisions in the local world.
 //
-// # Wire format (version 3)
+// # Wire format (version 4)
 //
 // A state packet is
 //
 //	byte     KindState (0x53, 'S'); clocksync's messages start with
 //	         clocksync.Magic instead, so both can share one link
-//	byte     0xC3, the version (3): read as a uvarint, as a version-2 peer
+//	byte     0xC4, the version (4): read as a uvarint, as a version-2 peer
 //	         reads its claim count, it is above 64, so each version rejects
 //	         the other's packets as malformed rather than misreading them
+//	uvarint  round: the round resets the sender declared (< 2³²;
+//	         Replicator.ResetRound), so resets pair up across outages
 //	uvarint  n, the number of ownership claims (≤ 64)
 //	n ×      uvarint object id (1..65535), uvarint epoch (< 2³²): the
 //	         ownership epoch of each shared object the sender owns
@@ -233,7 +237,8 @@
 //	         time, a sequence number (one per tick: it counts the sender's
 //	         ticks) and the states of every object it owns
 //
-// Version 1 had no inputs, version 2 no version byte and no hit reports. A
+// Version 1 had no inputs, version 2 no version byte and no hit reports,
+// version 3 no round. A
 // packet from one fighter costs 3 bytes of inputs, and 1 byte of hit list
 // plus about 16 bytes per hit report while a hit is repeated.
 // A fighter's input is judged as part of its state: it is valid if only bits

@@ -38,12 +38,13 @@ func FuzzHandlePacket(f *testing.F) {
 	claimed := b.tick(f, now)
 	f.Add(claimed)
 	v := wireVersion
-	f.Add(append([]byte{KindState, v, 2, 3, 1, 3, 2}, claimed[5:]...))             // the crate claimed twice
-	f.Add(append([]byte{KindState, v, 1, 1, 1}, claimed[5:]...))                   // a claim on a fighter
-	f.Add(append([]byte{KindState, v, 0, 1, 2, 0x40}, claimed[5+3:]...))           // an undefined input bit
-	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))          // a damaged last byte
-	f.Add(binary.AppendUvarint([]byte{KindState, v}, maxClaims+1))                 // too many claims
-	f.Add([]byte{KindState, v, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
+	f.Add(append([]byte{KindState, v, 0, 2, 3, 1, 3, 2}, claimed[6:]...))             // the crate claimed twice
+	f.Add(append([]byte{KindState, v, 0, 1, 1, 1}, claimed[6:]...))                   // a claim on a fighter
+	f.Add(append([]byte{KindState, v, 0, 0, 1, 2, 0x40}, claimed[6+3:]...))           // an undefined input bit
+	f.Add(append(append([]byte(nil), claimed[:len(claimed)-1]...), 0xFF))             // a damaged last byte
+	f.Add(binary.AppendUvarint([]byte{KindState, v, 0}, maxClaims+1))                 // too many claims
+	f.Add([]byte{KindState, v, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80}) // overlong id
+	f.Add(append([]byte{KindState, v, 7}, claimed[3:]...))                            // a round this peer has not declared
 	// Hit reports: one that B's fighter could have landed, one far from
 	// A's fighter, and one of an attack B never started.
 	plain := b.tick(f, now+tickUS) // no claims, B's input, no hits
@@ -52,10 +53,10 @@ func FuzzHandlePacket(f *testing.F) {
 		{attacker: fighterB, victim: fighterA, seq: 2, strike: physics.PartLowerLegR, part: physics.PartHead, impulse: 30, limb: physics.Pose{Pos: physics.V(5, 1)}},
 		{attacker: fighterA, victim: fighterB, seq: 3, strike: physics.PartLowerArmL, part: physics.PartHead, impulse: 1},
 	} {
-		p := append([]byte(nil), plain[:6]...)
+		p := append([]byte(nil), plain[:7]...)
 		p = append(p, 1)
 		p = appendReport(p, &h, 0)
-		f.Add(append(p, plain[7:]...))
+		f.Add(append(p, plain[8:]...))
 	}
 
 	buf := make([]byte, 0, 2048)
@@ -101,7 +102,7 @@ func FuzzHandlePacket(f *testing.F) {
 			if perr != nil {
 				t.Fatalf("parseHeader refuses a packet HandlePacket parsed: %v", perr)
 			}
-			q := binary.AppendUvarint([]byte{KindState, wireVersion}, uint64(len(h.claims)))
+			q := binary.AppendUvarint(binary.AppendUvarint([]byte{KindState, wireVersion}, uint64(h.round)), uint64(len(h.claims)))
 			for _, c := range h.claims {
 				q = binary.AppendUvarint(q, uint64(c.id))
 				q = binary.AppendUvarint(q, uint64(c.epoch))

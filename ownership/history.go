@@ -26,14 +26,15 @@ type history struct {
 
 // historyLen is how much history is kept: a hit report arrives up to the
 // largest delay a state may have (Config.MaxDelay) plus how long a report
-// is repeated after the hit, and is judged against the victim's poses up to
-// its view age (at most the largest delay again) before the hit, plus a
-// margin of 4 ticks. With the defaults: 500 + 250 + 500 + 67 ms, 79 ticks.
+// is repeated after the hit (up to maxReportAge, across an outage), and is
+// judged against the victim's poses up to its view age (at most the
+// largest delay again) before the hit, plus a margin of 4 ticks. With the
+// defaults: 500 + 4000 + 500 + 67 ms, 304 ticks.
 func historyLen(maxDelay time.Duration) int {
 	if maxDelay <= 0 {
 		maxDelay = defaultHistoryDelay
 	}
-	d := 2*maxDelay + reportRepeat
+	d := 2*maxDelay + maxReportAge
 	return int((d+physics.TickDuration-1)/physics.TickDuration) + 4
 }
 

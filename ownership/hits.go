@@ -14,19 +14,27 @@ import (
 // agree on").
 
 const (
-	// wireVersion follows KindState in every packet (format version 3).
-	// Read as a uvarint, as a version-2 peer reads its claim count, it
-	// is above maxClaims, so a version-2 peer rejects a version-3 packet
-	// as malformed instead of misreading it, and the other way round.
-	wireVersion byte = 0xC3
+	// wireVersion follows KindState in every packet (format version 4,
+	// which added the round). Read as a uvarint, as a version-2 peer
+	// reads its claim count, it is above maxClaims, so a version-2 peer
+	// rejects a version-3 or 4 packet as malformed instead of misreading
+	// it, and the other way round; version 3 checks this byte.
+	wireVersion byte = 0xC4
 
 	// maxReports is the most hit reports one packet may carry.
 	maxReports = 8
 
 	// reportRepeat is how long the attacker's peer repeats a hit report
 	// in its packets (every packet, so a report survives the loss of up
-	// to 14 packets in a row).
+	// to 14 packets in a row) while it hears the rival: a report made
+	// before or during an outage (no packet from the rival for claimGap)
+	// is repeated until reportRepeat after the outage, up to
+	// maxReportAge after the hit.
 	reportRepeat = 250 * time.Millisecond
+
+	// maxReportAge is the oldest a hit report may be: a hit just before
+	// or early in an outage of up to 3.5 s still reaches the victim's peer.
+	maxReportAge = 4 * time.Second
 
 	// maxReportImpulse is the largest impulse a report may carry, in N·s:
 	// far above any strike (a kick's strongest is about 30 N·s); the
@@ -158,7 +166,7 @@ func parseReports(p []byte, off int, dst *[maxReports]hitReport) (int, []hitRepo
 		}
 		h.seq, h.strike, h.part = b&3, strikeCodes[code], part
 		off += 2
-		if v, err = uv("hit age", uint64(reportRepeat/time.Microsecond)); err != nil {
+		if v, err = uv("hit age", uint64(maxReportAge/time.Microsecond)); err != nil {
 			return off, nil, err
 		}
 		h.g = clocksync.GameTime(-int64(v)) // made absolute by the caller
@@ -262,11 +270,16 @@ func (r *Replicator) report(h *physics.HitEvent) {
 }
 
 // appendHits appends the hit list of a packet of game time now: every
-// report younger than reportRepeat.
+// report younger than reportRepeat, or than reportRepeat since the end of
+// an outage that followed it (see reportRepeat).
 func (r *Replicator) appendHits(dst []byte, now clocksync.GameTime) []byte {
 	n := 0
+	silent := !r.heardAny || now.Sub(r.lastHeard) > claimGap
 	for i := range r.nout {
-		if age := now - r.outHits[i].g; age >= 0 && age <= us(reportRepeat) {
+		g := r.outHits[i].g
+		age := now - g
+		keep := age <= us(reportRepeat) || (age <= us(maxReportAge) && (silent || now-max(g, r.gapEnd) <= us(reportRepeat)))
+		if age >= 0 && keep {
 			r.outHits[n] = r.outHits[i]
 			n++
 		}

@@ -108,45 +108,52 @@ func TestDamageBudget(t *testing.T) {
 	}
 }
 
-// HP may rise only within resetGrace of a declared reset; a rise that
-// comes first is held, and counted as refused only once resetGrace passed.
-func TestHealthPolicy(t *testing.T) {
-	grace := us(resetGrace)
+// HP may rise only in a new round; a new round pairs with a reset
+// declared here, however late it arrives, and an owed reset lapses after
+// roundGrace of the rival's stream in the old round.
+func TestHealthAndRoundPolicy(t *testing.T) {
 	at := func(hp int, a physics.Action) *physics.FighterState {
 		return &physics.FighterState{HP: hp, Action: a, Facing: physics.FacingLeft}
 	}
 	p := healthPolicy{hp: 100}
 	p.commit(at(40, physics.ActionIdle))
-	if ok, held := p.judge(at(100, physics.ActionIdle), 0); ok || !held {
-		t.Fatalf("a rise without a reset: ok %v held %v, want held", ok, held)
+	if p.judge(at(100, physics.ActionIdle)) {
+		t.Error("a rise accepted")
 	}
-	p.hold(0)
-	if n := p.expired(grace); n != 0 {
-		t.Errorf("%d refused before the grace passed", n)
+	if !p.judge(at(30, physics.ActionIdle)) {
+		t.Error("a fall refused")
 	}
-	// The reset is declared: the next rise is accepted, nothing refused.
-	p.declare(grace / 2)
-	if ok, _ := p.judge(at(100, physics.ActionIdle), grace/2); !ok {
-		t.Error("the rise after the declared reset refused")
-	}
-	p.commit(at(100, physics.ActionIdle))
-	// Healing later, with no reset: held, then refused.
-	p.commit(at(10, physics.ActionIdle))
-	now := 10 * grace
-	if _, held := p.judge(at(50, physics.ActionIdle), now); !held {
-		t.Fatal("a heal not held")
-	}
-	p.hold(now)
-	if n := p.expired(now + grace + 1); n != 1 {
-		t.Errorf("%d held heals refused after the grace, want 1", n)
-	}
-	if ok, held := p.judge(at(50, physics.ActionIdle), now+grace+2); ok || held {
-		t.Errorf("a heal after the grace: ok %v held %v, want refused", ok, held)
-	}
-	// A knocked-out fighter getting up with HP 0 is a revive too.
 	q := healthPolicy{hp: 100}
 	q.commit(at(0, physics.ActionKO))
-	if ok, _ := q.judge(at(0, physics.ActionIdle), 0); ok {
+	if q.judge(at(0, physics.ActionIdle)) {
 		t.Error("a self-revive at HP 0 accepted")
+	}
+
+	var r roundPolicy
+	if r.newRound(0) || !r.newRound(1) {
+		t.Fatal("newRound")
+	}
+	// Declared here, the rival's new round arrives after a 3 s outage:
+	// still paired.
+	r.declare(0)
+	r.lapse(us(3*time.Second), us(3*time.Second)) // the first packet after the outage
+	if r.owed != 1 {
+		t.Fatal("the owed reset lapsed over an outage")
+	}
+	r.commit(1)
+	if r.owed != 0 || r.newRound(1) {
+		t.Fatalf("after the pair: owed %d, round %d", r.owed, r.round)
+	}
+	// Declared here, the rival stays in its round for longer than
+	// roundGrace with no gap: the reset lapses, its later round is not
+	// paired.
+	r.declare(us(10 * time.Second))
+	r.lapse(us(10*time.Second+roundGrace), 0)
+	if r.owed != 1 {
+		t.Error("lapsed within roundGrace")
+	}
+	r.lapse(us(10*time.Second+roundGrace+time.Millisecond), 0)
+	if r.owed != 0 {
+		t.Error("did not lapse after roundGrace")
 	}
 }

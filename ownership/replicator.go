@@ -119,7 +119,6 @@ type replicated struct {
 	stamp   clocksync.GameTime // the time of its last applied state
 	hist, k int                // offset of its poses in a history record; index among the objects
 	size    float64            // largest distance from a body's origin to its shapes
-	start   physics.Vec2       // its first body's place when tracked (the match's start)
 
 	// A remote fighter is held to the rules of its own fighter.
 	attacks attackPolicy
@@ -174,9 +173,12 @@ type Replicator struct {
 	sent              bool               // AppendPacket ran: damaged is last tick's
 	floor             float64            // the arena's floor (y), for the rival's time in the air
 	roundStart        clocksync.GameTime // the last accepted round reset, or the first tick
-	resetAt           clocksync.GameTime // the last accepted round reset
-	resetDeclared     bool
-	started           bool // BeforeStep ran
+	round             uint32             // round resets declared here (every packet carries it)
+	rounds            roundPolicy        // the rival's rounds, paired with this peer's
+	newRound          bool               // the packet being handled is the first of a new round
+	bodiesOnly        bool               // ... of a round not declared here yet: only its bodies apply
+	lastOld           clocksync.GameTime // the arrival of the last packet of a round declared here
+	started           bool               // BeforeStep ran
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -241,7 +243,6 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	for i, b := range obj.Bodies() {
 		o.gravity[i] = b.M_gravityScale
 	}
-	o.start = obj.Pose(0).Pos
 	o.initRival()
 	r.insert(o)
 	r.hist = nil // rebuilt for the new set of objects
@@ -311,6 +312,7 @@ func (r *Replicator) AppendPacket(dst []byte, now clocksync.GameTime) ([]byte, e
 	r.out.Reset(now, r.seq)
 	r.seq++
 	dst = append(dst, KindState, wireVersion)
+	dst = binary.AppendUvarint(dst, uint64(r.round))
 	n := 0
 	for _, o := range r.objs {
 		if o.mode == ModeOwned && o.shared {
@@ -409,6 +411,31 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	}
 	r.lastHeard, r.heardAny = now, true
 	r.inTick = r.rival.advance(r.in.Seq, r.in.Time)
+	r.newRound, r.bodiesOnly = false, false
+	switch {
+	case !r.rounds.newRound(h.round):
+		r.rounds.lapse(now, r.gapEnd)
+		r.lastOld = now
+	case r.rounds.owed > 0:
+		r.newRound = true // paired with a reset declared here
+	case r.roundDecided(now, roundGrace) || r.lastOld < r.gapEnd:
+		// The rival started a round this peer has not declared yet,
+		// on what this peer sees too, or after an outage that may
+		// have hidden its fighter's knock-out: until this peer
+		// declares it, the rival's fighters stay as they were (or
+		// knocked out, see rivalAhead) while their bodies move as
+		// its states say.
+		r.bodiesOnly = true
+		for i := range r.in.Objects {
+			if o := r.lookup(r.in.Objects[i].ID); o != nil && o.mode == ModeRemote {
+				r.rivalAhead(o, now)
+			}
+		}
+	default:
+		// A round started on the rival's word alone: its states are
+		// judged as the old round's.
+		r.rounds.refuse(r, h.round)
+	}
 
 	var first error
 	fail := func(err error) {
@@ -441,6 +468,13 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	}
 	for i := range ins {
 		fail(r.strayInput(ins[i]))
+	}
+	if r.newRound {
+		r.rounds.commit(h.round)
+		r.newRound = false
+	}
+	if r.bodiesOnly {
+		return first // its hits belong to a round not declared here
 	}
 	for i := range h.reports {
 		h.reports[i].g += r.in.Time // the wire carries its age
@@ -510,7 +544,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	}
 	// 3. The rival's rules (rival.go): its fighter's body, attacks and
 	// HP, a claim's reach. Nothing changes yet, unless the state is held.
-	if held, err := r.judgeRival(o, os, d, now); err != nil || held {
+	if err := r.judgeRival(o, os, d, now); err != nil {
 		return err
 	}
 	// 4. Commit: the transfer, the rules' record, the state, the input.
@@ -519,7 +553,7 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
 	r.commitRival(o, os)
-	if o.fighter != nil {
+	if o.fighter != nil && !r.bodiesOnly {
 		var err error
 		if o.follow {
 			// Its attack runs on from where the owner was, this state's
@@ -566,9 +600,6 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	for _, o := range r.objs {
 		if o.mode != ModeRemote {
 			continue
-		}
-		if o.fighter != nil {
-			r.stats.Refused[RefusedHealing] += o.health.expired(now)
 		}
 		if o.follow && !o.idle && o.corr.HasTarget() && now.Sub(o.heard) > r.inputHold {
 			r.letGo(o.fighter)

@@ -280,7 +280,7 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 	var snap physics.Snapshot
 	snap.Reset(0, 0)
 	snap.Objects = append(snap.Objects, hp)
-	pkt, err := liar.w.AppendSnapshot([]byte{KindState, wireVersion, 0, 0, 0}, &snap) // no claims, inputs or hits
+	pkt, err := liar.w.AppendSnapshot([]byte{KindState, wireVersion, 0, 0, 0, 0}, &snap) // no claims, inputs or hits
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +296,16 @@ func TestReplicatorBadPackets(t *testing.T) {
 	a := newPeer(t, peerA, peerB, nil)
 	b := newPeer(t, peerB, peerA, nil)
 	good := b.tick(t, 0)
-	snap := good[3:] // kind, version, claim count 0, then the inputs, hits and the snapshot
-	if good[3] != 1 || good[4] != byte(fighterB) || good[6] != 0 {
-		t.Fatalf("B's packet % x does not carry its fighter's input and no hits", good[:7])
+	snap := good[4:] // kind, version, round 0, claim count 0, then the inputs, hits and the snapshot
+	if good[4] != 1 || good[5] != byte(fighterB) || good[7] != 0 {
+		t.Fatalf("B's packet % x does not carry its fighter's input and no hits", good[:8])
 	}
-	body := good[7:] // the snapshot alone
+	body := good[8:] // the snapshot alone
 	inputsPkt := func(entries ...byte) []byte {
-		return append(append(append([]byte{KindState, wireVersion, 0}, entries...), 0), body...)
+		return append(append(append([]byte{KindState, wireVersion, 0, 0}, entries...), 0), body...)
 	}
 	hitsPkt := func(entries ...byte) []byte {
-		return append(append([]byte{KindState, wireVersion, 0, 0}, entries...), body...)
+		return append(append([]byte{KindState, wireVersion, 0, 0, 0}, entries...), body...)
 	}
 	report := func(mutate func(h *hitReport)) []byte {
 		h := hitReport{attacker: fighterB, victim: fighterA, seq: 1, strike: physics.PartLowerArmR, part: physics.PartHead, impulse: 3}
@@ -316,7 +316,7 @@ func TestReplicatorBadPackets(t *testing.T) {
 	}
 
 	claimsPkt := func(n int, id, epoch uint64) []byte {
-		p := []byte{KindState, wireVersion}
+		p := []byte{KindState, wireVersion, 0}
 		p = binary.AppendUvarint(p, uint64(n))
 		for range n {
 			p = binary.AppendUvarint(p, id)
@@ -327,7 +327,7 @@ func TestReplicatorBadPackets(t *testing.T) {
 	cases := map[string][]byte{
 		"empty":           {},
 		"wrong kind":      append([]byte{0x00}, good[1:]...),
-		"truncated claim": {KindState, wireVersion, 1, 3},
+		"truncated claim": {KindState, wireVersion, 0, 1, 3},
 		"version 2":       append([]byte{KindState}, good[2:]...),
 		"no version":      {KindState},
 		"too many hits":   hitsPkt(maxReports + 1),
@@ -335,15 +335,15 @@ func TestReplicatorBadPackets(t *testing.T) {
 		"hit victim 0":    hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.victim = 0 })...)...),
 		"hit no strike":   hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.strike = physics.PartHead })...)...),
 		"hit part 11":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.part = 11 })...)...),
-		"hit too old":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.g = -us(reportRepeat) - 1 })...)...),
+		"hit too old":     hitsPkt(append([]byte{1}, report(func(h *hitReport) { h.g = -us(maxReportAge) - 1 })...)...),
 		"too many claims": claimsPkt(maxClaims+1, 3, 1),
 		"claim id 0":      claimsPkt(1, 0, 1),
 		"claim id > u16":  claimsPkt(1, 70000, 1),
-		"overlong varint": append([]byte{KindState, wireVersion, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, snap...),
+		"overlong varint": append([]byte{KindState, wireVersion, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, snap...),
 		"truncated snap":  good[:len(good)/2],
-		"garbage snap":    append([]byte{KindState, wireVersion, 0, 0, 0}, []byte("definitely not a snapshot")...),
+		"garbage snap":    append([]byte{KindState, wireVersion, 0, 0, 0, 0}, []byte("definitely not a snapshot")...),
 		"trailing bytes":  append(append([]byte(nil), good...), 1, 2, 3),
-		"truncated input": {KindState, wireVersion, 0, 1, byte(fighterB)},
+		"truncated input": {KindState, wireVersion, 0, 0, 1, byte(fighterB)},
 		"input id 0":      inputsPkt(1, 0, byte(physics.InputLeft)),
 		"input ids twice": inputsPkt(2, byte(fighterB), 0, byte(fighterB), 0),
 		"too many inputs": inputsPkt(maxInputs + 1),
@@ -542,7 +542,7 @@ func TestReplicatorCarriesInputs(t *testing.T) {
 	b := newPeer(t, peerB, peerA, nil)
 	b.w.Fighter(fighterB).SetInput(physics.InputLeft | physics.InputKick)
 	p := b.tick(t, 0)
-	if want := []byte{KindState, wireVersion, 0, 1, byte(fighterB), byte(physics.InputLeft | physics.InputKick)}; !bytes.Equal(p[:6], want) {
+	if want := []byte{KindState, wireVersion, 0, 0, 1, byte(fighterB), byte(physics.InputLeft | physics.InputKick)}; !bytes.Equal(p[:7], want) {
 		t.Fatalf("packet starts % x, want % x", p[:6], want)
 	}
 	a.tick(t, tickUS, p)
@@ -559,9 +559,9 @@ func TestReplicatorValidatesInputs(t *testing.T) {
 	b := newPeer(t, peerB, peerA, nil)
 	b.w.Fighter(fighterB).SetInput(physics.InputLeft)
 	p := b.tick(t, 0)
-	snap := p[6:] // after the kind, the version, no claims, one input
+	snap := p[7:] // after the kind, the version, round 0, no claims, one input
 	forge := func(entries ...byte) []byte {
-		return append(append([]byte{KindState, wireVersion, 0}, entries...), snap...)
+		return append(append([]byte{KindState, wireVersion, 0, 0}, entries...), snap...)
 	}
 	for _, c := range []struct {
 		name    string

@@ -470,41 +470,15 @@ func (b *damageBudget) take(d int, now clocksync.GameTime) bool {
 }
 
 // healthPolicy refuses a rival fighter's HP that rises, or a knocked-out
-// fighter getting up, outside a round reset this peer declared
-// (Replicator.ResetRound). A reset's first states may arrive before the
-// game declares the reset here (its message and the states travel apart):
-// such states are held back, not applied, for up to resetGrace, and counted
-// as refused only if no reset is declared by then.
+// fighter getting up, outside a new round (see roundPolicy): such a state
+// is refused (RefusedHealing) at once.
 type healthPolicy struct {
-	hp      int
-	ko      bool
-	reset   clocksync.GameTime // the last declared reset (game time here)
-	hasSet  bool               // a reset is declared and not yet used
-	held    uint64             // states held back while no reset covers them
-	heldAt  clocksync.GameTime // when the first of them arrived
-	holding bool
+	hp int
+	ko bool
 }
 
-// resetGrace is how far apart the two peers may declare a round reset: a
-// rival's state whose HP rose is accepted if this peer declared a reset
-// within resetGrace of its arrival (before or after), and counted as
-// refused (RefusedHealing) once resetGrace has passed without one.
-const resetGrace = 2 * time.Second
-
-// judge checks a state's HP and action (arrived at now). held reports a
-// state kept back (not applied, not yet counted).
-func (p *healthPolicy) judge(s *physics.FighterState, now clocksync.GameTime) (ok, held bool) {
-	if !p.rises(s) {
-		return true, false
-	}
-	if p.hasSet && now.Sub(p.reset) <= resetGrace {
-		return true, false
-	}
-	if !p.holding || now.Sub(p.heldAt) <= resetGrace {
-		return false, true
-	}
-	return false, false
-}
+// judge checks a state's HP and action, in no new round.
+func (p *healthPolicy) judge(s *physics.FighterState) bool { return !p.rises(s) }
 
 // rises reports whether s shows HP above the last accepted, or a
 // knocked-out fighter up again.
@@ -512,37 +486,70 @@ func (p *healthPolicy) rises(s *physics.FighterState) bool {
 	return s.HP > p.hp || (p.ko && s.Action != physics.ActionKO)
 }
 
-// hold records a held state; expired returns how many held states turned
-// into refusals (none covered by a reset within resetGrace).
-func (p *healthPolicy) hold(now clocksync.GameTime) {
-	if !p.holding {
-		p.holding, p.heldAt = true, now
-	}
-	p.held++
-}
-
-func (p *healthPolicy) expired(now clocksync.GameTime) uint64 {
-	if !p.holding || now.Sub(p.heldAt) <= resetGrace {
-		return 0
-	}
-	n := p.held
-	p.held = 0
-	return n
-}
-
 // commit records an accepted state.
 func (p *healthPolicy) commit(s *physics.FighterState) {
-	if p.rises(s) {
-		p.hasSet = false // the reset is used
-	}
 	p.hp, p.ko = s.HP, s.HP == 0 || s.Action == physics.ActionKO
-	p.holding, p.held = false, 0
 }
 
-// declare records a round reset declared at now.
-func (p *healthPolicy) declare(now clocksync.GameTime) {
-	p.reset, p.hasSet = now, true
-	p.holding, p.held = false, 0
+// roundPolicy pairs the rival's round resets with this peer's. Every
+// packet carries its sender's round (the resets it declared); a rival's
+// packet of a round newer than its last accepted packet's is the first of
+// a new round: its fighter may heal and its objects may be placed anew, if
+// this peer declared a reset (Replicator.ResetRound) that no rival's new
+// round has matched yet. Without one it is held back (not
+// applied, not counted) until this peer declares it, however long the
+// link was down: a blackout cannot split a reset both peers declared.
+//
+// A declared reset stays owed for roundGrace of the rival's stream (the
+// time since the later of the declaration and the end of the last gap in
+// the stream) while the rival's states stay in the old round; then it
+// lapses, so a rival cannot keep a reset for a heal later in the round.
+type roundPolicy struct {
+	refused uint32             // the last rival's round refused (RefusedRound)
+	round   uint32             // the rival's round in the last accepted packet
+	owed    int                // resets declared here not yet matched by the rival's
+	owedAt  clocksync.GameTime // when the last was declared
+}
+
+// roundGrace is how long a reset declared here waits, in the rival's
+// stream, for the rival's own: the rival's game declares it on what it
+// sees, which after an outage comes a game's reaction (2 s in cmd/ragsim)
+// later than here.
+const roundGrace = 4 * time.Second
+
+// newRound reports whether a state of the rival's round inRound starts a
+// new round.
+func (p *roundPolicy) newRound(inRound uint32) bool { return inRound > p.round }
+
+// lapse drops an owed reset the rival's old-round states outlasted (now:
+// game time; gapEnd: the end of the last gap in the rival's stream).
+func (p *roundPolicy) lapse(now, gapEnd clocksync.GameTime) {
+	if p.owed > 0 && now.Sub(max(p.owedAt, gapEnd)) > roundGrace {
+		p.owed = 0
+	}
+}
+
+// declare records a reset declared here at now.
+func (p *roundPolicy) declare(now clocksync.GameTime) {
+	p.owed = min(p.owed+1, 2)
+	p.owedAt = now
+}
+
+// refuse counts the rival's round inRound, started on its word alone
+// (see HandlePacket), as refused, once.
+func (p *roundPolicy) refuse(r *Replicator, inRound uint32) {
+	if inRound > p.refused {
+		p.refused = inRound
+		_ = r.refuse(0, RefusedRound, float64(inRound))
+	}
+}
+
+// commit records an accepted packet of round inRound.
+func (p *roundPolicy) commit(inRound uint32) {
+	if inRound > p.round {
+		p.round = inRound
+		p.owed = max(0, p.owed-1)
+	}
 }
 
 // errNotOwnFighter is wrapped by the *physics.StateError of a hit report
@@ -550,55 +557,76 @@ func (p *healthPolicy) declare(now clocksync.GameTime) {
 var errNotOwnFighter = errors.New("hit report on a fighter this peer does not own")
 
 // ResetRound declares a new round at game time now, the only way HP may
-// rise: every fighter this peer owns gets up with full HP
-// (physics.Fighter.Revive), and the rival's fighters may come back to full
-// HP (or get up from a knock-out) in states that arrive within resetGrace
-// of now. The rival declares the same round on its side (the game's own
-// round protocol decides when); its reset's states may arrive before this
-// peer declares it, and are held back, not applied, until it does. The
-// rival's attack history is forgotten (a knocked-out fighter's last attack
-// does not constrain its first of the new round), and so is where its
-// objects were (the game may place them anew).
+// rise: every fighter gets up with full HP (physics.Fighter.Revive; the
+// rival's copy until the rival's states say otherwise), and the rival's objects may start the new
+// round (its fighter back to full HP, up from a knock-out, anywhere) in
+// its first state of a new round (see roundPolicy: the packets carry each
+// peer's round, so the two resets pair up whenever the rival's arrives).
+// The rival's attack history is forgotten then (a knocked-out fighter's
+// last attack does not constrain its first of the new round), and so is
+// where its objects were.
 //
 // A round ends only on what both worlds can check: a fighter knocked out
 // at 0 HP in its owner's states (this peer's own fighter, or the rival's
 // as its accepted states show it), or the round's time
 // (Config.RoundLength since the last reset, or the first tick) being up.
-// A reset declared otherwise is refused: it changes nothing, is counted
-// (RefusedRound) and returns a *RefusedError whose Value is the round's
-// age in ms.
+// A rival whose packets show a newer round than this peer's is judged on
+// what this peer sees: while the round is decided here too, or if the
+// rival's stream was cut before it (an outage may have hidden its
+// fighter's knock-out), its bodies move as its states say but its
+// fighter keeps its HP and action until this peer declares the round; if
+// none of that holds here, its fighter was knocked out in the states this
+// peer lost (it says so by its round), and is knocked out here (HP 0),
+// which lets this peer's game end the round too. A round the rival started
+// with neither is refused and counted (RefusedRound, once per round), and
+// its states judged as the old round's. A reset declared here otherwise is
+// refused: it changes nothing, is counted (RefusedRound) and returns a
+// *RefusedError whose Value is the round's age in ms.
 func (r *Replicator) ResetRound(now clocksync.GameTime) error {
 	if !r.roundOver(now) {
 		return r.refuse(0, RefusedRound, float64(now.Sub(r.roundStart))/float64(time.Millisecond))
 	}
 	r.roundStart = now
-	r.resetAt, r.resetDeclared = now, true
+	r.round++
+	r.rounds.declare(now)
 	for _, o := range r.objs {
-		if o.mode == ModeRemote {
-			o.motion.forget()
-		}
-		if o.fighter == nil {
-			continue
-		}
-		switch o.mode {
-		case ModeOwned:
+		if o.fighter != nil {
+			// The rival's copy too, as the rival's reset will: until
+			// its new round's states come, its last ones (still the
+			// old round's) are all this peer has of it, and after an
+			// outage they may be long gone.
 			o.fighter.Revive(o.fighter.MaxHP())
-		case ModeRemote:
-			o.health.declare(now)
-			o.attacks.reset()
 		}
 	}
 	return nil
 }
 
-// roundOver reports whether the round may end at now: a fighter is
-// knocked out at 0 HP in its owner's states, the round's time is up, or
-// every fighter is at full HP (a reset then heals nothing).
+// roundOver reports whether the round may end at now: it is decided
+// (roundDecided), or every fighter is at full HP (a reset then heals
+// nothing).
 func (r *Replicator) roundOver(now clocksync.GameTime) bool {
-	if l := r.roundLength(); l > 0 && now.Sub(r.roundStart) >= l {
+	if r.roundDecided(now, 0) {
 		return true
 	}
-	full := true // nothing to heal (the first round's start): harmless
+	for _, o := range r.objs {
+		switch {
+		case o.fighter == nil:
+		case o.mode == ModeOwned && o.fighter.HP() != o.fighter.MaxHP():
+			return false
+		case o.mode == ModeRemote && (o.health.hp != o.fighter.MaxHP() || o.health.ko):
+			return false
+		}
+	}
+	return true // nothing to heal (the first round's start): harmless
+}
+
+// roundDecided reports whether a fighter is knocked out at 0 HP in its
+// owner's states or the round's time is up (but for slack: the peers'
+// rounds start apart).
+func (r *Replicator) roundDecided(now clocksync.GameTime, slack time.Duration) bool {
+	if l := r.roundLength(); l > 0 && now.Sub(r.roundStart) >= l-slack {
+		return true
+	}
 	for _, o := range r.objs {
 		switch {
 		case o.fighter == nil:
@@ -606,13 +634,24 @@ func (r *Replicator) roundOver(now clocksync.GameTime) bool {
 			return true
 		case o.mode == ModeRemote && o.health.hp == 0:
 			return true
-		case o.mode == ModeOwned:
-			full = full && o.fighter.HP() == o.fighter.MaxHP()
-		case o.mode == ModeRemote:
-			full = full && o.health.hp == o.fighter.MaxHP() && !o.health.ko
 		}
 	}
-	return full
+	return false
+}
+
+// rivalAhead handles a state of fighter o of a round newer than this
+// peer's that no reset declared here pairs with: unless the round is
+// decided here already, the rival's fighter was knocked out in states this
+// peer lost, so it is knocked out here (see ResetRound).
+func (r *Replicator) rivalAhead(o *replicated, now clocksync.GameTime) {
+	if o.fighter == nil || o.health.ko || r.roundDecided(now, roundGrace) {
+		return
+	}
+	s := o.fighter.State()
+	s.HP, s.Action, s.Phase, s.Strike = 0, physics.ActionKO, physics.PhaseNone, physics.PartUnknown
+	if o.fighter.SetRemoteState(s) == nil {
+		o.health.hp, o.health.ko = 0, true
+	}
 }
 
 // roundLength is Config.RoundLength with its default (0: none).
@@ -651,69 +690,74 @@ func (o *replicated) initRival() {
 }
 
 // judgeRival holds a rival's state os of object o, authorized as d and
-// valid, to every rule of the rival's: its fighter's HP and attacks' pace
-// or, for a claim on a prop, its fighter's reach. It changes nothing but
-// the count of a refusal; held reports a state kept back without a verdict
-// yet (a rise of HP waiting for the round reset to be declared here).
-// commitRival records an accepted state.
-func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) (held bool, err error) {
-	if o.fighter == nil {
-		if err := r.judgeMotion(o, os, d, now); err == errAwaitReset {
-			return true, nil
-		} else if err != nil {
-			return false, err
-		}
-	} else {
-		if ok, hold := o.health.judge(&os.Fighter, now); !ok {
-			if hold {
-				o.health.hold(now)
-				return true, nil
-			}
-			return false, r.refuse(os.ID, RefusedHealing, float64(os.Fighter.HP))
-		}
-		if o.health.rises(&os.Fighter) {
-			// The rival's round reset: its attacks start afresh, and its
-			// fighter may stand anywhere.
-			return false, nil
-		}
-		if gap, ok := o.attacks.judgeState(&os.Fighter, r.inTick); !ok {
-			return false, r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
-		}
-		if err := r.judgeMotion(o, os, d, now); err == errAwaitReset {
-			return true, nil
-		} else if err != nil {
-			// Refused, but the attack it shows passed its rule: it is
-			// remembered, so hit reports cannot claim it again as an
-			// attack whose states were lost.
-			o.attacks.commitState(&os.Fighter, r.inTick)
-			return false, err
-		}
-		return false, nil
+// valid, to every rule of the rival's: its fighter's HP, attacks' pace and
+// motion or, for a claim on a prop, its fighter's reach. The first packet
+// of a round both peers declared (r.newRound, see roundPolicy) is held to
+// none of them: the rival's objects may start the round anywhere. It
+// changes nothing but the count of a refusal. commitRival records an
+// accepted state.
+func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) error {
+	if r.newRound {
+		return nil
+	}
+	if r.bodiesOnly && o.fighter != nil {
+		return r.judgeMotion(o, os, d, now)
+	}
+	if err := r.judgeMotionRules(o, os, d, now); err != nil {
+		return err
+	}
+	if o.fighter != nil {
+		return nil
 	}
 	if d.owner == d.fromOwner || d.owner != r.reg.remote {
-		return false, nil // no transfer
+		return nil // no transfer
 	}
 	if now.Sub(r.gapEnd) <= claimGap && r.gapEnd != 0 {
-		return false, nil // made while nothing came through: cannot be judged
+		return nil // made while nothing came through: cannot be judged
 	}
 	dist, ok := r.inReach(o)
 	if !ok {
 		var d float64
 		if d, ok = r.claimedInReach(os); !ok {
-			return false, r.refuse(os.ID, RefusedPropReach, min(dist, d))
+			return r.refuse(os.ID, RefusedPropReach, min(dist, d))
 		}
 	}
-	return false, nil
+	return nil
+}
+
+// judgeMotionRules holds a fighter's state to its HP, its attacks' pace and
+// its body's motion, and a prop's to its motion.
+func (r *Replicator) judgeMotionRules(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) error {
+	if o.fighter == nil {
+		return r.judgeMotion(o, os, d, now)
+	}
+	if !o.health.judge(&os.Fighter) {
+		return r.refuse(os.ID, RefusedHealing, float64(os.Fighter.HP))
+	}
+	if gap, ok := o.attacks.judgeState(&os.Fighter, r.inTick); !ok {
+		return r.refuse(os.ID, RefusedAttackRate, float64(gap)/float64(time.Millisecond))
+	}
+	if err := r.judgeMotion(o, os, d, now); err != nil {
+		// Refused, but the attack it shows passed its rule: it is
+		// remembered, so hit reports cannot claim it again as an
+		// attack whose states were lost.
+		o.attacks.commitState(&os.Fighter, r.inTick)
+		return err
+	}
+	return nil
 }
 
 // commitRival records a rival's accepted state os of object o in the rules
 // judgeRival holds it to.
 func (r *Replicator) commitRival(o *replicated, os *physics.ObjectState) {
+	if r.newRound {
+		o.motion.forget() // placed anew
+	}
 	o.motion.commit(o, os, r.inTick, r.floor, r.in.Time)
-	if o.fighter == nil {
+	if o.fighter == nil || r.bodiesOnly {
 		return
 	}
-	if o.health.rises(&os.Fighter) {
+	if r.newRound {
 		o.attacks.reset() // a round reset ended its attack
 	}
 	o.attacks.commitState(&os.Fighter, r.inTick)
@@ -974,20 +1018,11 @@ const (
 	// ground may rise: a jump leaves at about 5 m/s.
 	maxLaunch = 8.0
 	gravity   = 9.8
-	// startSlack is how far (m) from its place at the match's start
-	// (Replicator.Track) an object's first body may be for a jump there
-	// to be a new round's placement: accepted within resetGrace of a
-	// reset declared here, held back (not applied, not counted) otherwise.
-	startSlack = 0.5
 	// claimSlack is how far (m) a claimed prop may be from where this
 	// peer's world had it within the last propReachWindow: the claimer's
 	// copy follows this peer's states, a latency behind.
 	claimSlack = 1.0
 )
-
-// errAwaitReset marks a state that jumped back to its object's place at
-// the match's start while no round reset is declared here: held back.
-var errAwaitReset = errors.New("ownership: placed for a new round not declared yet")
 
 // motion is what the motion rules remember of a rival's object: its last
 // accepted state's bodies and rival tick, its last tick on the ground, and
@@ -1066,13 +1101,6 @@ func (r *Replicator) judgeMotion(o *replicated, os *physics.ObjectState, d decis
 			return r.refuse(os.ID, RefusedMotion, dv)
 		}
 		if dp := b.Pos.Sub(m.pos[i]).Len(); dp > lim.speed*span+lim.slack {
-			if os.Bodies[0].Pos.Sub(o.start).Len() <= startSlack {
-				// Placed back where the match began: a new round.
-				if r.resetDeclared && now.Sub(r.resetAt) <= resetGrace {
-					return nil
-				}
-				return errAwaitReset // held until this peer declares it
-			}
 			return r.refuse(os.ID, RefusedMotion, dp)
 		}
 	}

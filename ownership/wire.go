@@ -56,6 +56,7 @@ type input struct {
 
 // header is what a state packet carries before its snapshot.
 type header struct {
+	round   uint32 // the sender's round (see roundPolicy)
 	claims  []claim
 	inputs  []input
 	reports []hitReport
@@ -75,7 +76,7 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		if len(p) >= 2 {
 			v = uint64(p[1])
 		}
-		return header{}, nil, &PacketError{Offset: 1, Field: "version", Value: v, Err: fmt.Errorf("%w: not a version-3 state packet (the peer runs another ragsync version)", ErrMalformed)}
+		return header{}, nil, &PacketError{Offset: 1, Field: "version", Value: v, Err: fmt.Errorf("%w: not a version-4 state packet (the peer runs another ragsync version)", ErrMalformed)}
 	}
 	off := 2
 	uv := func(field string, max uint64) (uint64, error) {
@@ -99,6 +100,10 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		}
 		return physics.ObjectID(v), nil
 	}
+	round, err := uv("round", math.MaxUint32)
+	if err != nil {
+		return header{}, nil, err
+	}
 	n, err := uv("claims", maxClaims)
 	if err != nil {
 		return header{}, nil, err
@@ -114,7 +119,7 @@ func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
 		}
 		r.claims[i] = claim{id: cid, epoch: uint32(epoch)}
 	}
-	h := header{claims: r.claims[:n]}
+	h := header{round: uint32(round), claims: r.claims[:n]}
 	m, err := uv("inputs", maxInputs)
 	if err != nil {
 		return header{}, nil, err

@@ -525,7 +525,11 @@ func (p *Player) tick(c Controls) {
 		if err := p.arena.reset(p.match.Replicator(), p.fid); err != nil {
 			p.log.Error("resetting the round", "err", err)
 		}
-		p.match.ResetRound() // heals this peer's fighter; the rival's may heal too
+		if err := p.match.ResetRound(); err != nil { // heals both fighters
+			// Refused (no KO, time not up, as the replicator sees
+			// it): the fighters keep their HP.
+			p.log.Warn("round reset refused", "err", err)
+		}
 		p.diag.roundReset()
 		n, start, length := p.rules.Round()
 		p.log.Info("round set", "round", n, "starts_in", start.Sub(p.now).Round(time.Millisecond), "length", length)
