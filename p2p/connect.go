@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,8 +35,12 @@ const QuickMatch = ""
 // Errors: ErrBadConfig, the signaling client's errors (an unreachable
 // server, signaling.ErrBadRoomCode, ErrRoomFull, ...), ErrNoTransport when
 // neither transport reached the peer, or ctx.Err().
+//
+// With Config.Resume (a seat token from Session.SeatToken), Connect takes
+// back this player's seat in the match the token names instead of joining
+// room (see Resuming a match).
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
-	return connect(ctx, signalingURL, room, cfg, earlyOffers)
+	return connect(ctx, signalingURL, room, cfg, earlyOffers && cfg.Resume == "")
 }
 
 // connect is Connect, with an early offer sent with the join if early
@@ -49,9 +54,12 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 	if err != nil {
 		return nil, err
 	}
-	if room == QuickMatch {
+	switch {
+	case c.Resume != "":
+		err = rejoinSeat(ctx, cl, c.Resume)
+	case room == QuickMatch:
 		err = cl.QuickMatch(ctx)
-	} else {
+	default:
 		_, err = cl.JoinOrCreateRoom(ctx, room)
 	}
 	if err != nil {
@@ -148,6 +156,14 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			cfg.Logger.Debug("p2p: signaling error while waiting for a peer", "err", ev.Err)
 		case signaling.EventOffer, signaling.EventCandidate:
 			early = append(early, ev)
+		case signaling.EventPeerLeft:
+			if cfg.Resume != "" && ev.Reason != "dropped" {
+				// The rival's seat expired (or it left) while we waited
+				// for it to come back: the match is over.
+				offer.close()
+				cl.Close()
+				return nil, fmt.Errorf("%w: the rival did not come back (%s)", ErrSeatLost, ev.Reason)
+			}
 		}
 	}
 	if pairing.Role != signaling.RoleOfferer {
@@ -173,6 +189,7 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 	}
 	sig := &sigLink{url: url, cfg: cfg.Signaling, token: pairing.Token, room: pairing.Room, role: pairing.Role}
 	sig.cl.Store(cl)
+	var s *Session
 	p := sessionParams{
 		cfg:  cfg,
 		role: pairing.Role,
@@ -184,16 +201,19 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 			}
 			return signaling.DialRelay(ctx, url, pairing.Token, relayClientConfig(cfg))
 		},
-		closeSig: func() { sig.close() },
+		// A session that ended because the peer is away leaves its seat
+		// as a dropped connection does, so both can take theirs back.
+		closeSig: func() { sig.close(s != nil && errors.Is(s.life.endErr, ErrPeerAway)) },
 		id:       ident,
 		early:    offer,
 	}
-	s, err := newSession(p)
+	s, err = newSession(p)
 	if err != nil {
 		offer.close()
 		cl.Close()
 		return nil, err
 	}
+	s.seat, s.resumed = string(pairing.Token), cfg.Resume != ""
 	s.life.wg.Add(1)
 	go s.pumpSignaling(sig, early)
 	if err := s.life.waitReady(ctx); err != nil {
@@ -346,9 +366,15 @@ func (l *sigLink) swap(cl *signaling.Client) bool {
 	return true
 }
 
-func (l *sigLink) close() {
+// close closes the connection: as a dropped one if away (the server keeps
+// the seat; see signaling.Client.Drop).
+func (l *sigLink) close(away bool) {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	if away {
+		l.cl.Load().Drop()
+		return
+	}
 	l.cl.Load().Close()
 }

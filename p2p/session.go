@@ -72,6 +72,8 @@ type Session struct {
 	log   *slog.Logger
 	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
 	start time.Duration
+	seat    string // the seat token (see SeatToken); "" without signaling
+	resumed bool   // Connect took back a seat (Config.Resume)
 
 	// Owned parts, each with its own job (see the package doc's
 	// Internals); those marked "mu" are used with mu held.
