@@ -268,6 +268,8 @@ func (g *Game) drawStatus(dst *ebiten.Image) bool {
 	}
 	pl := a.Local()
 	switch pl.Status() {
+	case game.StatusReconnecting:
+		return false // the match stays on screen, paused (see Draw)
 	case game.StatusConnected, game.StatusInterrupted:
 		if pl.Match() != nil && pl.Synced() {
 			return false

@@ -214,6 +214,11 @@ func (g *Game) drawAll(screen *ebiten.Image) {
 		return
 	}
 	g.drawRoundBanner(screen, pl)
+	if pl.Status() == game.StatusReconnecting {
+		g.panel(screen, []hudLine{{fmt.Sprintf("Rival reconnecting (%d s)", int(pl.ReconnectingFor().Seconds())), colWarn},
+			{"Its game dropped out; the match is paused and resumes when it comes back.", colDim}},
+			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
+	}
 	if pl.Status() == game.StatusInterrupted {
 		g.panel(screen, []hudLine{{"Connection interrupted - waiting for the rival...", colWarn},
 			{"Nothing has arrived from the rival for a moment; the match resumes by itself if it comes back.", colDim}},
