@@ -335,6 +335,7 @@ func (p *Player) attach(s *p2p.Session) error {
 	}
 	p.sess, p.link, p.arena, p.match, p.rules = s, l, a, m, rules
 	p.keepSeat(s)
+	p.seat.resumed = s.Resumed() // a seat taken back at start: the match adopts the rival's snapshot
 	if p.cfg.Room != "" && s.Room() != "" {
 		// A private room: the next rival is looked for under the same code.
 		p.ownRoom = s.Room()

@@ -63,9 +63,8 @@ func (p *Player) resumeSeat(ctx context.Context, room, token string) (*p2p.Sessi
 	return s, nil
 }
 
-// keepSeat keeps s's seat token, and notes a resumed session.
+// keepSeat keeps s's seat token.
 func (p *Player) keepSeat(s *p2p.Session) {
-	p.seat.resumed = p.seat.resumed || s.Resumed()
 	p.seat.token = s.SeatToken()
 	if p.seat.token == "" {
 		return

@@ -116,6 +116,9 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		g.say(fmt.Sprintf("round %d", n), screenW/2, 36, 1, colDim, true)
 	}
 	status := "the rival is gone"
+	if pl.Status() == game.StatusReconnecting {
+		status = fmt.Sprintf("rival reconnecting (%d s)", int(pl.ReconnectingFor().Seconds()))
+	}
 	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
 		ls := pl.Session().Stats()
 		rtt := "-" // no round trip on this path yet (it just came back)
