@@ -49,15 +49,15 @@ func TestResumeAfterCrash(t *testing.T) {
 				sigArgs: []string{"-addr", "127.0.0.1:8080", "-secret", faultSecret}}
 			m.startServer()
 			caches := map[string]string{"offerer": t.TempDir(), "answerer": t.TempDir()}
-			peer := func(name string) *demotest.Proc {
+			peer := func(name, who string) *demotest.Proc {
 				cmd := ns.command(demo, "-headless", "-json", "-signal", "http://127.0.0.1:8080",
 					"-room", "RESUME", "-duration", tc.duration.String(), "-connect-timeout", "60s")
-				cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+caches[name])
+				cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+caches[who])
 				return demotest.Start(t, name, cmd)
 			}
-			m.offerer = peer("offerer")
+			m.offerer = peer("offerer", "offerer")
 			m.offerer.WaitLog(t, 0, "waiting in room")
-			m.answerer = peer("answerer")
+			m.answerer = peer("answerer", "answerer")
 			a, _ := m.offerer.WaitLog(t, 0, "msg=playing")
 			b, _ := m.answerer.WaitLog(t, 0, "msg=playing")
 			m.playingAt = later(a, b)
@@ -72,7 +72,7 @@ func TestResumeAfterCrash(t *testing.T) {
 			_, i := survivor.WaitLog(t, 0, "rival dropped; waiting for it to come back")
 			dropped := logFields(survivor.Log(), i-1)
 			time.Sleep(time.Until(killedAt.Add(tc.back)))
-			back := peer(tc.victim + " (back)")
+			back := peer(tc.victim+" (back)", tc.victim)
 			if !tc.resumes {
 				rs := back.Summary(t)
 				ss := survivor.Summary(t)
