@@ -436,7 +436,7 @@ var ErrReservedKind = errors.New("ragsync: first byte of a game message is reser
 
 // SendMessage sends a game message to the peer, delivered to its
 // MatchConfig.OnMessage during its Tick. Its first byte is its kind, chosen
-// by the game; it must not be ownership.KindState, clocksync.Magic or 'R'
+// by the game; it must not be ownership.KindState, clocksync.Magic or 0xAE
 // (the resume snapshot, see Match.Rejoined). Like
 // states, a message may be lost, duplicated or reordered: repeat what
 // matters until the peer shows it got it (for example in its next states).

@@ -30,7 +30,7 @@ import (
 //
 // The resume packet:
 //
-//	byte     'R' (kindResume)
+//	byte     0xAE (kindResume)
 //	byte     resumeVersion (1)
 //	varint   the match time minus the link's game time, in µs: the
 //	         returning peer adopts it, so both peers' match times agree
@@ -42,7 +42,7 @@ import (
 // match waits for the next.
 
 const (
-	kindResume      byte = 'R'
+	kindResume      byte = 0xAE
 	resumeVersion   byte = 1
 	maxResumeApp         = 256
 	resumeEvery          = 6                           // ticks between two resume snapshots
@@ -95,7 +95,11 @@ func (m *Match) RivalAway() {
 	f := m.Rival()
 	f.SetInput(0)
 	f.SetFollowing(false)
-	f.SetControlled(false)
+	// Limp, not frozen mid-attack: its attack ends, it falls (a knocked
+	// out fighter stays so). Its owner's next states say what it does.
+	if st := f.State(); st.Action != physics.ActionKO {
+		_ = f.SetRemoteState(physics.FighterState{HP: st.HP, Action: physics.ActionDown, Facing: st.Facing, AttackSeq: st.AttackSeq})
+	}
 }
 
 // Rejoined resumes the match on link, the new session with the rival that

@@ -32,6 +32,9 @@ func TestMatchResumesAfterCrash(t *testing.T) {
 	}
 	// Side 2's process dies: side 1 pauses for a long while (2 s).
 	p.a.RivalAway()
+	if st := p.a.Rival().State(); st.Phase != physics.PhaseNone {
+		t.Errorf("the rival's fighter is frozen mid-attack (phase %v) while away", st.Phase)
+	}
 	paused := p.a.Stats().GameTime
 	for range 120 {
 		if err := p.a.Tick(); err != nil {

@@ -136,4 +136,3 @@ func logFields(log string, i int) map[string]int {
 	}
 	return f
 }
-

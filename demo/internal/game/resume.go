@@ -274,4 +274,3 @@ func (r *Rules) adoptResume(b []byte) error {
 	r.replyDue = true
 	return nil
 }
-
