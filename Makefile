@@ -1,43 +1,45 @@
 # ragsync — the two commands a new user needs are `make demo` and `make test`.
 # Both install what is missing first (Debian/Ubuntu: apt-get, with sudo when
 # not root), so they work on a fresh machine with only Go and a C compiler.
+# `make demo` installs and builds only what the native demo needs; the web
+# build, the lint tool and the test tools belong to `make test`/`make web`.
 
 GO      ?= go
-# Debian packages: X11/GL headers for Ebiten's cgo build, Xvfb and ImageMagick
-# for the window test that screenshots the demo; iptables, iproute2 and
-# util-linux (unshare, nsenter) for the demo's fault suite and the browser
-# test, which block UDP in network namespaces of their own; Chromium for the
-# test that plays the web demo in a headless browser (never downloaded
-# otherwise), Node.js for the wasm tests.
-DEB_PKGS := gcc libc6-dev pkg-config libxrandr-dev libxcursor-dev libxi-dev \
-	libxinerama-dev libxxf86vm-dev libgl1-mesa-dev \
-	xvfb xauth imagemagick iptables iproute2 util-linux chromium nodejs
+# Debian packages of the native demo: cgo and the X11/GL headers of Ebiten.
+DEMO_PKGS := gcc libc6-dev pkg-config libxrandr-dev libxcursor-dev libxi-dev \
+	libxinerama-dev libxxf86vm-dev libgl1-mesa-dev
+# And of the tests: Xvfb and ImageMagick for the window test that
+# screenshots the demo; iptables, iproute2 and util-linux (unshare, nsenter)
+# for the demo's fault suite and the browser test, which block UDP in
+# network namespaces of their own; Chromium for the test that plays the web
+# demo in a headless browser (never downloaded otherwise), Node.js for the
+# wasm tests.
+DEB_PKGS := $(DEMO_PKGS) xvfb xauth imagemagick iptables iproute2 util-linux chromium nodejs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests and benchmarks run with the race detector and cgo (Ebiten needs it).
 export CGO_ENABLED := 1
 
-# Pinned Go tools, installed by `make deps` into $(TOOLS) (not on PATH).
+# Pinned Go tools, installed by `make lint` into $(TOOLS) (not on PATH).
 TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 
-# Extra arguments for the demo, e.g. make demo ARGS="-bot".
+# Extra arguments for the demo, e.g. make demo ARGS="-bot easy".
 ARGS ?=
 # Test timeout for the whole run; CI allows 90 minutes, we aim well under 15.
 TEST_TIMEOUT ?= 15m
 
-.PHONY: all deps test test-wasm vet lint bench demo web fuzz clean check-go
+.PHONY: all deps deps-demo test test-wasm vet lint bench demo web fuzz clean check-go
 
 all: test
 
 check-go:
 	@command -v $(GO) >/dev/null || { echo "Go is not installed: get Go 1.25 or newer from https://go.dev/dl/" >&2; exit 1; }
 
-# deps installs only the Debian packages that are missing, and downloads the
-# Go modules. It is a no-op on a machine that already has everything.
-deps: check-go
+# apt_install installs the Debian packages of $(1) that are missing.
+define apt_install
 	@missing=""; \
-	for p in $(DEB_PKGS); do \
+	for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -48,30 +50,46 @@ deps: check-go
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing \
 		|| { $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
 	fi
+endef
+
+# deps installs only the Debian packages that are missing, and downloads the
+# Go modules. It is a no-op on a machine that already has everything.
+deps: check-go
+	$(call apt_install,$(DEB_PKGS))
 	@$(GO) mod download
-	@[ -x $(STATICCHECK) ] || { echo "installing staticcheck $(STATICCHECK_VERSION)"; \
-		mkdir -p $(TOOLS) && GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
-		mv $(TOOLS)/staticcheck $(STATICCHECK); }
+
+# deps-demo is deps for the native demo only.
+deps-demo: check-go
+	$(call apt_install,$(DEMO_PKGS))
+	@$(GO) mod download
+
+$(STATICCHECK): | check-go
+	@echo "installing staticcheck $(STATICCHECK_VERSION)"
+	mkdir -p $(TOOLS) && GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
+		mv $(TOOLS)/staticcheck $(STATICCHECK)
 
 vet: deps
 	$(GO) vet ./...
 
-lint: deps
+lint: deps $(STATICCHECK)
 	$(STATICCHECK) ./...
 
 test: vet lint web test-wasm
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 # The web build of the demo, embedded by demo/webdist into cmd/signal and
-# the demo: the wasm (gzip -9; served with Content-Encoding: gzip) and the
-# loader of the Go that built it.
+# the demo: the wasm (gzip -9; served with Content-Encoding: gzip) under a
+# name with its content's hash, demo.HASH.wasm.gz (cached for a year), and
+# the loader of the Go that built it. All gitignored.
 WEB := demo/webdist/static
 WASM_EXEC := $(shell $(GO) env GOROOT)/lib/wasm
 web: check-go
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o $(WEB)/demo.wasm ./demo/web
 	gzip -9 -n -f $(WEB)/demo.wasm
+	rm -f $(WEB)/demo.*.wasm.gz
+	h=$$(sha256sum $(WEB)/demo.wasm.gz | cut -c1-16) && mv $(WEB)/demo.wasm.gz $(WEB)/demo.$$h.wasm.gz
 	cp $(WASM_EXEC)/wasm_exec.js $(WEB)/wasm_exec.js
-	@ls -l $(WEB)/demo.wasm.gz
+	@ls -l $(WEB)/demo.*.wasm.gz
 
 # Pure-logic packages' tests, compiled to js/wasm and run by Node
 # (go_js_wasm_exec). The others need sockets or a browser.
@@ -93,9 +111,16 @@ fuzz: deps
 		done; \
 	done
 
-demo: deps web
-	$(GO) run ./demo $(ARGS)
+# The demo and its window program (demo/window, the only part that links
+# Ebiten), built into $(DEMO_BIN) (gitignored; go build relinks neither
+# when it is up to date); ./demo finds demo-window next to itself. No web
+# build: `make web` adds the browser demo.
+DEMO_BIN := $(CURDIR)/.bin
+demo: deps-demo
+	$(GO) build -o $(DEMO_BIN)/demo-window ./demo/window
+	$(GO) build -o $(DEMO_BIN)/demo ./demo
+	$(DEMO_BIN)/demo $(ARGS)
 
 clean:
 	$(GO) clean -testcache
-	rm -rf $(TOOLS)
+	rm -rf $(TOOLS) $(DEMO_BIN)

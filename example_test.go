@@ -54,7 +54,7 @@ func ExampleMatch() {
 	tick := time.NewTicker(time.Second / physics.TickRate)
 	defer tick.Stop()
 	for range tick.C { // or Ebiten's Update
-		m.Fighter().SetInput(readKeyboard()) // your game's input
+		m.Fighter().SetInput(readKeyboard()) // the keys held now; jump, punch, kick act on the press
 		switch err := m.Tick(); {
 		case err == ragsync.ErrNotSynced:
 			continue // the clock is still calibrating: a second at most
@@ -71,8 +71,19 @@ func ExampleMatch() {
 	}
 }
 
-// readKeyboard stands for your game's input.
-func readKeyboard() physics.Input { return physics.InputRight | physics.InputPunch }
+// readKeyboard stands for your game's input: the keys held this tick.
+// Jump, punch and kick act on the press (a held key does not repeat), so
+// this player walks right and presses punch twice a second, letting go
+// between presses.
+func readKeyboard() physics.Input {
+	keyTicks++
+	if keyTicks%30 < 15 {
+		return physics.InputRight | physics.InputPunch
+	}
+	return physics.InputRight
+}
+
+var keyTicks int
 
 // ExampleMatch's code, run: two players in this process pair through a
 // signaling server on loopback and play at least two seconds each. Side 1

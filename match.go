@@ -463,7 +463,15 @@ func (m *Match) SendMessage(p []byte) error {
 // knock-out); the rival's first states of the new round may arrive before
 // the declaration here, and are held back, not applied, until it comes.
 // Call it between ticks.
-func (m *Match) ResetRound() { m.rep.ResetRound(m.now) }
+//
+// This is the match's round protocol: a round ends only on a state both
+// worlds can check, a fighter knocked out at 0 HP in its owner's states or
+// the round's time (MatchConfig.Replicator.RoundLength, 60 s by default)
+// being up. A reset declared otherwise, on one side's word, is refused:
+// nothing heals, it is counted (ownership.RefusedRound) and the
+// *ownership.RefusedError is returned. The rival's fighter then cannot
+// heal either: its risen HP is refused (ownership.RefusedHealing).
+func (m *Match) ResetRound() error { return m.rep.ResetRound(m.now) }
 
 // Damaged returns the hits on this peer's fighter whose damage was applied
 // during the last Tick: the rival's hit reports this peer confirmed against

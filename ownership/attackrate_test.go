@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -14,7 +15,8 @@ import (
 // TestHonestAttackerIrregularLink.
 type irregularLink struct {
 	bursty   bool               // frames of 12-52 ms, one in ten up to 200 ms longer; ticks caught up per frame
-	freeze   time.Duration      // one frame this long, 10 s in
+	freeze   time.Duration      // one frame this long, freezeAt in
+	freezeAt time.Duration      // zero: 10 s
 	offset   clocksync.GameTime // the attacker's clock error (its stamps less the true game time)
 	coarse   bool               // stamps rounded to 1 ms: ticks of a frame share a stamp (duplicates dropped)
 	lossy    bool               // about 13 % lost, in runs
@@ -56,7 +58,14 @@ func TestHonestAttackerIrregularLink(t *testing.T) {
 		{"spammer, a 2.9 s freeze", irregularLink{spammer: true, bursty: true, freeze: 2900 * time.Millisecond, seconds: 25, minBurst: 60}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 2; seed++ {
+			seeds := uint64(2)
+			if testing.Short() {
+				seeds = 1
+				// One seed, half as long; a freeze 4 s in.
+				c.link.seconds = max(c.link.seconds/2, 12)
+				c.link.freezeAt = 4 * time.Second
+			}
+			for seed := uint64(1); seed <= seeds; seed++ {
 				st, attacks, burst := playIrregular(t, c.link, seed)
 				if st.Refused.Total() != 0 {
 					t.Errorf("seed %d: refused %v (%d attacks, stats %+v)", seed, st.Refused, attacks, st.Hits)
@@ -156,7 +165,7 @@ func playIrregular(t *testing.T, link irregularLink, seed uint64) (Stats, int, i
 					frame += clocksync.GameTime(rng.Int64N(200_000))
 				}
 			}
-			if link.freeze > 0 && !froze && wall > 10_000_000 {
+			if link.freeze > 0 && !froze && wall > us(cmp.Or(link.freezeAt, 10*time.Second)) {
 				frame, froze = us(link.freeze), true
 			}
 			wall += frame

@@ -163,6 +163,28 @@
 //     is not that attack's, with a limb pose that contradicts the
 //     attacker's state of the same time, or with a time this peer's history
 //     does not cover.
+//   - RefusedMotion: a state of a rival's object beyond what its body can
+//     do since the rival's last accepted state of it, counted in the
+//     rival's ticks (so loss and blackouts only widen the bounds): a body
+//     faster than 16 m/s (a crate: 20), a velocity change above 14 m/s per
+//     elapsed tick, a displacement beyond the speed limit over the elapsed
+//     ticks plus 0.3 m, a joint pulled 0.35 m apart; and a claim whose
+//     prop lies more than 1 m from everywhere this peer's world had it in
+//     the last second (a teleport, then a claim). A refused state moves
+//     nothing: the copy stays where the last accepted state put it.
+//   - RefusedAir: a fighter off the ground (its lowest body 1.2 m above
+//     the floor) higher above its last accepted state on the ground than a
+//     launch at 8 m/s rises under gravity in the time since, plus 0.3 m.
+//   - RefusedRound: ResetRound while no fighter is knocked out at 0 HP in
+//     its owner's states and the round's time (Config.RoundLength) is not
+//     up: a reset on one side's word heals nothing.
+//
+// A confirmed hit report's damage is the victim's to derive: its impulse
+// (the report's is a hint) is capped at 5 times the striking limb's mass
+// times its largest speed in the attacker's accepted states over the 100
+// ms before the hit (the speed limit if they were lost). Honest hits stay
+// under it (at most 4.3 times in bot fights, TestHonestMotion), so honest
+// damage is unchanged; a hit this world detects keeps its own impulse.
 //
 // Honest play trips none of them: cmd/ragsim counts refused = 0 on every
 // link, correction method and seed 1-5. A rival that breaks them gets no

@@ -163,3 +163,30 @@ func closest(a *replicated, pa []physics.Pose, b *replicated, pb []physics.Pose,
 	}
 	return best
 }
+
+// sizeOf returns the largest distance from a body's origin to a point of
+// its shapes: a bound for cheap distance checks.
+func sizeOf(o *physics.Object) float64 {
+	var s float64
+	for _, sh := range o.Shapes() {
+		s = max(s, sh.Center.Len()+sh.Radius)
+		for _, v := range sh.Vertices {
+			s = max(s, v.Len())
+		}
+	}
+	return s
+}
+
+// moved returns the smallest distance between pos and body i of object o
+// over the records of the last d.
+func (h *history) moved(o *replicated, i int, pos physics.Vec2, d time.Duration, now clocksync.GameTime) float64 {
+	best := inf
+	for j := range h.count {
+		s := h.slot(j)
+		if now.Sub(h.t[s]) > d {
+			break
+		}
+		best = min(best, h.pose[s*h.bodies+o.hist+i].Pos.Sub(pos).Len())
+	}
+	return best
+}

@@ -51,42 +51,6 @@ const (
 	limbMatch = 0.02
 )
 
-// hitTolerance is how far (m), beyond the attacker's reported copy error,
-// the attacker's striking limb, as its attacker's states placed it, may be
-// from the victim's body, as the victim's owner recorded it over the span
-// the attacker saw, for the victim's owner to confirm the hit. See the
-// package documentation for why 0.25 m.
-const hitTolerance = 0.25
-
-// maxCopyError is the largest copy error (m) a hit report is judged with:
-// a report of a hit on a copy farther than this from the newest state the
-// attacker had of it is stale (Stats.Hits.Stale): neither confirmed nor
-// refused. With hitTolerance it bounds a report's slack at 0.75 m.
-const maxCopyError = 0.5
-
-// attackTolerance is the slack of the rule that an attack may not start
-// before the previous one could have ended: two ticks (the rule counts the
-// rival's ticks, see tickLead). Lost packets and ticks run in bursts need
-// none: each state bounds its attack's start by the phase it shows, in
-// ticks, and a lost one only widens the bounds.
-const attackTolerance = 2 * physics.TickDuration
-
-// propReach is how close (m) the claimer's fighter must have come to a prop,
-// body to body, in this peer's world (now or within propReachWindow), for a
-// claim on the prop to be accepted. See the package documentation.
-const propReach = 1.0
-
-// claimGap is the longest silence of the rival's stream after which its
-// claims are not judged by reach for as long again: a claim made during a
-// blackout, on the claimer's copy of a prop this peer's world moved on, may
-// show neither this peer's history nor the claim's own packet (its fighter
-// may have left the prop since) in reach.
-const claimGap = 250 * time.Millisecond
-
-// propReachWindow is how far back in this peer's history a prop claim is
-// judged.
-const propReachWindow = time.Second
-
 var inf = math.Inf(1)
 
 // hitReport is one hit an attacker's world saw, as its peer reports it.
@@ -268,3 +232,79 @@ type HitStats struct {
 	// report's copy error: how close honest play comes to hitTolerance.
 	MaxMiss float64
 }
+
+// report queues a hit this peer's fighter landed on the rival's, to be
+// repeated in every packet for reportRepeat.
+func (r *Replicator) report(h *physics.HitEvent) {
+	a := r.lookup(h.Attacker)
+	if a == nil || h.Strike == physics.PartUnknown {
+		return
+	}
+	if r.nout == len(r.outHits) {
+		copy(r.outHits[:], r.outHits[1:])
+		r.nout--
+	}
+	view, copyErr := time.Duration(maxView), float64(maxCopyErr)
+	if v := r.lookup(h.Victim); v != nil && v.corr.HasTarget() && h.Part != physics.PartUnknown && h.Part.Index() < v.obj.NumBodies() {
+		// How far its copy of the struck body was from the newest state
+		// of it: any point of it, so the turn counts at its reach.
+		i := h.Part.Index()
+		st, at := v.corr.Target(i)
+		p := v.obj.Pose(i)
+		turn := math.Abs(math.Remainder(p.Angle-st.Angle, 2*math.Pi))
+		view = min(maxView, max(0, r.now.Sub(at)))
+		copyErr = min(maxCopyErr, p.Pos.Sub(st.Pos).Len()+turn*v.size)
+	}
+	r.outHits[r.nout] = hitReport{attacker: h.Attacker, victim: h.Victim, seq: h.AttackSeq, strike: h.Strike,
+		part: h.Part, g: r.now, view: view, copyErr: copyErr, impulse: h.Impulse, limb: a.obj.Pose(h.Strike.Index())}
+	r.nout++
+	r.stats.Hits.Reported++
+}
+
+// appendHits appends the hit list of a packet of game time now: every
+// report younger than reportRepeat.
+func (r *Replicator) appendHits(dst []byte, now clocksync.GameTime) []byte {
+	n := 0
+	for i := range r.nout {
+		if age := now - r.outHits[i].g; age >= 0 && age <= us(reportRepeat) {
+			r.outHits[n] = r.outHits[i]
+			n++
+		}
+	}
+	r.nout = n
+	dst = append(dst, byte(n)) // a uvarint: n ≤ maxReports < 128
+	for i := range n {
+		dst = appendReport(dst, &r.outHits[i], now)
+	}
+	return dst
+}
+
+// seenBefore reports whether h was judged already (a repeat), and
+// remembers it if not.
+func (r *Replicator) seenBefore(h *hitReport) bool {
+	for i := range min(r.nseen, seenWindow) {
+		s := &r.seen[i]
+		if s.attacker == h.attacker && s.seq == h.seq && s.g == h.g {
+			return true
+		}
+	}
+	r.seen[r.nseen%seenWindow] = seenReport{attacker: h.attacker, seq: h.seq, g: h.g}
+	r.nseen++
+	return false
+}
+
+// newTick forgets the last tick's damage once a new tick begins (the first
+// HandlePacket or BeforeStep after an AppendPacket).
+func (r *Replicator) newTick() {
+	if r.sent {
+		r.damaged, r.sent = r.damaged[:0], false
+	}
+}
+
+// Damaged returns the hits on this peer's fighters whose damage was applied
+// during the current tick (or, read after AppendPacket, the last one):
+// confirmed reports of the rival's and hits this peer's world detected,
+// each attack's at most once. Part, Impulse and Blocked are the hit's;
+// AttackSeq and Attacker name the attack. The slice is reused by the next
+// tick; it holds at most 8 hits.
+func (r *Replicator) Damaged() []physics.HitEvent { return r.damaged }

@@ -13,38 +13,6 @@ import (
 	"github.com/ragsync/ragsync/physics"
 )
 
-// KindState is the first byte of every replicator packet (see the package
-// documentation for the format). clocksync's messages start with
-// clocksync.Magic, so the two can share a link.
-const KindState byte = 0x53 // 'S'
-
-// maxClaims is the largest number of ownership claims one packet may carry.
-const maxClaims = 64
-
-// maxInputs is the largest number of fighter inputs one packet may carry.
-const maxInputs = 16
-
-// ErrMalformed is wrapped by the *PacketError HandlePacket returns for a packet
-// it cannot parse (a bad kind byte, a truncated or oversized claim list, or a
-// snapshot the physics codec rejects, whose *physics.CodecError is wrapped
-// too).
-var ErrMalformed = errors.New("malformed state packet")
-
-// PacketError reports a packet HandlePacket could not parse: where (byte
-// offset), which field, and why.
-type PacketError struct {
-	Offset int
-	Field  string
-	Value  uint64
-	Err    error // wraps ErrMalformed, and the *physics.CodecError if any
-}
-
-func (e *PacketError) Error() string {
-	return fmt.Sprintf("ownership: packet offset %d: %s (%s = %d)", e.Offset, e.Err, e.Field, e.Value)
-}
-
-func (e *PacketError) Unwrap() error { return e.Err }
-
 // Config configures a Replicator. The zero value is the default; every
 // field documents its zero-value default.
 type Config struct {
@@ -73,6 +41,12 @@ type Config struct {
 	// objects always keep gravity: its remote fighters stand on their own
 	// muscles.
 	RemoteGravity bool
+
+	// RoundLength is the longest a round lasts: ResetRound is accepted
+	// once it has passed since the last reset (or the first tick), and
+	// otherwise only after a knock-out. Zero: 60 s. Negative: rounds end
+	// only on a knock-out.
+	RoundLength time.Duration
 }
 
 // Stats are a Replicator's counters. Reading them allocates nothing.
@@ -145,29 +119,13 @@ type replicated struct {
 	stamp   clocksync.GameTime // the time of its last applied state
 	hist, k int                // offset of its poses in a history record; index among the objects
 	size    float64            // largest distance from a body's origin to its shapes
+	start   physics.Vec2       // its first body's place when tracked (the match's start)
 
 	// A remote fighter is held to the rules of its own fighter.
 	attacks attackPolicy
 	health  healthPolicy
 	budget  damageBudget
-}
-
-type claim struct {
-	id    physics.ObjectID
-	epoch uint32
-}
-
-// input is a fighter's controls as its owner sent them.
-type input struct {
-	id physics.ObjectID
-	in physics.Input
-}
-
-// header is what a state packet carries before its snapshot.
-type header struct {
-	claims  []claim
-	inputs  []input
-	reports []hitReport
+	motion  motion
 }
 
 // Replicator keeps the objects of a physics.World in sync with the rival's
@@ -214,6 +172,11 @@ type Replicator struct {
 	heardAny          bool
 	damaged           []physics.HitEvent // hits applied as damage this tick
 	sent              bool               // AppendPacket ran: damaged is last tick's
+	floor             float64            // the arena's floor (y), for the rival's time in the air
+	roundStart        clocksync.GameTime // the last accepted round reset, or the first tick
+	resetAt           clocksync.GameTime // the last accepted round reset
+	resetDeclared     bool
+	started           bool // BeforeStep ran
 }
 
 // New returns a replicator of world for peer local, whose rival is remote
@@ -247,6 +210,7 @@ func New(world *physics.World, local, remote PeerID, cfg Config) (*Replicator, e
 		inputHold: corr.InputHold,
 		body:      make([]physics.BodyState, 0, physics.MaxBodiesPerObject),
 		damaged:   make([]physics.HitEvent, 0, 8),
+		floor:     world.Arena().Min.Y,
 	}, nil
 }
 
@@ -277,12 +241,8 @@ func (r *Replicator) Track(id physics.ObjectID, owner PeerID, shared bool) error
 	for i, b := range obj.Bodies() {
 		o.gravity[i] = b.M_gravityScale
 	}
-	if o.fighter != nil {
-		m := movesOf(o.fighter.Tuning())
-		o.attacks = newAttackPolicy(m, attackTolerance)
-		o.budget = newDamageBudget(m, attackTolerance)
-		o.health = healthPolicy{hp: o.fighter.HP(), ko: o.fighter.HP() == 0}
-	}
+	o.start = obj.Pose(0).Pos
+	o.initRival()
 	r.insert(o)
 	r.hist = nil // rebuilt for the new set of objects
 	r.setMode(o, r.reg.mode(id))
@@ -316,6 +276,7 @@ func (r *Replicator) lookup(id physics.ObjectID) *replicated {
 // they are limp and weightless unless RemoteGravity).
 func (r *Replicator) setMode(o *replicated, m Mode) {
 	o.mode = m
+	o.motion.forget()
 	o.corr.Reset()
 	o.mon.Reset()
 	o.idle = false
@@ -516,8 +477,10 @@ func validateInput(o *replicated, os *physics.ObjectState, in *input) error {
 }
 
 // apply judges and applies one object state of an accepted packet, with
-// its fighter's input if the packet carries one (in, else nil): authorize,
-// validate, commit (see HandlePacket). now is the game time.
+// its fighter's input if the packet carries one (in, else nil), in one
+// pass: authorize (registry.go), validate, the rival's rules (rival.go),
+// commit (see HandlePacket). Each step but the last only judges. now is
+// the game time.
 func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32, in *input, tick uint64, now clocksync.GameTime) error {
 	// 1. Authorize. Nothing changes yet.
 	d, err := r.reg.authorize(r.reg.remote, os.ID, epoch)
@@ -545,22 +508,18 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 		r.stats.Invalid++
 		return err
 	}
-	// The rules of the rival's own fighter, and a claim's reach.
-	held := false
-	if err := r.judgeRules(o, os, d, now, &held); err != nil || held {
+	// 3. The rival's rules (rival.go): its fighter's body, attacks and
+	// HP, a claim's reach. Nothing changes yet, unless the state is held.
+	if held, err := r.judgeRival(o, os, d, now); err != nil || held {
 		return err
 	}
-	// 3. Commit: the transfer, then the state, then the input.
+	// 4. Commit: the transfer, the rules' record, the state, the input.
 	if r.reg.commit(d, tick) {
 		r.setMode(o, ModeRemote)
 	}
 	r.stats.Transfers, r.stats.Ties = r.reg.transfers, r.reg.ties
+	r.commitRival(o, os)
 	if o.fighter != nil {
-		if o.health.rises(&os.Fighter) {
-			o.attacks.reset() // a round reset ended its attack
-		}
-		o.attacks.commitState(&os.Fighter, r.inTick)
-		o.health.commit(&os.Fighter)
 		var err error
 		if o.follow {
 			// Its attack runs on from where the owner was, this state's
@@ -588,86 +547,6 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 	return nil
 }
 
-// parseHeader parses the kind byte, the claims and the inputs, returning
-// them and the physics snapshot that follows.
-func (r *Replicator) parseHeader(p []byte) (header, []byte, error) {
-	if len(p) == 0 {
-		return header{}, nil, &PacketError{Field: "kind", Err: fmt.Errorf("%w: empty packet", ErrMalformed)}
-	}
-	if p[0] != KindState {
-		return header{}, nil, &PacketError{Field: "kind", Value: uint64(p[0]), Err: fmt.Errorf("%w: not a state packet", ErrMalformed)}
-	}
-	if len(p) < 2 || p[1] != wireVersion {
-		var v uint64
-		if len(p) >= 2 {
-			v = uint64(p[1])
-		}
-		return header{}, nil, &PacketError{Offset: 1, Field: "version", Value: v, Err: fmt.Errorf("%w: not a version-3 state packet (the peer runs another ragsync version)", ErrMalformed)}
-	}
-	off := 2
-	uv := func(field string, max uint64) (uint64, error) {
-		v, n := binary.Uvarint(p[off:])
-		if n <= 0 {
-			return 0, &PacketError{Offset: off, Field: field, Err: fmt.Errorf("%w: truncated or overlong varint", ErrMalformed)}
-		}
-		if v > max {
-			return 0, &PacketError{Offset: off, Field: field, Value: v, Err: fmt.Errorf("%w: out of range (max %d)", ErrMalformed, max)}
-		}
-		off += n
-		return v, nil
-	}
-	id := func(field string) (physics.ObjectID, error) {
-		v, err := uv(field, math.MaxUint16)
-		if err != nil {
-			return 0, err
-		}
-		if v == 0 {
-			return 0, &PacketError{Offset: off - 1, Field: field, Err: fmt.Errorf("%w: %w", ErrMalformed, physics.ErrInvalidID)}
-		}
-		return physics.ObjectID(v), nil
-	}
-	n, err := uv("claims", maxClaims)
-	if err != nil {
-		return header{}, nil, err
-	}
-	for i := range int(n) {
-		cid, err := id("claim id")
-		if err != nil {
-			return header{}, nil, err
-		}
-		epoch, err := uv("claim epoch", math.MaxUint32)
-		if err != nil {
-			return header{}, nil, err
-		}
-		r.claims[i] = claim{id: cid, epoch: uint32(epoch)}
-	}
-	h := header{claims: r.claims[:n]}
-	m, err := uv("inputs", maxInputs)
-	if err != nil {
-		return header{}, nil, err
-	}
-	for i := range int(m) {
-		iid, err := id("input id")
-		if err != nil {
-			return header{}, nil, err
-		}
-		if i > 0 && iid <= r.inputs[i-1].id {
-			return header{}, nil, &PacketError{Offset: off - 1, Field: "input id", Value: uint64(iid), Err: fmt.Errorf("%w: input ids not increasing", ErrMalformed)}
-		}
-		if off >= len(p) {
-			return header{}, nil, &PacketError{Offset: off, Field: "input", Err: fmt.Errorf("%w: truncated", ErrMalformed)}
-		}
-		// Its bits are judged with its fighter's state (validateInput).
-		r.inputs[i] = input{id: iid, in: physics.Input(p[off])}
-		off++
-	}
-	h.inputs = r.inputs[:m]
-	if off, h.reports, err = parseReports(p, off, &r.reports); err != nil {
-		return header{}, nil, err
-	}
-	return h, p[off:], nil
-}
-
 // BeforeStep corrects every remote object toward its owner's latest state at
 // game time now, and feeds the divergence monitors. A remote fighter that
 // follows its owner (correction.MethodFollow) and has received no state for
@@ -679,6 +558,9 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	r.world.SetClock(now) // both peers' fighters walk in step
 	r.newTick()
 	r.now = now
+	if !r.started {
+		r.roundStart, r.started = now, true
+	}
 	r.stats.Correction.MaxError = 0
 	r.stats.Diverged = false
 	for _, o := range r.objs {

@@ -236,6 +236,7 @@ func TestReplicatorReceiveOrder(t *testing.T) {
 				if err := a.w.Object(crate).WriteState(cs); err != nil {
 					t.Fatal(err)
 				}
+				c.state.Bodies[0].Pos = cs[0].Pos // the claim places it there too
 			}
 			before := a.r.Stats()
 			o := a.r.lookup(c.state.ID) // nil for the local-only debris
@@ -663,20 +664,21 @@ func TestReplicatorShown(t *testing.T) {
 	a := newPeer(t, peerA, peerB, following)
 	b := newPeer(t, peerB, peerA, following)
 	var now clocksync.GameTime
-	// B's fighter jumps far from where A last saw it: A's copy is
-	// corrected hard, and its drawn pose lags.
+	// B's fighter jumps half a metre from where A last saw it (as far as
+	// the motion rules let it in a tick): A's copy is corrected hard, and
+	// its drawn pose lags.
 	p := b.tick(t, now)
 	a.tick(t, now+tickUS, p)
 	st := b.w.Object(fighterB).ReadState(nil)
 	for i := range st {
-		st[i].Pos.X -= 1
+		st[i].Pos.X -= 0.5
 	}
 	must(t, b.w.Object(fighterB).WriteState(st))
 	now += 2 * tickUS
 	a.tick(t, now, b.tick(t, now))
 	dp, da := a.r.Corrector(fighterB).Offset(0)
 	if dp.Len() < 0.05 {
-		t.Fatalf("offset %v after a 1 m correction", dp)
+		t.Fatalf("offset %v after a 0.5 m correction", dp)
 	}
 	pos, angle := a.w.Object(fighterB).Transform(0)
 	if sp, sa := a.r.Shown(fighterB, 0); sp != pos.Add(dp) || sa != angle+da {

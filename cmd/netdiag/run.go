@@ -139,6 +139,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runSelf(ctx, o, stdout, stderr, log)
 	}
 	s, err := connect(ctx, o, stderr, log)
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("%w\nno signaling server answers at %s: start one there (go run ./cmd/signal, or a demo), pass -signal URL, or try netdiag alone on this machine with -self", err, o.signal)
+	}
 	if err != nil {
 		return err
 	}

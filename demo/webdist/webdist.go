@@ -1,18 +1,22 @@
 // Package webdist serves the web build of the demo: the page, the
 // demo compiled to WebAssembly (gzip-compressed) and Go's loader for it.
-// `make web` (part of `make demo` and `make test`) builds them into
+// `make web` (part of `make test`, not of `make demo`) builds them into
 // static/, where go:embed takes them: a binary built without them serves
 // a page that says so. cmd/signal and the demo's embedded signaling
 // server serve it at / (server.Config.Site).
 package webdist
 
 import (
+	"bytes"
 	"compress/gzip"
 	"embed"
+	"encoding/binary"
 	"io"
 	"io/fs"
 	"net/http"
+	"path"
 	"strings"
+	"sync"
 )
 
 //go:embed static
@@ -20,30 +24,64 @@ var static embed.FS
 
 // Files of the web build in static/.
 const (
-	pageFile   = "index.html"
-	wasmFile   = "demo.wasm.gz" // GOOS=js GOARCH=wasm go build ./demo/web, gzip -9
-	loaderFile = "wasm_exec.js" // $(go env GOROOT)/lib/wasm/wasm_exec.js of the Go that built it
+	pageFile    = "index.html"
+	wasmPattern = "demo.*.wasm.gz" // GOOS=js GOARCH=wasm go build ./demo/web, gzip -9, named demo.HASH.wasm.gz by its content
+	loaderFile  = "wasm_exec.js"   // $(go env GOROOT)/lib/wasm/wasm_exec.js of the Go that built it
 )
+
+// Cache policies: the page and the loader are revalidated on every load
+// (their names never change); the wasm's name changes with its content,
+// so a browser keeps it for a year without asking.
+const (
+	cacheRevalidate = "no-cache"
+	cacheImmutable  = "public, max-age=31536000, immutable"
+)
+
+// build is the web build found in static/: the wasm's file name and its
+// sizes, and the page with them filled in.
+type build struct {
+	wasm    string // e.g. demo.0123456789abcdef.wasm.gz; "" if none
+	gzSize  int64
+	rawSize int64 // from the gzip trailer (the size mod 2³², ample for a wasm)
+	page    []byte
+}
+
+var theBuild = sync.OnceValue(func() build {
+	var b build
+	names, _ := fs.Glob(static, "static/"+wasmPattern)
+	if len(names) == 0 {
+		return b
+	}
+	b.wasm = path.Base(names[len(names)-1]) // `make web` leaves one
+	data, err := static.ReadFile("static/" + b.wasm)
+	if err != nil || len(data) < 18 {
+		b.wasm = ""
+		return b
+	}
+	b.gzSize = int64(len(data))
+	b.rawSize = int64(binary.LittleEndian.Uint32(data[len(data)-4:]))
+	page, err := static.ReadFile("static/" + pageFile)
+	if err == nil {
+		r := strings.NewReplacer("{{WASM_URL}}", strings.TrimSuffix(b.wasm, ".gz"),
+			"{{WASM_GZ_SIZE}}", itoa(b.gzSize), "{{WASM_RAW_SIZE}}", itoa(b.rawSize))
+		b.page = []byte(r.Replace(string(page)))
+	}
+	return b
+})
 
 // Available reports whether the web build is in this binary.
 func Available() bool {
-	_, err1 := fs.Stat(static, "static/"+wasmFile)
-	_, err2 := fs.Stat(static, "static/"+loaderFile)
-	return err1 == nil && err2 == nil
+	_, err := fs.Stat(static, "static/"+loaderFile)
+	return theBuild().wasm != "" && err == nil
 }
 
 // WasmSize returns the size of the compressed wasm download (0 if none).
-func WasmSize() int64 {
-	st, err := fs.Stat(static, "static/"+wasmFile)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
+func WasmSize() int64 { return theBuild().gzSize }
 
 // Handler serves the web build: GET / (with any query: ?room=CODE,
-// ?bot=1, ... are the demo's flags) the page, /demo.wasm the wasm
-// (gzip-encoded when the client accepts it, as browsers do), and
+// ?bot=easy, ... are the demo's flags) the page, /demo.HASH.wasm the wasm
+// (gzip-encoded when the client accepts it, as browsers do; cached for a
+// year, immutable), /demo.wasm the same without the long cache, and
 // /wasm_exec.js the loader. Other paths get 404.
 func Handler() http.Handler {
 	return http.HandlerFunc(serve)
@@ -55,61 +93,66 @@ func serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	switch r.URL.Path {
-	case "/", "/index.html":
-		if !Available() {
+	b := theBuild()
+	switch p := r.URL.Path; {
+	case p == "/" || p == "/index.html":
+		if !Available() || b.page == nil {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusNotFound)
-			io.WriteString(w, "The web build of the ragsync demo is not in this binary: run `make web` (or `make demo`) and build again.\n")
+			io.WriteString(w, "The web build of the ragsync demo is not in this binary: run `make web` and build again.\n")
 			return
 		}
-		serveFile(w, r, pageFile, "text/html; charset=utf-8")
-	case "/wasm_exec.js":
-		serveFile(w, r, loaderFile, "text/javascript; charset=utf-8")
-	case "/demo.wasm":
-		f, err := static.Open("static/" + wasmFile)
+		serveBytes(w, r, b.page, "text/html; charset=utf-8")
+	case p == "/wasm_exec.js":
+		data, err := static.ReadFile("static/" + loaderFile)
 		if err != nil {
 			http.NotFound(w, r)
 			return
 		}
-		defer f.Close()
-		w.Header().Set("Content-Type", "application/wasm")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("Vary", "Accept-Encoding")
-		if acceptsGzip(r) {
-			w.Header().Set("Content-Encoding", "gzip")
-			if st, err := f.Stat(); err == nil {
-				w.Header().Set("Content-Length", itoa(st.Size()))
-			}
-			if r.Method == http.MethodGet {
-				io.Copy(w, f)
-			}
-			return
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			http.Error(w, "corrupt web build", http.StatusInternalServerError)
-			return
-		}
-		if r.Method == http.MethodGet {
-			io.Copy(w, zr)
-		}
+		serveBytes(w, r, data, "text/javascript; charset=utf-8")
+	case b.wasm != "" && p == "/"+strings.TrimSuffix(b.wasm, ".gz"):
+		serveWasm(w, r, b, cacheImmutable)
+	case b.wasm != "" && p == "/demo.wasm":
+		serveWasm(w, r, b, cacheRevalidate)
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-func serveFile(w http.ResponseWriter, r *http.Request, name, ctype string) {
-	b, err := static.ReadFile("static/" + name)
+func serveWasm(w http.ResponseWriter, r *http.Request, b build, cache string) {
+	data, err := static.ReadFile("static/" + b.wasm)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Content-Length", itoa(int64(len(b))))
+	w.Header().Set("Content-Type", "application/wasm")
+	w.Header().Set("Cache-Control", cache)
+	w.Header().Set("Vary", "Accept-Encoding")
+	if acceptsGzip(r) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Length", itoa(int64(len(data))))
+		if r.Method == http.MethodGet {
+			w.Write(data)
+		}
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		http.Error(w, "corrupt web build", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Length", itoa(b.rawSize))
 	if r.Method == http.MethodGet {
-		w.Write(b)
+		io.Copy(w, zr)
+	}
+}
+
+func serveBytes(w http.ResponseWriter, r *http.Request, data []byte, ctype string) {
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Cache-Control", cacheRevalidate)
+	w.Header().Set("Content-Length", itoa(int64(len(data))))
+	if r.Method == http.MethodGet {
+		w.Write(data)
 	}
 }
 

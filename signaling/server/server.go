@@ -155,7 +155,9 @@ type Config struct {
 	OriginPatterns []string
 	// Logger receives structured logs: rooms and pairings at Info, each
 	// connection and client error at Debug, never one line per relayed
-	// message at Info. Nil means slog.Default().
+	// message at Info. Nil means no logs at all: a server embedded in a
+	// game stays quiet unless the game hands it a logger (cmd/signal
+	// always does).
 	Logger *slog.Logger
 	// Now is the clock of the rate limits, relay token and TURN credential
 	// expiry. Nil means time.Now.
@@ -219,7 +221,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ClientIPHeader = "X-Forwarded-For"
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

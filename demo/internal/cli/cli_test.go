@@ -35,7 +35,7 @@ func TestParse(t *testing.T) {
 			if tc.stderr == "" && stderr.Len() != 0 || !strings.Contains(stderr.String(), tc.stderr) {
 				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tc.stderr)
 			}
-			if tc.name == "flags" && (!cfg.Headless || !cfg.Bot || cfg.Duration.Seconds() != 5) {
+			if tc.name == "flags" && (!cfg.Headless || cfg.Bot == game.BotOff || cfg.Duration.Seconds() != 5) {
 				t.Errorf("config %+v does not have the flags' values", cfg)
 			}
 		})

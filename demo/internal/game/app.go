@@ -100,7 +100,7 @@ func (a *App) Rates() (tps, fps float64) { return a.tps, a.fps }
 
 // RivalIsBot reports whether the local player's rival is this process's
 // bot (-bot).
-func (a *App) RivalIsBot() bool { return a.cfg.Bot }
+func (a *App) RivalIsBot() bool { return a.cfg.Bot != BotOff }
 
 // ServerGone reports that the signaling server in use, which another
 // process ran, stopped answering after the local player lost its rival or
@@ -135,7 +135,7 @@ func (a *App) findServer(ctx context.Context) setupResult {
 	return setupResult{url: srv.LocalURL(), server: srv}
 }
 
-func (a *App) playerConfig(name string, room string, seed uint64, bot bool) PlayerConfig {
+func (a *App) playerConfig(name string, room string, seed uint64, bot BotLevel) PlayerConfig {
 	imp, _ := a.cfg.impairment()
 	return PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
 		Bot: bot, RoundLength: a.cfg.RoundLength, Log: a.log}
@@ -295,7 +295,7 @@ func (a *App) startPlayers(r setupResult) {
 		return
 	}
 	room := a.cfg.Room
-	if a.cfg.Bot {
+	if a.cfg.Bot != BotOff {
 		room = "new"
 	}
 	name := "you"
@@ -305,9 +305,15 @@ func (a *App) startPlayers(r setupResult) {
 	if a.cfg.Autoplay {
 		name = "you (autoplay)"
 	}
-	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, a.cfg.Headless || a.cfg.Autoplay))
-	if a.cfg.Bot {
-		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, true))
+	// A bot playing the local fighter (headless, autoplay) plays at full
+	// strength.
+	self := BotOff
+	if a.cfg.Headless || a.cfg.Autoplay {
+		self = BotHard
+	}
+	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, self))
+	if a.cfg.Bot != BotOff {
+		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, a.cfg.Bot))
 	}
 	a.local.Start()
 }

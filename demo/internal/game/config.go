@@ -31,8 +31,9 @@ type Config struct {
 	ListenSet bool
 	// Room: "" quick match, "new" create a private room, or a code.
 	Room string
-	// Bot adds a local bot rival, paired through the full stack.
-	Bot bool
+	// Bot adds a local bot rival of that level, paired through the full
+	// stack; BotOff (the zero value): none.
+	Bot BotLevel
 	// Headless runs without a window; the local fighter is bot-driven.
 	Headless bool
 	// Autoplay drives the local fighter by the bot in the window too (the
@@ -64,6 +65,47 @@ type Config struct {
 	ConnectTimeout time.Duration
 }
 
+// botFlag is -bot: a boolean flag (a bare -bot is DefaultBotLevel) that
+// also takes a level, -bot=easy (and -bot easy: see joinBotLevel).
+type botFlag struct{ l *BotLevel }
+
+func (f *botFlag) String() string {
+	if f.l == nil || *f.l == BotOff {
+		return ""
+	}
+	return f.l.String()
+}
+func (f *botFlag) IsBoolFlag() bool { return true }
+func (f *botFlag) Set(s string) error {
+	l, err := ParseBotLevel(s)
+	if err != nil {
+		return errors.New("want easy, normal or hard")
+	}
+	*f.l = l
+	return nil
+}
+
+// joinBotLevel rewrites "-bot LEVEL" as "-bot=LEVEL": the flag package
+// takes a boolean flag's value only after '='.
+func joinBotLevel(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "-bot" || a == "--bot") && i+1 < len(args) {
+			if _, err := ParseBotLevel(args[i+1]); err == nil && args[i+1] != "" {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
@@ -81,7 +123,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
   go run ./demo -signal http://HOST:8080   pair through another machine's demo or server
   go run ./demo -room new            create a private room and show its code
   go run ./demo -room CODE           join (or create) the private room CODE
-  go run ./demo -bot                 fight a local bot peer through the full stack
+  go run ./demo -bot easy            fight a local bot peer through the full stack (easy, normal or hard)
   go run ./demo -headless -bot -duration 30s   bot against bot, no window, print a summary
 
 Controls: A/D or ←/→ walk, W or ↑ jump, S or ↓ block, J punch, K kick,
@@ -98,7 +140,7 @@ Flags:
 	fs.StringVar(&c.Signal, "signal", DefaultSignal, "signaling server URL; without -signal, one is embedded if none answers at the default")
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address of the embedded signaling server: this machine only by default; -listen :8080 lets other machines join (the window then shows the addresses to give them)")
 	fs.StringVar(&c.Room, "room", "", `private room: "new" creates one with a server-chosen code to share; CODE joins the room with that code (or creates it, for the rival to join); empty: quick match`)
-	fs.BoolVar(&c.Bot, "bot", false, "fight a local bot peer (real signaling, real WebRTC on loopback, its own world)")
+	fs.Var(&botFlag{&c.Bot}, "bot", "fight a local bot peer (real signaling, real WebRTC on loopback, its own world): -bot easy, -bot normal or -bot hard; a bare -bot is normal")
 	fs.BoolVar(&c.Headless, "headless", false, "no window: the local fighter is bot-driven; prints a summary at the end")
 	fs.BoolVar(&c.Autoplay, "autoplay", false, "the local fighter is bot-driven in the window too")
 	fs.BoolVar(&c.LogSummaries, "log-summaries", false, "log each player's summary as JSON every 5 s")
@@ -117,7 +159,7 @@ Flags:
 	fs.BoolVar(&c.HUD, "hud", false, "start with the net HUD shown (F1 toggles it)")
 	fs.BoolVar(&c.Ghost, "ghost", false, "start with the ghost of the rival's received state shown (F2 toggles it)")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", time.Minute, "headless: how long to wait for a rival")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinBotLevel(args)); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -156,7 +198,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-loss %v must be in [0, 1)", c.Loss)
 	case c.RoundLength < 5*time.Second || c.RoundLength > MaxRoundLength:
 		return fmt.Errorf("-round %v must be between 5s and %v", c.RoundLength, MaxRoundLength)
-	case c.Bot && c.Room != "":
+	case c.Bot != BotOff && c.Room != "":
 		return errors.New("-bot creates its own private room: it takes no -room")
 	case c.ConnectTimeout <= 0:
 		return fmt.Errorf("-connect-timeout %v must be positive", c.ConnectTimeout)

@@ -21,7 +21,7 @@ func TestParseFlags(t *testing.T) {
 	// No flags: the default server on loopback, quick match, WebRTC on
 	// loopback only (InterfacesAuto with a loopback URL), no ICE servers,
 	// no impairment.
-	if c.Signal != DefaultSignal || c.SignalSet || c.Listen != "127.0.0.1:8080" || c.ListenSet || c.Room != "" || c.Bot || c.Headless {
+	if c.Signal != DefaultSignal || c.SignalSet || c.Listen != "127.0.0.1:8080" || c.ListenSet || c.Room != "" || c.Bot != BotOff || c.Headless {
 		t.Errorf("defaults %+v", c)
 	}
 	pc := c.p2pConfig()

@@ -111,7 +111,36 @@ type Diag struct {
 	moved      [len(Objects)]float64
 	haveStart  bool
 	last       MatchStatsView
+
+	// The rival's state packets: the count at the last change and the game
+	// time it changed (the match's first tick until one arrives).
+	statesIn     uint64
+	statesInAt   clocksync.GameTime
+	haveStatesIn bool
+	statesSilent time.Duration
 }
+
+// SilentRivalAfter is how long a paired rival may send no state packets
+// before the demo warns (log and HUD): a peer that pings but does not play.
+// Its first state may take firstStateGrace from this peer's first tick (a
+// follower sends none until its clock has synced).
+const (
+	SilentRivalAfter = 2 * time.Second
+	firstStateGrace  = 5 * time.Second
+)
+
+// RivalSilent reports whether the rival's states have been missing for
+// long enough to warn (see SilentRivalAfter).
+func (d *Diag) RivalSilent() bool {
+	if d.statesIn == 0 {
+		return d.statesSilent >= firstStateGrace
+	}
+	return d.statesSilent >= SilentRivalAfter
+}
+
+// StatesSilent returns how long (game time) no state packet of the rival
+// has arrived: since its last one, or since the match's first tick.
+func (d *Diag) StatesSilent() time.Duration { return d.statesSilent }
 
 // MatchStatsView is what Diag keeps of the match's counters.
 type MatchStatsView struct {
@@ -143,6 +172,10 @@ func (d *Diag) tickUpdate(m *ragsync.Match, s *p2p.Session, now clocksync.GameTi
 	}
 	d.win.ticks++
 	d.total.ticks++
+	if !d.haveStatesIn || d.last.PacketsIn != d.statesIn {
+		d.statesIn, d.statesInAt, d.haveStatesIn = d.last.PacketsIn, now, true
+	}
+	d.statesSilent = max(0, now.Sub(d.statesInAt))
 
 	// Correction error of the rival's bodies (measured by its corrector
 	// before it corrected this tick).

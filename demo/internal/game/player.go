@@ -76,8 +76,9 @@ type PlayerConfig struct {
 	// Impair, if set, delays/drops what this player sends (netsim pipe).
 	Impair *netsim.Config
 	Seed   uint64
-	// Bot: a physics.Bot drives the fighter (and asks for rematches).
-	Bot          bool
+	// Bot: a bot of that level drives the fighter (and asks for
+	// rematches); BotOff, the zero value: Controls.Fighter does.
+	Bot          BotLevel
 	RoundLength  time.Duration
 	Countdown    time.Duration
 	RematchDelay time.Duration // bots ask for a rematch this long after a result; zero: 3 s
@@ -131,20 +132,21 @@ type Player struct {
 	match  *ragsync.Match
 	rules  *Rules
 	diag   *Diag
-	bot    *physics.Bot
+	bot    *levelBot
 	me     ownership.PeerID
 	fid    physics.ObjectID // own fighter
 	rid    physics.ObjectID // the rival's fighter
 	now    clocksync.GameTime
 	synced bool
 
-	connectedAt time.Time
-	results     []Result
-	msgBuf      []byte
-	lastEvent   string
-	events      uint64
-	timeline    []TimelineEvent // the session's events, for the summary
-	closers     sync.WaitGroup  // sessions closing in the background
+	connectedAt  time.Time
+	silentWarned bool // warned that the rival sends no states (see RivalSilent)
+	results      []Result
+	msgBuf       []byte
+	lastEvent    string
+	events       uint64
+	timeline     []TimelineEvent // the session's events, for the summary
+	closers      sync.WaitGroup  // sessions closing in the background
 
 	seat seatState // the seat token and resuming (resume.go)
 }
@@ -342,8 +344,9 @@ func (p *Player) attach(s *p2p.Session) error {
 	}
 	p.me, p.fid, p.rid = me, m.Fighter().ID(), m.Rival().ID()
 	p.diag = newDiag(p.rid)
-	p.bot = physics.NewBot(p.cfg.Seed + uint64(me))
+	p.bot = newLevelBot(p.cfg.Bot, p.cfg.Seed+uint64(me))
 	p.status, p.err = StatusConnected, nil
+	p.silentWarned = false
 	p.connectedAt = p.cfg.Now()
 	p.results = nil
 	st := s.Stats()
@@ -502,7 +505,7 @@ func (p *Player) tick(c Controls) {
 	now := p.now // the match time of the last tick (it stands still while resuming)
 	f := p.arena.world.Fighter(p.fid)
 	in := c.Fighter
-	if p.cfg.Bot {
+	if p.cfg.Bot != BotOff {
 		in = p.bot.Input(p.arena.world, p.fid, p.rid)
 	}
 	if !ok || !p.rules.CanFight(now) || f.Action() == physics.ActionKO {
@@ -536,7 +539,7 @@ func (p *Player) tick(c Controls) {
 		p.log.Info("round over", "result", res.String())
 	}
 	if res, ok := p.rules.Result(); ok && !p.rules.WantsRematch() {
-		if c.Confirm || (p.cfg.Bot && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
+		if c.Confirm || (p.cfg.Bot != BotOff && p.now.Sub(p.rules.DecidedAt()) >= p.cfg.RematchDelay) {
 			p.rules.Rematch()
 			p.log.Info("rematch asked", "after", res.String())
 		}
@@ -548,7 +551,20 @@ func (p *Player) tick(c Controls) {
 		p.msgBuf = msg[:0]
 	}
 	p.diag.tickUpdate(p.match, p.sess, p.now, p.cfg.Now(), &p.link.seqs)
+	switch silent := p.diag.StatesSilent(); {
+	case p.diag.RivalSilent() && !p.silentWarned:
+		p.silentWarned = true
+		p.log.Warn("the rival sends no game states: its fighter stays frozen (another game, or a client that only pings?)",
+			"for", silent.Round(time.Millisecond), "states_received", p.match.Stats().Replicator.PacketsIn)
+	case !p.diag.RivalSilent() && p.silentWarned:
+		p.silentWarned = false
+		p.log.Info("the rival's game states arrive again")
+	}
 }
+
+// RivalSilent reports whether a paired rival has sent no state packets
+// for SilentRivalAfter (the session may still be alive: its pings come).
+func (p *Player) RivalSilent() bool { return p.silentWarned }
 
 // Accessors for drawing and the HUD (read-only, from the game loop).
 

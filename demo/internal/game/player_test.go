@@ -31,7 +31,7 @@ func testPlayer(name, url, room string) *Player {
 	}
 	// WebRTC gets a minute to open instead of 5 s, so that a loaded
 	// machine does not start the session on TCP.
-	return NewPlayer(PlayerConfig{Name: name, Signal: url, Room: room, Bot: true, Seed: 7, Log: log,
+	return NewPlayer(PlayerConfig{Name: name, Signal: url, Room: room, Bot: BotHard, Seed: 7, Log: log,
 		P2P: p2p.Config{Prefer: p2p.TransportWebRTC, UDP4Only: true, WebRTCTimeout: time.Minute}})
 }
 

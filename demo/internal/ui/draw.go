@@ -3,6 +3,7 @@ package ui
 import (
 	"image"
 	"image/color"
+	"math"
 
 	"github.com/hajimehoshi/ebiten/v2"
 
@@ -132,6 +133,69 @@ func (g *Game) solid(dst *ebiten.Image, c camera, s *physics.Shape, pos physics.
 	}
 }
 
+// Prop materials: the crate's wood and the ball's panels, tinted by the
+// owner's colour.
+var (
+	colWood     = color.RGBA{176, 122, 68, 255}
+	colWoodDark = color.RGBA{112, 72, 36, 255}
+	colBallLite = color.RGBA{245, 245, 240, 255}
+)
+
+// prop draws a shared prop with its geometry and some detail to read it
+// by: a box as a wooden crate (frame, planks, a brace), a circle as a
+// panelled ball (a band and a hub that turn with it, a fixed highlight);
+// owner is its owner's colour.
+func (g *Game) prop(dst *ebiten.Image, c camera, s *physics.Shape, pos physics.Vec2, angle float64, owner color.RGBA) {
+	b := g.batch
+	switch {
+	case s.Kind == physics.ShapeCircle:
+		ctr := pos.Add(s.Center.Rotate(angle))
+		x, y := c.pt(ctr)
+		r := float32(s.Radius * c.scale)
+		b.circle(dst, x, y, r+outlinePx, colOutline)
+		b.circle(dst, x, y, r, mix(colBallLite, owner, 0.35))
+		// The band: a panel of the owner's colour across the ball.
+		ax, ay := c.pt(ctr.Add(physics.V(-s.Radius*0.92, 0).Rotate(angle)))
+		bx, by := c.pt(ctr.Add(physics.V(s.Radius*0.92, 0).Rotate(angle)))
+		b.line(dst, ax, ay, bx, by, r*0.45, mix(owner, colOutline, 0.15))
+		b.circle(dst, x, y, r*0.3, colOutline)
+		b.circle(dst, x, y, r*0.2, colBallLite)
+		b.circle(dst, x-r*0.38, y-r*0.42, r*0.16, color.RGBA{255, 255, 255, 150})
+	case (s.Kind == physics.ShapeBox || s.Kind == physics.ShapePolygon) && len(s.Vertices) == 4:
+		var xy [8]float32
+		var cx, cy float32
+		for i, v := range s.Vertices {
+			xy[2*i], xy[2*i+1] = c.pt(pos.Add(v.Rotate(angle)))
+			cx, cy = cx+xy[2*i]/4, cy+xy[2*i+1]/4
+		}
+		// Outline: the corners pushed outlinePx out from the centre.
+		out := g.xy[:0]
+		for i := 0; i < 8; i += 2 {
+			dx, dy := xy[i]-cx, xy[i+1]-cy
+			d := float32(math.Hypot(float64(dx), float64(dy)))
+			k := (d + 2*outlinePx) / max(d, 1)
+			out = append(out, cx+dx*k, cy+dy*k)
+		}
+		b.poly(dst, out, colOutline)
+		wood := mix(colWood, owner, 0.3)
+		b.poly(dst, xy[:], mix(colWoodDark, owner, 0.2))
+		// The planks inside the frame: the box shrunk toward its centre.
+		in := out[:0]
+		for i := 0; i < 8; i += 2 {
+			in = append(in, cx+(xy[i]-cx)*0.78, cy+(xy[i+1]-cy)*0.78)
+		}
+		b.poly(dst, in, wood)
+		dark := mix(colWoodDark, owner, 0.2)
+		for _, t := range []float32{1.0 / 3, 2.0 / 3} { // plank seams, parallel to one pair of sides
+			b.line(dst, in[0]+(in[2]-in[0])*t, in[1]+(in[3]-in[1])*t, in[6]+(in[4]-in[6])*t, in[7]+(in[5]-in[7])*t, 1.5, dark)
+		}
+		b.line(dst, in[0], in[1], in[4], in[5], float32(0.06*c.scale), dark) // the brace
+		g.xy = in
+	default:
+		g.solid(dst, c, s, pos, angle, owner)
+	}
+}
+
 // drawWorld draws the arena, the props (coloured by their current owner),
 // the fighters with their hit flashes, the sparks and, with ghost, the last
 // received state of every object the rival owns.
@@ -178,7 +242,7 @@ func (g *Game) drawWorld(screen *ebiten.Image, pl *game.Player) {
 		}
 		for _, s := range o.Shapes() {
 			pos, ang := rep.Shown(id, s.Body)
-			g.solid(dst, c, &s, pos, ang, col)
+			g.prop(dst, c, &s, pos, ang, col)
 		}
 	}
 	for _, f := range w.Fighters() {

@@ -95,7 +95,7 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		case peer == me:
 			who = "you"
 		case g.app.RivalIsBot():
-			who = "bot"
+			who = "bot, " + g.app.Config().Bot.String()
 		}
 		label := fmt.Sprintf("P%d (%s)  %d/%d", peer, who, hp, f.MaxHP())
 		x := float32(20)
@@ -121,9 +121,9 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 	}
 	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
 		ls := pl.Session().Stats()
-		rtt := "-" // no round trip on this path yet (it just came back)
-		if ls.RTT.Samples > 0 {
-			rtt = fmt.Sprintf("%.1f ms", float64(ls.RTT.Smoothed)/1e6)
+		rtt := "measuring" // no round trip on this path yet (it just came back)
+		if d, _, ok := activeRTT(&ls); ok {
+			rtt = fmt.Sprintf("%.1f ms", float64(d)/1e6)
 		}
 		status = game.PathOf(&ls) + " | rtt " + rtt
 	}
@@ -132,11 +132,33 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 	g.say(keys, screenW-20-textWidth(keys, 1), 44, 1, colDim, false)
 }
 
-// bannerY is where the round banners go: the middle of the world's region,
-// which the HUD never covers (it is drawn below the region).
+// bannerY is where the round banners go (the top of their first line):
+// in the sky above the fighters' heads (the camera keeps frameAbove of it),
+// as low as the heads allow but no lower than the middle of the world's
+// region, which the HUD never covers (it is drawn below the region). If
+// the heads leave no room (a jump), the banner keeps to the region's top.
 func (g *Game) bannerY(lines int, size float64) float64 {
 	r := g.view.region(g.hud)
-	return r.y + r.h*0.42 - float64(lines)*lineH*size/2
+	h := float64(lines) * lineH * size
+	y := r.y + r.h*0.42 - h/2
+	if top := g.view.headsTop; top-bannerGap-12-h < y { // 12: the panel's padding below the text
+		y = top - bannerGap - 12 - h
+	}
+	return math.Max(y, r.y+16)
+}
+
+// bannerGap is the room kept between a banner and the heads below it, px.
+const bannerGap = 10
+
+// bannerSize shrinks a banner's text size so that lines of it fit above
+// the heads (see bannerY), down to min.
+func (g *Game) bannerSize(lines int, size, min float64) float64 {
+	r := g.view.region(g.hud)
+	room := g.view.headsTop - bannerGap - 12 - (r.y + 16)
+	if fit := room / (float64(lines) * lineH); fit < size {
+		return math.Max(fit, min)
+	}
+	return size
 }
 
 // drawRoundBanner shows the countdown, FIGHT!, the KO moment and the
@@ -146,6 +168,7 @@ func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 	now := pl.Now()
 	n, start, _ := r.Round()
 	one := func(s string, c color.Color, size float64) {
+		size = g.bannerSize(1, size, 1.5)
 		g.panel(dst, []hudLine{{s, c}}, screenW/2, g.bannerY(1, size), size)
 	}
 	if v := g.view; v.koPeer != 0 && v.koTicks < koBanner {
@@ -153,6 +176,7 @@ func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 		if v.koTicks < 8 {
 			size = 12 - float64(v.koTicks)/2
 		}
+		size = g.bannerSize(1, size, 3)
 		y := g.bannerY(1, size)
 		g.say("K.O.", screenW/2+4, y+4, size, colOutline, true)
 		g.say("K.O.", screenW/2, y, size, colBad, true)
@@ -163,8 +187,9 @@ func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 		one("Connected. Waiting for the host to start the round...", nil, 2)
 	case game.PhaseCountdown:
 		left := r.CountdownLeft(now)
+		size := g.bannerSize(2, 3, 1.5)
 		g.panel(dst, []hudLine{{fmt.Sprintf("Round %d", n), nil}, {fmt.Sprintf("%d", int(math.Ceil(left.Seconds()))), colWarn}},
-			screenW/2, g.bannerY(2, 3), 3)
+			screenW/2, g.bannerY(2, size), size)
 	case game.PhaseFight:
 		if now.Sub(start) < 800*time.Millisecond {
 			one("FIGHT!", colWarn, 5)
@@ -202,7 +227,8 @@ func (g *Game) drawRoundBanner(dst *ebiten.Image, pl *game.Player) {
 		default:
 			lines = append(lines, hudLine{"Press R or Enter for a rematch", nil})
 		}
-		g.panel(dst, lines, screenW/2, g.bannerY(len(lines), 2), 2)
+		size := g.bannerSize(len(lines), 2, 1)
+		g.panel(dst, lines, screenW/2, g.bannerY(len(lines), size), size)
 	}
 }
 
@@ -312,8 +338,8 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	cfg := a.Config()
 	room := pl.Room()
 	switch {
-	case cfg.Bot:
-		add("Starting a bot rival...", colText)
+	case cfg.Bot != game.BotOff:
+		add("Starting a bot rival ("+cfg.Bot.String()+")...", colText)
 	case cfg.Room == "new" && room == "":
 		add("Creating a private room...", colText)
 	case pl.NobodyInRoom():
@@ -330,7 +356,17 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	} else {
 		add("signaling server "+a.SignalURL(), colDim)
 	}
-	if cfg.Bot {
+	if cfg.Bot != game.BotOff {
+		return
+	}
+	if inBrowser {
+		add("", nil)
+		if room != "" {
+			add("Send your rival the link below the game (Copy): it opens this page in room "+room+".", colText)
+		} else {
+			add("Send your rival the link below the game (Copy): whoever opens it is paired with you.", colText)
+		}
+		add("A native player joins with:  go run ./demo -signal "+a.SignalURL()+roomArgOf(room), colDim)
 		return
 	}
 	roomArg := ""
@@ -360,6 +396,13 @@ func (g *Game) waitingLines(add func(string, color.Color)) {
 	}
 }
 
+func roomArgOf(room string) string {
+	if room == "" {
+		return ""
+	}
+	return " -room " + room
+}
+
 func wrap(s string, n int) string {
 	var b strings.Builder
 	for len(s) > n {
@@ -373,6 +416,32 @@ func wrap(s string, n int) string {
 	}
 	b.WriteString(s)
 	return b.String()
+}
+
+// activeLink returns the statistics of the session's active transport.
+func activeLink(ls *p2p.Stats) *p2p.LinkStats {
+	if ls.Transport == p2p.TransportTCP {
+		return &ls.TCP
+	}
+	return &ls.WebRTC
+}
+
+// activeRTT is the round trip to show for the active transport: the
+// smoothed figure of its pings; until it has one (the session leaves out
+// round trips that span a stall of this process, which a busy machine
+// running a relayed match has often), the largest of its last three pings,
+// then its initial probes. ok is false if it has none of them.
+func activeRTT(ls *p2p.Stats) (d time.Duration, how string, ok bool) {
+	l := activeLink(ls)
+	switch {
+	case ls.RTT.Samples > 0:
+		return ls.RTT.Smoothed, "smoothed", true
+	case l.Last3Max > 0:
+		return l.Last3Max, "max of the last 3 pings", true
+	case l.ProbeMax > 0:
+		return l.ProbeMax, "initial probes", true
+	}
+	return 0, "", false
 }
 
 // netLines builds the net HUD's figures (from Update, hudEvery ticks).
@@ -392,9 +461,15 @@ func netLines(a *game.App, pl *game.Player, dst []hudLine) []hudLine {
 	if !ls.ClockSynced {
 		conv = " (not converged)"
 	}
-	rtt := "RTT  none yet on this path"
-	if ls.RTT.Samples > 0 {
+	var rtt string
+	switch d, how, ok := activeRTT(&ls); {
+	case ls.RTT.Samples > 0:
 		rtt = fmt.Sprintf("RTT  last %.2f  min %.2f  smoothed %.2f  p95 %.2f ms", ms(ls.RTT.Last), ms(ls.RTT.Min), ms(ls.RTT.Smoothed), ms(ls.RTT.P95))
+	case ok:
+		rtt = fmt.Sprintf("RTT  %.2f ms (%s)", ms(d), how)
+	default:
+		l := activeLink(&ls)
+		rtt = fmt.Sprintf("RTT  measuring: %d pings sent, %d answered on this path", l.PingsSent, l.PongsReceived)
 	}
 	dst = append(dst,
 		hudLine{fmt.Sprintf("%s  (switches %d, %s)", path, ls.Switches, ls.State), pathCol},

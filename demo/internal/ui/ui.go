@@ -32,11 +32,12 @@ type Game struct {
 	log *slog.Logger
 	app *game.App // created by the first Update, once the window exists
 
-	hud      bool // F1
-	ghost    bool // F2
-	controls bool // F3 or H; shown at the start
-	touched  bool // the player toggled the controls panel
-	fought   int  // ticks of fighting seen, to put the controls away
+	hud      bool       // F1
+	ghost    bool       // F2
+	controls bool       // F3 or H; shown at the start
+	touched  bool       // the player toggled the controls panel
+	fought   int        // ticks of fighting seen, to put the controls away
+	shared   shareState // the page's share link (web only)
 
 	// The logic's own clock: ticks run since start. Ebiten calls Update 60
 	// times a second, but runs at most 5 to catch up after a slow frame;
@@ -139,6 +140,7 @@ func (g *Game) Update() error {
 		return ebiten.Termination
 	}
 	g.apply(k)
+	g.share()
 	due := int64(now.Sub(g.start)/physics.TickDuration) + 1
 	n := int64(1)
 	switch behind := due - g.done; {
@@ -159,6 +161,26 @@ func (g *Game) Update() error {
 		c.Confirm = false // a key press counts once
 	}
 	return nil
+}
+
+// shareState is what the page last showed of the share link (web only).
+type shareState struct {
+	set, show bool
+	room      string
+}
+
+// share shows the page's share link while the local player waits for a
+// human rival: the room's code once it has one, the page itself in quick
+// match.
+func (g *Game) share() {
+	pl, cfg := g.app.Local(), g.app.Config()
+	show := pl != nil && pl.Status() == game.StatusWaiting && cfg.Bot == game.BotOff &&
+		(cfg.Room == "" || pl.Room() != "")
+	room := ""
+	if show && cfg.Room != "" {
+		room = pl.Room()
+	}
+	g.shared.pageShare(show, room)
 }
 
 // apply handles the window's own keys.
@@ -217,6 +239,12 @@ func (g *Game) drawAll(screen *ebiten.Image) {
 	if pl.Status() == game.StatusReconnecting {
 		g.panel(screen, []hudLine{{fmt.Sprintf("Rival reconnecting (%d s)", int(pl.ReconnectingFor().Seconds())), colWarn},
 			{"Its game dropped out; the match is paused and resumes when it comes back.", colDim}},
+			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
+	}
+	if pl.Status() == game.StatusConnected && pl.RivalSilent() {
+		g.panel(screen, []hudLine{{"The rival sends no game states", colWarn},
+			{fmt.Sprintf("for %.0f s: its fighter stays frozen. It answers pings, so it is connected: another game, or a client that does not play?",
+				pl.Diag().StatesSilent().Seconds()), colDim}},
 			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
 	}
 	if pl.Status() == game.StatusInterrupted {

@@ -16,6 +16,9 @@ type view struct {
 
 	cam    camera // where the camera is
 	camSet bool
+	// headsTop is the screen y of the top of the highest head (the round
+	// banners stay above it), +Inf with no fighters.
+	headsTop float64
 
 	sparks  []spark
 	rings   []ring
@@ -83,7 +86,7 @@ func (v *view) update(g *Game) {
 	}
 	if w != v.world {
 		// A new match (or none): forget the last one's effects.
-		v.world, v.camSet = w, false
+		v.world, v.camSet, v.headsTop = w, false, math.Inf(1)
 		v.sparks, v.rings = v.sparks[:0], v.rings[:0]
 		v.flash, v.koPeer, v.koTicks, v.wasKO = [3]float32{}, 0, 0, [3]bool{}
 		v.lastHP, v.hitTick = [3]int{}, 0
@@ -99,6 +102,7 @@ func (v *view) update(g *Game) {
 	} else {
 		v.cam = v.cam.toward(target, 0.08)
 	}
+	v.headsTop = headsTop(pl, v.cam)
 	if g.hud && (v.hudLines == nil || v.ticks%hudEvery == 0) {
 		v.hudLines = netLines(g.app, pl, v.hudLines[:0])
 		if d := pl.Diag(); d != nil {
@@ -249,11 +253,27 @@ func (c camera) toward(t camera, k float64) camera {
 	return c
 }
 
+// headRadius bounds a head's size from its body origin, m.
+const headRadius = 0.2
+
+// headsTop returns the screen y, in camera c, of the top of the highest
+// fighter's head as it is drawn.
+func headsTop(pl *game.Player, c camera) float64 {
+	top := math.Inf(1)
+	rep := pl.Match().Replicator()
+	for _, f := range pl.World().Fighters() {
+		p, _ := rep.Shown(f.ID(), physics.PartHead.Index())
+		_, y := c.pt(p.Add(physics.V(0, headRadius)))
+		top = math.Min(top, float64(y))
+	}
+	return top
+}
+
 // Framing: the view keeps this much room around the fighters (m), and is
 // at least this wide (so a lone fighter is not a giant).
 const (
 	frameSide  = 1.7
-	frameAbove = 1.2
+	frameAbove = 2.0  // the sky the round banners go in, clear of the heads
 	frameBelow = 0.75 // ground shown below the feet
 	frameMinW  = 7.5
 )
