@@ -78,11 +78,6 @@ func (m *Match) initResume(cfg *MatchConfig) {
 	}
 }
 
-// Resuming reports whether the match is paused for a resume: the rival is
-// away (RivalAway, until Rejoined), or this peer came back and waits for
-// the rival's snapshot.
-func (m *Match) Resuming() bool { return m.res.pending() }
-
 // RivalAway pauses the match while the rival is away (its session ended
 // with p2p.ErrPeerAway): until Rejoined, Tick steps the world without
 // sending or receiving, the match time stands still, and the rival's

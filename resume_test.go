@@ -45,7 +45,7 @@ func TestMatchResumesAfterCrash(t *testing.T) {
 	if got := p.a.Stats().GameTime; got != paused {
 		t.Fatalf("match time ran while the rival was away: %v, paused at %v", got, paused)
 	}
-	if !p.a.Resuming() {
+	if !p.a.res.pending() {
 		t.Fatal("Resuming false while the rival is away")
 	}
 	rivalOnA := p.a.World().Object(idB)
@@ -63,7 +63,7 @@ func TestMatchResumesAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.Resuming() {
+	if !b.res.pending() {
 		t.Fatal("a Match on a resumed session does not wait for the snapshot")
 	}
 	adopted := false
