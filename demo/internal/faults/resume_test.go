@@ -13,8 +13,9 @@ import (
 )
 
 // TestResumeAfterCrash is issue 24's resume, with real processes: two
-// headless demos in a room (each with a cache directory of its own, as two
-// players on two machines, where the demo keeps its seat token); one is
+// headless demos in a room (sharing the cache directory where the demo
+// keeps its seat token, as on one machine, or each with its own, as two
+// machines); one is
 // killed (SIGKILL) 6 s into the match and started again with the same
 // flags some time later. Within the server's RejoinGrace (30 s) the match
 // resumes: the survivor counts the rival's rejoin and no disconnect, the
@@ -35,10 +36,11 @@ func TestResumeAfterCrash(t *testing.T) {
 		back     time.Duration // from the kill to the restart
 		duration time.Duration // -duration of every run
 		resumes  bool
+		oneUser  bool // both players share a cache directory (one machine, one user)
 	}{
-		{"offerer back after 1s", "offerer", time.Second, 20 * time.Second, true},
-		{"answerer back after 25s", "answerer", 25 * time.Second, 45 * time.Second, true},
-		{"answerer back after 35s", "answerer", 35 * time.Second, 45 * time.Second, false},
+		{"offerer back after 1s", "offerer", time.Second, 20 * time.Second, true, true},
+		{"answerer back after 25s", "answerer", 25 * time.Second, 45 * time.Second, true, false},
+		{"answerer back after 35s", "answerer", 35 * time.Second, 45 * time.Second, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -49,6 +51,11 @@ func TestResumeAfterCrash(t *testing.T) {
 				sigArgs: []string{"-addr", "127.0.0.1:8080", "-secret", faultSecret}}
 			m.startServer()
 			caches := map[string]string{"offerer": t.TempDir(), "answerer": t.TempDir()}
+			if tc.oneUser {
+				// Each running player holds its seat file locked: the
+				// restarted one finds its own, not the survivor's.
+				caches["answerer"] = caches["offerer"]
+			}
 			peer := func(name, who string) *demotest.Proc {
 				cmd := ns.command(demo, "-headless", "-json", "-signal", "http://127.0.0.1:8080",
 					"-room", "RESUME", "-duration", tc.duration.String(), "-connect-timeout", "60s")

@@ -9,8 +9,9 @@ import (
 // or a reload (p2p.Session.SeatToken, p2p.Config.Resume). The demo keeps
 // the token of the match in progress, keyed by signaling server and room,
 // natively in a file under the user's cache directory
-// (os.UserCacheDir()/ragsync/seat-<key>, mode 0600, in a 0700 directory)
-// and in a browser in sessionStorage (per tab, so a reload finds it and
+// (os.UserCacheDir()/ragsync/seat-<key>-<token hash>, mode 0600, in a 0700
+// directory, locked by the process that plays it: see seat_notjs.go) and
+// in a browser in sessionStorage (per tab, so a reload finds it and
 // another tab does not). It is saved once the match runs, removed when the
 // match ends (a goodbye, the end of the run, a seat that cannot be taken
 // back), and never logged nor put in a URL.
