@@ -132,7 +132,7 @@ func ExampleMatch_loopback() {
 }
 
 // play is one player of ExampleMatch_loopback: ExampleMatch's code. It
-// calls played after two seconds of synced ticks (or when it fails), and
+// calls played after three seconds of synced ticks (or when it fails), and
 // keeps playing until bothPlayed is closed, so that neither player stops
 // sending while the other is still catching up.
 func play(signalURL string, played func(), bothPlayed <-chan struct{}) (side int, seen string, err error) {
@@ -178,7 +178,7 @@ func play(signalURL string, played func(), bothPlayed <-chan struct{}) (side int
 		case <-tick.C:
 		}
 		var in physics.Input
-		if m.Side() == 1 && ticks < physics.TickRate {
+		if m.Side() == 1 && ticks < 2*physics.TickRate {
 			in = physics.InputRight
 		}
 		m.Fighter().SetInput(in)
@@ -188,7 +188,7 @@ func play(signalURL string, played func(), bothPlayed <-chan struct{}) (side int
 		case err != nil:
 			return 0, "", err
 		}
-		if ticks++; ticks == 2*physics.TickRate {
+		if ticks++; ticks == 3*physics.TickRate {
 			played()
 		}
 	}

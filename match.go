@@ -54,7 +54,9 @@
 // body toward a remote state), ownership (authority, transfers, the
 // replicator), p2p (sessions over WebRTC with a TCP fallback, link
 // statistics), signaling (pairing server and client). The demo and the
-// cmd/ragsim simulator are both built on Match.
+// cmd/ragsim simulator are both built on Match. docs/ARCHITECTURE.md at the
+// repository's root maps them: the tick through every package and back,
+// the goroutines, the lock order, the wire formats and the policies.
 package ragsync
 
 import (

@@ -91,7 +91,7 @@
 //     predicting and is held, at rest, where it was predicted to be then.
 //
 // The defaults were chosen with cmd/ragsim over whole simulated matches; see
-// README.md for the figures.
+// docs/MEASUREMENTS.md for the figures.
 //
 // # Divergence
 //

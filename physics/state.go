@@ -57,9 +57,9 @@ var (
 	// ErrInvalidID: the zero ObjectID was used.
 	ErrInvalidID = errors.New("invalid object id")
 	// ErrWorldLocked: called from inside World.Step (a box2d callback).
-	ErrWorldLocked = errors.New("world is locked (inside a step)")
+	ErrWorldLocked = errors.New("physics: world is locked (inside a step)")
 	// ErrInvalidConfig: a configuration or layout is inconsistent.
-	ErrInvalidConfig = errors.New("invalid configuration")
+	ErrInvalidConfig = errors.New("physics: invalid config")
 )
 
 // StateError reports an invalid body state. It names the object, the body
