@@ -171,6 +171,15 @@ type MatchConfig struct {
 	// over, rematch, chat). p is valid only during the call. Nil: such
 	// packets are counted as rejected.
 	OnMessage func(p []byte)
+	// ResumeState, if set, appends the game's own state a returning peer
+	// needs (its round, its timer) to the resume snapshot this peer sends
+	// when the rival comes back after a crash (see Match.Rejoined); at
+	// most 256 bytes. Nil: none.
+	ResumeState func(dst []byte) []byte
+	// OnResume receives that state on the returning peer, during the Tick
+	// that adopts the resume snapshot; an error refuses the snapshot (the
+	// match waits for the next). Nil: the state is ignored.
+	OnResume func(state []byte) error
 }
 
 // MatchStats is what a Match counted, cheap to read every frame.
@@ -220,6 +229,9 @@ type Match struct {
 
 	handle    func(p []byte) // m.handlePacket, bound once (no allocation per tick)
 	onMessage func(p []byte)
+
+	offset clocksync.GameTime // match time minus the link's game time (see resume.go)
+	res    resumeState
 }
 
 // NewMatch returns this peer's side of a match in world over link. The
@@ -278,6 +290,7 @@ func NewMatch(world *physics.World, link Link, cfg MatchConfig) (*Match, error) 
 		m.fighter[i] = world.Fighter(id)
 	}
 	m.handle = m.handlePacket
+	m.initResume(&cfg)
 	return m, nil
 }
 
@@ -348,7 +361,13 @@ func (m *Match) Rival() *physics.Fighter { return m.fighter[2-m.side] }
 // Errors of received packets are counted in Stats, not returned: one bad
 // packet must not stop the game.
 func (m *Match) Tick() error {
+	if m.res.pending() {
+		if done, err := m.tickResume(); done {
+			return err
+		}
+	}
 	now, ok := m.link.GameTime()
+	now += m.offset
 	if !ok {
 		m.stats.Unsynced++
 		m.link.Poll(discard)
@@ -377,6 +396,9 @@ func (m *Match) Tick() error {
 	}
 	m.buf = pkt[:0]
 	m.stats.Ticks++
+	if m.res.sending {
+		m.sendResume(now)
+	}
 	return nil
 }
 
@@ -392,6 +414,12 @@ func (m *Match) checkRegistered() error {
 }
 
 func (m *Match) handlePacket(p []byte) {
+	if len(p) > 0 && p[0] == kindResume {
+		return // a repeat of a resume snapshot already adopted
+	}
+	if m.res.sending && len(p) > 0 && p[0] == ownership.KindState {
+		m.res.sending = false // the returning peer adopted the snapshot: it runs again
+	}
 	if len(p) > 0 && p[0] != ownership.KindState && m.onMessage != nil {
 		m.onMessage(p)
 		return
@@ -410,7 +438,8 @@ var ErrReservedKind = errors.New("ragsync: first byte of a game message is reser
 
 // SendMessage sends a game message to the peer, delivered to its
 // MatchConfig.OnMessage during its Tick. Its first byte is its kind, chosen
-// by the game; it must not be ownership.KindState or clocksync.Magic. Like
+// by the game; it must not be ownership.KindState, clocksync.Magic or 0xAE
+// (the resume snapshot, see Match.Rejoined). Like
 // states, a message may be lost, duplicated or reordered: repeat what
 // matters until the peer shows it got it (for example in its next states).
 // On a TCP fallback whose socket is busy, a message replaces an unsent one
@@ -420,7 +449,7 @@ func (m *Match) SendMessage(p []byte) error {
 	if len(p) == 0 {
 		return fmt.Errorf("%w: empty message", ErrReservedKind)
 	}
-	if p[0] == ownership.KindState || p[0] == clocksync.Magic {
+	if p[0] == ownership.KindState || p[0] == clocksync.Magic || p[0] == kindResume {
 		return fmt.Errorf("%w: %#x", ErrReservedKind, p[0])
 	}
 	return m.link.Send(p)

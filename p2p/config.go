@@ -54,6 +54,13 @@ func (p InterfacePolicy) String() string {
 type Config struct {
 	// Signaling configures the signaling client (see signaling.ClientConfig).
 	Signaling signaling.ClientConfig
+	// Resume, if set, is a seat token (Session.SeatToken of an earlier
+	// session, maybe of a process that crashed): Connect then takes back
+	// that seat in its match instead of joining a room, within the
+	// server's RejoinGrace, and the session reports Resumed. It is a
+	// secret: keep it like a password, never in logs or URLs. Empty: a
+	// new seat. See Resuming a match in the package doc.
+	Resume string
 
 	// ---- WebRTC ----
 

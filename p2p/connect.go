@@ -43,8 +43,12 @@ const QuickMatch = ""
 // server, signaling.ErrBadRoomCode, ErrRoomFull, ...), ErrNoTransport when
 // neither transport reached the peer, ErrDisconnected when the peer gave
 // up, or ctx.Err().
+//
+// With Config.Resume (a seat token from Session.SeatToken), Connect takes
+// back this player's seat in the match the token names instead of joining
+// room (see Resuming a match).
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
-	return connect(ctx, signalingURL, room, cfg, earlyOffers)
+	return connect(ctx, signalingURL, room, cfg, earlyOffers && cfg.Resume == "")
 }
 
 // connect is Connect, with an early offer sent with the join if early
@@ -63,9 +67,12 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 	for attempt := 1; ; attempt++ {
 		cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
 		if err == nil {
-			if room == QuickMatch {
+			switch {
+			case c.Resume != "":
+				err = rejoinSeat(ctx, cl, c.Resume)
+			case room == QuickMatch:
 				err = cl.QuickMatch(ctx)
-			} else {
+			default:
 				_, err = cl.JoinOrCreateRoom(ctx, room)
 			}
 			var pairing signaling.Pairing
@@ -111,7 +118,7 @@ func retrySignaling(ctx context.Context, err error, failingSince time.Time) bool
 	var se *signaling.Error
 	var ue *url.Error
 	switch {
-	case ctx.Err() != nil, errors.As(err, &se), errors.Is(err, signaling.ErrBadRoomCode):
+	case ctx.Err() != nil, errors.As(err, &se), errors.Is(err, signaling.ErrBadRoomCode), errors.Is(err, ErrSeatLost):
 		return false
 	case errors.As(err, &ue) && ue.Op == "parse":
 		return false
@@ -218,6 +225,13 @@ func waitPairing(ctx context.Context, cl *signaling.Client, cfg Config) (signali
 			cfg.Logger.Debug("p2p: signaling error while waiting for a peer", "err", ev.Err)
 		case signaling.EventOffer, signaling.EventCandidate:
 			early = append(early, ev)
+		case signaling.EventPeerLeft:
+			if cfg.Resume != "" && ev.Reason != "dropped" {
+				// The rival's seat expired (or it left) while we waited
+				// for it to come back: the match is over.
+				// (The caller closes the client and the early offer.)
+				return pairing, nil, fmt.Errorf("%w: the rival did not come back (%s)", ErrSeatLost, ev.Reason)
+			}
 		}
 	}
 	return pairing, early, nil
@@ -249,6 +263,7 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 	}
 	sig := &sigLink{url: url, cfg: cfg.Signaling, token: pairing.Token, room: pairing.Room, role: pairing.Role}
 	sig.cl.Store(cl)
+	var s *Session
 	p := sessionParams{
 		cfg:  cfg,
 		role: pairing.Role,
@@ -260,19 +275,22 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 			}
 			return signaling.DialRelay(ctx, url, pairing.Token, relayClientConfig(cfg))
 		},
-		closeSig: func() { sig.close() },
+		// A session that ended because the peer is away leaves its seat
+		// as a dropped connection does, so both can take theirs back.
+		closeSig: func() { sig.close(s != nil && errors.Is(s.life.endErr, ErrPeerAway)) },
 		id:       ident,
 		early:    offer,
 	}
 	if cfg.Net == nil && !cfg.DisableWebRTC {
 		p.localAddrs = net.InterfaceAddrs
 	}
-	s, err := newSession(p)
+	s, err = newSession(p)
 	if err != nil {
 		offer.close()
 		cl.Close()
 		return nil, err
 	}
+	s.seat, s.resumed = string(pairing.Token), cfg.Resume != ""
 	s.life.wg.Add(1)
 	go s.pumpSignaling(sig, early)
 	if err := s.life.waitReady(ctx); err != nil {
@@ -422,9 +440,15 @@ func (l *sigLink) swap(cl *signaling.Client) bool {
 	return true
 }
 
-func (l *sigLink) close() {
+// close closes the connection: as a dropped one if away (the server keeps
+// the seat; see signaling.Client.Drop).
+func (l *sigLink) close(away bool) {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	if away {
+		l.cl.Load().Drop()
+		return
+	}
 	l.cl.Load().Close()
 }

@@ -324,6 +324,14 @@ func (s *Session) tickRunning(now time.Duration) {
 	// A fast goodbye: the signaling server said the peer left (closed,
 	// left, or its connection dropped) and nothing has come from it for
 	// goodbyeSilence: it is gone, no need to wait for DisconnectAfter.
+	if s.live.goodbye == "dropped" && silence >= goodbyeSilence {
+		// Its connection dropped without a goodbye (a crash, a reload):
+		// the server keeps its seat, and it may come back (see Resuming a
+		// match).
+		s.endLocked(fmt.Errorf("%w: %w: silent for %v", ErrDisconnected, ErrPeerAway, silence.Round(time.Millisecond)),
+			"the peer dropped; it may come back", silence)
+		return
+	}
 	if s.live.goodbye != "" && silence >= goodbyeSilence {
 		s.endLocked(fmt.Errorf("%w: the peer left the signaling server (%s) and has been silent for %v",
 			ErrDisconnected, s.live.goodbye, silence.Round(time.Millisecond)), "the peer left: "+s.live.goodbye, silence)

@@ -66,12 +66,14 @@ const stallSlack = 40 * time.Millisecond
 // Send, Poll and Stats are safe for concurrent use and do not allocate.
 type Session struct {
 	// Fixed at start.
-	cfg   Config
-	role  signaling.Role
-	room  string
-	log   *slog.Logger
-	clock clocksync.Clock // local monotonic clock (wall-aligned by default)
-	start time.Duration
+	cfg     Config
+	role    signaling.Role
+	room    string
+	log     *slog.Logger
+	clock   clocksync.Clock // local monotonic clock (wall-aligned by default)
+	start   time.Duration
+	seat    string // the seat token (see SeatToken); "" without signaling
+	resumed bool   // Connect took back a seat (Config.Resume)
 
 	// Owned parts, each with its own job (see the package doc's
 	// Internals); those marked "mu" are used with mu held.

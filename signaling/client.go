@@ -431,6 +431,22 @@ func (c *Client) Recv(ctx context.Context) (Event, error) {
 // remaining events and returns the reason.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
+// Drop closes the connection as a dropped one (status 1001, going away):
+// the server keeps a paired player's place for its RejoinGrace, as after a
+// network failure, so the player can take it back with Rejoin on a new
+// connection. p2p uses it when the peer is away, to rejoin the pairing
+// with its seat token while the peer comes back. It is idempotent, and a
+// no-op after Close.
+func (c *Client) Drop() error {
+	c.closeOnce.Do(func() {
+		c.setTerm(ErrClosed)
+		_ = c.conn.Close(websocket.StatusGoingAway, "dropped")
+		c.cancel()
+		c.wg.Wait()
+	})
+	return nil
+}
+
 // Close closes the connection (normal closure; the server treats it as
 // leaving the room) and waits for the client's goroutines to exit. It is
 // idempotent.

@@ -381,6 +381,11 @@ type Summary struct {
 	// DisconnectedAtUnixMs is when the game saw the session end with the
 	// rival disconnected (Unix milliseconds; 0 if it did not).
 	DisconnectedAtUnixMs int64 `json:"disconnected_at_unix_ms,omitempty"`
+	// RivalRejoins counts the times the rival's process came back after
+	// dropping (a crash, a reload) and the match resumed; Resumed says
+	// this player took its seat back (see resume.go).
+	RivalRejoins int  `json:"rival_rejoins"`
+	Resumed      bool `json:"resumed,omitempty"`
 	// Timeline is the session's events in order (the first 256).
 	Timeline []TimelineEvent `json:"timeline,omitempty"`
 	// HP and KOs are this player's own fighter's (as it decided them);

@@ -3,12 +3,14 @@ package game
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
 	"time"
 
+	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/physics"
 )
 
@@ -83,6 +85,10 @@ func playHeadless(ctx context.Context, app *App, cfg Config, log *slog.Logger) (
 			return app.report(rep, playing), fmt.Errorf("no rival within %v (%s)", cfg.ConnectTimeout, app.statusLine())
 		case !playing.IsZero() && time.Since(playing) >= cfg.Duration:
 			return app.report(rep, playing), nil
+		}
+		if p := app.Local(); p != nil && p.Status() == StatusFailed && errors.Is(p.Err(), p2p.ErrSeatLost) {
+			// A kept seat whose match has ended: nothing to wait for.
+			return app.report(rep, playing), p.Err()
 		}
 		if p := app.Local(); p != nil && (p.Status() == StatusFailed || p.Status() == StatusLost) && !playing.IsZero() {
 			return app.report(rep, playing), fmt.Errorf("%s: %v", p.Status(), p.Err())

@@ -115,6 +115,10 @@ func (l *link) GameTime() (clocksync.GameTime, bool) { return l.s.GameTime() }
 
 func (l *link) Role() signaling.Role { return l.s.Role() }
 
+// Resumed reports that the session took back a seat: the Match then waits
+// for the rival's resume snapshot (see resume.go).
+func (l *link) Resumed() bool { return l.s.Resumed() }
+
 // StartMatch starts the session's match clock (ragsync.Match calls it on
 // its first synced tick).
 func (l *link) StartMatch() { l.s.StartMatch() }

@@ -29,6 +29,9 @@ const (
 	StatusInterrupted        // connected, but nothing has arrived from the rival for a moment
 	StatusLost               // the rival is gone (timeout or it left)
 	StatusFailed             // pairing failed (see Err)
+	// StatusReconnecting: the rival's process dropped (a crash, a reload);
+	// the match is paused while both take their seats back (see resume.go).
+	StatusReconnecting
 )
 
 func (s Status) String() string {
@@ -47,6 +50,8 @@ func (s Status) String() string {
 		return "rival lost"
 	case StatusFailed:
 		return "failed"
+	case StatusReconnecting:
+		return "rival reconnecting"
 	}
 	return "unknown"
 }
@@ -155,6 +160,8 @@ type Player struct {
 	kos          int // knock-outs of this player's fighter
 	wasKO        bool
 	closers      sync.WaitGroup // sessions closing in the background
+
+	seat seatState // the seat token and resuming (resume.go)
 }
 
 // NewPlayer returns a player; call Start to begin pairing.
@@ -220,6 +227,11 @@ func (p *Player) setPair(st Status, room string) {
 func (p *Player) pair(ctx context.Context, room string) (*p2p.Session, error) {
 	url, cfg := p.cfg.Signal, p.cfg.P2P
 	cfg.Logger = p.log
+	if tok := loadSeat(url, room); tok != "" {
+		// A seat kept from a run that did not end (a crash, a reload):
+		// take it back (see resume.go).
+		return p.resumeSeat(ctx, room, tok)
+	}
 	switch room {
 	case "new":
 		r, err := p2p.CreateRoom(ctx, url, cfg)
@@ -266,7 +278,11 @@ func (p *Player) Update(c Controls) {
 			return
 		}
 	}
-	p.pollEvents()
+	if p.status == StatusReconnecting {
+		p.pollRejoin()
+	} else {
+		p.pollEvents()
+	}
 	if p.status == StatusLost {
 		if c.Confirm {
 			p.Restart()
@@ -317,7 +333,9 @@ func (p *Player) attach(s *p2p.Session) error {
 		return err
 	}
 	// The match takes this peer's side from the session's role.
-	m, err := ragsync.NewMatch(a.world, l, matchConfig(p.onMessage))
+	mc := matchConfig(p.onMessage)
+	mc.ResumeState, mc.OnResume = p.resumeState, p.onResume
+	m, err := ragsync.NewMatch(a.world, l, mc)
 	if err != nil {
 		l.close()
 		return err
@@ -331,6 +349,8 @@ func (p *Player) attach(s *p2p.Session) error {
 		return err
 	}
 	p.sess, p.link, p.arena, p.match, p.rules = s, l, a, m, rules
+	p.keepSeat(s)
+	p.seat.resumed = s.Resumed() // a seat taken back at start: the match adopts the rival's snapshot
 	if p.cfg.Room != "" && s.Room() != "" {
 		// A private room: the next rival is looked for under the same code.
 		p.ownRoom = s.Room()
@@ -358,7 +378,7 @@ func (p *Player) attach(s *p2p.Session) error {
 
 // onMessage gets the game messages (round protocol) during Match.Tick.
 func (p *Player) onMessage(b []byte) {
-	now, _ := p.sess.GameTime()
+	now := p.match.Stats().GameTime // the match time of this tick
 	if err := p.rules.Handle(b, now); err != nil {
 		p.log.Debug("round message refused", "err", err)
 	}
@@ -388,6 +408,9 @@ func (p *Player) pollEvents() {
 				// The session logs the change itself (Info); once is enough.
 				p.log.Debug("transport changed", "from", ev.From.String(), "to", ev.Transport.String(), "reason", ev.Reason)
 			case p2p.EventDisconnected:
+				if errors.Is(ev.Err, p2p.ErrPeerAway) && p.rivalAway() {
+					return
+				}
 				err := ev.Err
 				if err == nil {
 					err = fmt.Errorf("%w: %s", p2p.ErrDisconnected, ev.String())
@@ -427,6 +450,7 @@ func (p *Player) record(ev p2p.Event) {
 
 func (p *Player) lose(why error) {
 	p.status, p.err = StatusLost, why
+	p.forgetSeat()
 	p.log.Warn("rival lost", "err", why)
 }
 
@@ -478,9 +502,11 @@ func (p *Player) stop() {
 		p.feed = nil
 	}
 	if s := p.sess; s != nil {
+		p.forgetSeat() // a goodbye: this match is over
 		p.closers.Add(1)
 		go func() { defer p.closers.Done(); s.Close() }()
 	}
+	p.stopRejoin()
 	p.sess, p.link, p.match, p.rules, p.arena, p.diag = nil, nil, nil, nil, nil, nil
 }
 
@@ -500,7 +526,8 @@ func (p *Player) Close() {
 }
 
 func (p *Player) tick(c Controls) {
-	now, ok := p.sess.GameTime()
+	_, ok := p.sess.GameTime()
+	now := p.now // the match time of the last tick (it stands still while resuming)
 	f := p.arena.world.Fighter(p.fid)
 	in := c.Fighter
 	if p.cfg.Bot != BotOff {
@@ -520,6 +547,7 @@ func (p *Player) tick(c Controls) {
 	}
 	p.synced = true // the match started itself (Link.StartMatch) on its first synced tick
 	p.now = p.match.Stats().GameTime
+	p.logResumed()
 	ev := p.rules.Tick(p.now, f.HP())
 	if ev.NewRound {
 		if err := p.arena.reset(p.match.Replicator(), p.fid); err != nil {
@@ -662,7 +690,7 @@ func (p *Player) Results() []Result { return p.results }
 
 // Summary returns the player's figures over the whole session so far.
 func (p *Player) Summary() Summary {
-	s := Summary{Peer: p.cfg.Name, Status: p.status.String(), PeerID: int(p.me)}
+	s := Summary{Peer: p.cfg.Name, Status: p.status.String(), PeerID: int(p.me), RivalRejoins: p.seat.rejoins, Resumed: p.seat.resumed}
 	if p.cfg.Impair != nil {
 		s.Impair = p.cfg.Impair.String()
 	}
@@ -723,7 +751,7 @@ func (p *Player) logWindow(wall time.Time, tps, fps float64) {
 	if fps > 0 {
 		rates = append(rates, "fps", round1(fps))
 	}
-	live := p.status == StatusConnected || p.status == StatusInterrupted
+	live := p.status == StatusConnected || p.status == StatusInterrupted || p.status == StatusReconnecting
 	if p.sess == nil || p.diag == nil || !live || !p.synced {
 		args := append(rates, "status", p.status.String())
 		if room := p.Room(); room != "" {

@@ -116,6 +116,9 @@ func (g *Game) drawTopBar(dst *ebiten.Image, pl *game.Player) {
 		g.say(fmt.Sprintf("round %d", n), screenW/2, 36, 1, colDim, true)
 	}
 	status := "the rival is gone"
+	if pl.Status() == game.StatusReconnecting {
+		status = fmt.Sprintf("rival reconnecting (%d s)", int(pl.ReconnectingFor().Seconds()))
+	}
 	if st := pl.Status(); st == game.StatusConnected || st == game.StatusInterrupted {
 		ls := pl.Session().Stats()
 		rtt := "measuring" // no round trip on this path yet (it just came back)
@@ -297,6 +300,8 @@ func (g *Game) drawStatus(dst *ebiten.Image) bool {
 	}
 	pl := a.Local()
 	switch pl.Status() {
+	case game.StatusReconnecting:
+		return false // the match stays on screen, paused (see Draw)
 	case game.StatusConnected, game.StatusInterrupted:
 		if pl.Match() != nil && pl.Synced() {
 			return false

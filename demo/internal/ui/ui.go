@@ -256,6 +256,11 @@ func (g *Game) drawAll(screen *ebiten.Image) {
 		return
 	}
 	g.drawRoundBanner(screen, pl)
+	if pl.Status() == game.StatusReconnecting {
+		g.panel(screen, []hudLine{{fmt.Sprintf("Rival reconnecting (%d s)", int(pl.ReconnectingFor().Seconds())), colWarn},
+			{"Its game dropped out; the match is paused and resumes when it comes back.", colDim}},
+			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
+	}
 	if pl.Status() == game.StatusConnected && pl.RivalSilent() {
 		g.panel(screen, []hudLine{{"The rival sends no game states", colWarn},
 			{fmt.Sprintf("for %.0f s: its fighter stays frozen. It answers pings, so it is connected: another game, or a client that does not play?",
