@@ -226,7 +226,7 @@
 //	           (1 lower arm L, 2 lower arm R, 3 lower leg L, 4 lower leg
 //	           R), bits 5-7 zero
 //	  byte     the victim's body part (physics.BodyPart, 1..10)
-//	  uvarint  age: the packet's game time less the hit's, µs (≤ 250 ms)
+//	  uvarint  age: the packet's game time less the hit's, µs (≤ 4 s)
 //	  uvarint  view: how old the attacker's newest state of the victim was
 //	           at the hit, µs (≤ 10 s)
 //	  uvarint  impulse, mN·s (≤ 1000 N·s)
