@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall/js"
 	"time"
-
 )
 
 // readSelectedPair records the types of the selected candidate pair: from
