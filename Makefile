@@ -19,7 +19,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests and benchmarks run with the race detector and cgo (Ebiten needs it).
 export CGO_ENABLED := 1
 
-# Pinned Go tools, installed by `make lint` into $(TOOLS) (not on PATH).
+# Pinned Go tools, installed by `make deps` into $(TOOLS) (not on PATH).
 TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
@@ -52,9 +52,12 @@ define apt_install
 	fi
 endef
 
-# deps installs only the Debian packages that are missing, and downloads the
-# Go modules. It is a no-op on a machine that already has everything.
-deps: check-go
+# deps installs what `make test` needs: the Debian packages that are
+# missing, the Go modules and the pinned Go tools (staticcheck), so that
+# the tests then run without a network (.ci/run runs them in a namespace
+# with only loopback). It is a no-op on a machine that already has
+# everything.
+deps: check-go $(STATICCHECK)
 	$(call apt_install,$(DEB_PKGS))
 	@$(GO) mod download
 
