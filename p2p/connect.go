@@ -250,9 +250,7 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 	// early offer was made without them: they serve if WebRTC is
 	// renegotiated.
 	if cfg.ICEServers == nil {
-		for _, is := range pairing.ICEServers {
-			cfg.ICEServers = append(cfg.ICEServers, is)
-		}
+		cfg.ICEServers = append(cfg.ICEServers, pairing.ICEServers...)
 	}
 	cfg.Logger.Debug("p2p: paired", "room", pairing.Room, "role", pairing.Role.String())
 	ident, err := id()

@@ -8,6 +8,12 @@ import "syscall/js"
 // command line.
 const inBrowser = true
 
+// shareState is what the page last showed of the share link.
+type shareState struct {
+	set, show bool
+	room      string
+}
+
 // pageShare tells the page (index.html's ragsyncShare) what a rival opens to
 // join: room "" is quick match (the page itself), else the room's code; the
 // page shows the link with a copy button. show false hides it. Only changes

@@ -181,12 +181,6 @@ func (g *Game) Update() error {
 	return nil
 }
 
-// shareState is what the page last showed of the share link (web only).
-type shareState struct {
-	set, show bool
-	room      string
-}
-
 // share shows the page's share link while the local player waits for a
 // human rival: the room's code once it has one, the page itself in quick
 // match.
