@@ -204,8 +204,8 @@ func (c *Config) Validate() error {
 		return errors.New("-lag and -jitter must not be negative")
 	case !(c.Loss >= 0 && c.Loss < 1):
 		return fmt.Errorf("-loss %v must be in [0, 1)", c.Loss)
-	case c.RoundLength < 5*time.Second || c.RoundLength > MaxRoundLength:
-		return fmt.Errorf("-round %v must be between 5s and %v", c.RoundLength, MaxRoundLength)
+	case c.RoundLength < MinRoundLength || c.RoundLength > MaxRoundLength:
+		return fmt.Errorf("-round %v must be between %v and %v", c.RoundLength, MinRoundLength, MaxRoundLength)
 	case c.Bot != BotOff && c.Room != "":
 		return errors.New("-bot creates its own private room: it takes no -room")
 	case c.ConnectTimeout <= 0:

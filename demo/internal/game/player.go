@@ -335,6 +335,10 @@ func (p *Player) attach(s *p2p.Session) error {
 	// The match takes this peer's side from the session's role.
 	mc := matchConfig(p.onMessage)
 	mc.ResumeState, mc.OnResume = p.resumeState, p.onResume
+	// The host decides the round's length (-round), so a rival's round
+	// reset is held to the shortest a round can be: a reset on time is
+	// accepted once MinRoundLength has passed since the last one.
+	mc.Replicator.RoundLength = MinRoundLength
 	m, err := ragsync.NewMatch(a.world, l, mc)
 	if err != nil {
 		l.close()

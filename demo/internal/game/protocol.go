@@ -53,6 +53,9 @@ const (
 	MaxReportHP = 1000
 	// MaxRoundLength bounds the round length a message may announce.
 	MaxRoundLength = time.Hour
+	// MinRoundLength is the shortest round -round accepts; the replicator
+	// holds a rival's reset on time to it (see Player).
+	MinRoundLength = 5 * time.Second
 )
 
 const (
