@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +48,16 @@ func Start(t testing.TB, name string, cmd *exec.Cmd) *Proc {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	// Each process keeps its seat tokens (os.UserCacheDir) in a cache of
+	// its own, unless the test chose one: a seat left by an earlier test's
+	// killed player, for the same server and room, would otherwise be
+	// taken up by the next test's player, and never in the user's cache.
+	if !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "XDG_CACHE_HOME=") }) {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+t.TempDir())
+	}
 	p := &Proc{Name: name, Cmd: cmd, grew: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stdout = &syncWriter{w: &p.out, mu: &p.mu}
 	stderr, err := cmd.StderrPipe()
