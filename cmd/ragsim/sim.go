@@ -11,8 +11,8 @@ import (
 	"github.com/ragsync/ragsync"
 	"github.com/ragsync/ragsync/clocksync"
 	"github.com/ragsync/ragsync/correction"
-	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/internal/netsim"
+	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/physics"
 	"github.com/ragsync/ragsync/signaling"
 )

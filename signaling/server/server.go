@@ -412,17 +412,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		instance:   randUint64(),
-		tokenKey:   deriveKey(cfg.Secret, "ragsync relay token v1"),
+		cfg:          cfg,
+		log:          cfg.Logger,
+		instance:     randUint64(),
+		tokenKey:     deriveKey(cfg.Secret, "ragsync relay token v1"),
 		seatKeyKey:   deriveKey(cfg.Secret, "ragsync seat key v1"),
 		challengeKey: deriveKey(cfg.Secret, "ragsync relay challenge v1"),
-		clients:    make(map[*client]struct{}),
-		rooms:      make(map[signaling.RoomCode]*room),
-		rendezvous: make(map[relayKey]*relayRendezvous),
-		relays:     make(map[*relayStream]struct{}),
-		shutdownCh: make(chan struct{}),
+		clients:      make(map[*client]struct{}),
+		rooms:        make(map[signaling.RoomCode]*room),
+		rendezvous:   make(map[relayKey]*relayRendezvous),
+		relays:       make(map[*relayStream]struct{}),
+		shutdownCh:   make(chan struct{}),
 	}
 	s.lim = newAddrLimiter(&s.cfg)
 	s.met = newMetrics(s)

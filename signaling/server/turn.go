@@ -135,8 +135,8 @@ type turnServer struct {
 
 	lan   bool
 	ttl   time.Duration
-	own   []netip.Addr      // the host's own addresses (loopback is always own)
-	ports map[uint16]bool   // the TURN listeners' ports
+	own   []netip.Addr    // the host's own addresses (loopback is always own)
+	ports map[uint16]bool // the TURN listeners' ports
 
 	maxAllocs, maxPerAddr int
 

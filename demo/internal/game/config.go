@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/internal/netsim"
+	"github.com/ragsync/ragsync/p2p"
 	"github.com/ragsync/ragsync/signaling"
 )
 

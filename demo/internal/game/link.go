@@ -4,9 +4,9 @@ import (
 	"sync/atomic"
 
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/signaling"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/ragsync/ragsync"
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/ownership"
 	"github.com/ragsync/ragsync/p2p"
-	"github.com/ragsync/ragsync/internal/netsim"
 	"github.com/ragsync/ragsync/physics"
 )
 
