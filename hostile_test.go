@@ -618,3 +618,52 @@ func TestHonestMotion(t *testing.T) {
 		t.Errorf("an honest hit's impulse is %.2f times its limb's momentum: the cap (5) would cut its damage", worst)
 	}
 }
+
+// An honest round reset the rival makes first: the round is up on both
+// sides (time), B puts its fighter back at its start and declares the new
+// round half a second before A does. A takes B's jump back to the start as
+// the new round's placement, refuses nothing, and its copy of B follows B
+// there.
+func TestRoundResetRivalFirst(t *testing.T) {
+	cfg := testConfig()
+	cfg.Replicator.RoundLength = 5 * time.Second
+	p := newMatchPair(t, &cfg)
+	torso := func(m *Match, id physics.ObjectID) physics.Vec2 { return m.World().Object(id).Pose(0).Pos }
+	start := p.b.Fighter().Object().ReadState(nil)
+	// B walks away from its start for the whole round, and stands.
+	for i := range 5*physics.TickRate + 30 {
+		in := physics.InputRight
+		if i > 3*physics.TickRate {
+			in = 0
+		}
+		p.b.Fighter().SetInput(in)
+		p.tick(t)
+	}
+	away := torso(p.b, idB).Sub(start[0].Pos).Len()
+	if away < 1 {
+		t.Fatalf("B walked only %.2f m from its start", away)
+	}
+	if err := p.b.Fighter().Object().WriteState(start); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.ResetRound(); err != nil {
+		t.Fatalf("B's reset: %v", err)
+	}
+	for range 30 {
+		p.tick(t)
+	}
+	if err := p.a.ResetRound(); err != nil {
+		t.Fatalf("A's reset: %v", err)
+	}
+	for range 60 {
+		p.tick(t)
+	}
+	for _, m := range []*Match{p.a, p.b} {
+		if st := m.Stats(); st.Replicator.Refused.Total() != 0 || st.Rejected != 0 {
+			t.Errorf("side %d: refused %v, rejected %d", m.Side(), st.Replicator.Refused, st.Rejected)
+		}
+	}
+	if d := torso(p.a, idB).Sub(torso(p.b, idB)).Len(); d > 0.3 {
+		t.Errorf("A's copy of B is %.2f m from B after the reset (B walked %.2f m away first)", d, away)
+	}
+}

@@ -177,6 +177,7 @@ type Replicator struct {
 	rounds            roundPolicy        // the rival's rounds, paired with this peer's
 	newRound          bool               // the packet being handled is the first of a new round
 	bodiesOnly        bool               // ... of a round not declared here yet: only its bodies apply
+	placed            bool               // the rival's objects may be anywhere in it (a new round's first packet)
 	lastOld           clocksync.GameTime // the arrival of the last packet of a round declared here
 	started           bool               // BeforeStep ran
 }
@@ -411,13 +412,13 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 	}
 	r.lastHeard, r.heardAny = now, true
 	r.inTick = r.rival.advance(r.in.Seq, r.in.Time)
-	r.newRound, r.bodiesOnly = false, false
+	r.newRound, r.bodiesOnly, r.placed = false, false, false
 	switch {
 	case !r.rounds.newRound(h.round):
 		r.rounds.lapse(now, r.gapEnd)
 		r.lastOld = now
 	case r.rounds.owed > 0:
-		r.newRound = true // paired with a reset declared here
+		r.newRound, r.placed = true, true // paired with a reset declared here
 	case r.roundDecided(now, roundGrace) || r.lastOld < r.gapEnd:
 		// The rival started a round this peer has not declared yet,
 		// on what this peer sees too, or after an outage that may
@@ -426,6 +427,10 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		// knocked out, see rivalAhead) while their bodies move as
 		// its states say.
 		r.bodiesOnly = true
+		// Its first packet places the rival's objects anew (the
+		// rival's reset moved them to their starts): its bodies are
+		// judged from there on.
+		r.placed = r.rounds.ahead(h.round)
 		for i := range r.in.Objects {
 			if o := r.lookup(r.in.Objects[i].ID); o != nil && o.mode == ModeRemote {
 				r.rivalAhead(o, now)
@@ -473,6 +478,7 @@ func (r *Replicator) HandlePacket(p []byte, now clocksync.GameTime) error {
 		r.rounds.commit(h.round)
 		r.newRound = false
 	}
+	r.placed = false
 	if r.bodiesOnly {
 		return first // its hits belong to a round not declared here
 	}

@@ -506,6 +506,7 @@ func (p *healthPolicy) commit(s *physics.FighterState) {
 // lapses, so a rival cannot keep a reset for a heal later in the round.
 type roundPolicy struct {
 	refused uint32             // the last rival's round refused (RefusedRound)
+	aheadOf uint32             // the last rival's round taken bodies only (see ahead)
 	round   uint32             // the rival's round in the last accepted packet
 	owed    int                // resets declared here not yet matched by the rival's
 	owedAt  clocksync.GameTime // when the last was declared
@@ -520,6 +521,17 @@ const roundGrace = 4 * time.Second
 // newRound reports whether a state of the rival's round inRound starts a
 // new round.
 func (p *roundPolicy) newRound(inRound uint32) bool { return inRound > p.round }
+
+// ahead reports whether a packet of the rival's round inRound, one this
+// peer has not declared yet but sees decided (its bodies apply), is the
+// first of that round: the rival's reset placed its objects anew.
+func (p *roundPolicy) ahead(inRound uint32) bool {
+	if inRound <= p.aheadOf {
+		return false
+	}
+	p.aheadOf = inRound
+	return true
+}
 
 // lapse drops an owed reset the rival's old-round states outlasted (now:
 // game time; gapEnd: the end of the last gap in the rival's stream).
@@ -693,11 +705,14 @@ func (o *replicated) initRival() {
 // valid, to every rule of the rival's: its fighter's HP, attacks' pace and
 // motion or, for a claim on a prop, its fighter's reach. The first packet
 // of a round both peers declared (r.newRound, see roundPolicy) is held to
-// none of them: the rival's objects may start the round anywhere. It
+// none of them: the rival's objects may start the round anywhere. So is
+// the first packet of a round the rival started before this peer declared
+// it, on a result this peer sees too (r.placed: only its bodies apply, see
+// HandlePacket): the rival's reset moved its objects to their starts. It
 // changes nothing but the count of a refusal. commitRival records an
 // accepted state.
 func (r *Replicator) judgeRival(o *replicated, os *physics.ObjectState, d decision, now clocksync.GameTime) error {
-	if r.newRound {
+	if r.placed {
 		return nil
 	}
 	if r.bodiesOnly && o.fighter != nil {
@@ -750,7 +765,7 @@ func (r *Replicator) judgeMotionRules(o *replicated, os *physics.ObjectState, d 
 // commitRival records a rival's accepted state os of object o in the rules
 // judgeRival holds it to.
 func (r *Replicator) commitRival(o *replicated, os *physics.ObjectState) {
-	if r.newRound {
+	if r.placed {
 		o.motion.forget() // placed anew
 	}
 	o.motion.commit(o, os, r.inTick, r.floor, r.in.Time)
