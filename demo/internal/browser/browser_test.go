@@ -30,14 +30,16 @@ import (
 // the bot, against the native demo run headless, through real signaling
 // and WebRTC; then again with UDP dropped by iptables, so WebRTC cannot
 // connect and the browser plays over the WebSocket relay (the native
-// peer over the raw one). Each case runs in a network namespace of its
+// peer over the raw one); and once more with the page reloaded mid-match,
+// which takes its seat back (the token kept in sessionStorage) and
+// resumes the match. Each case runs in a network namespace of its
 // own, made by re-running this test under `unshare -n` (loopback only;
 // the iptables rules die with it), with every process inside and the
 // DevTools protocol over a pipe (--remote-debugging-pipe), not a port.
 // The browser reports through its console: the demo's JSON summaries.
 
-// browserNSEnv tells the re-run test which case it runs: "open" or
-// "noudp".
+// browserNSEnv tells the re-run test which case it runs: "open",
+// "noudp" or "reload".
 const browserNSEnv = "RAGSYNC_BROWSER_CASE"
 
 // browserBinsEnv passes the binaries the parent built: signal, demo.
@@ -46,6 +48,13 @@ const browserBinsEnv = "RAGSYNC_BROWSER_BINS"
 // browserPlay is how long both sides must play (the issue asks for at
 // least 20 s).
 const browserPlay = 20 * time.Second
+
+// reloadAfter is how long the browser plays before the reload case
+// reloads its page; reloadPlay how long it must play after it resumed.
+const (
+	reloadAfter = 8 * time.Second
+	reloadPlay  = 10 * time.Second
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -59,7 +68,7 @@ func TestBrowserPlaysNative(t *testing.T) {
 		if len(bins) != 2 {
 			t.Fatalf("%s=%q", browserBinsEnv, os.Getenv(browserBinsEnv))
 		}
-		runBrowserCase(t, c == "noudp", bins[0], bins[1])
+		runBrowserCase(t, c, bins[0], bins[1])
 		return
 	}
 	if testing.Short() {
@@ -82,7 +91,7 @@ func TestBrowserPlaysNative(t *testing.T) {
 	t.Logf("wasm download: %d bytes (gzip), served with Content-Encoding: gzip", webdist.WasmSize())
 	sig := demotest.Binary(t, demotest.SignalPkg, demotest.RaceOn)
 	demo := demotest.Binary(t, demotest.DemoPkg, demotest.RaceOn)
-	for _, c := range []string{"open", "noudp"} {
+	for _, c := range []string{"open", "noudp", "reload"} {
 		t.Run(c, func(t *testing.T) {
 			targs := []string{"-n", "--", os.Args[0], "-test.run", "^TestBrowserPlaysNative$", "-test.v"}
 			if d, ok := testwait.Deadline(t); ok {
@@ -100,8 +109,9 @@ func TestBrowserPlaysNative(t *testing.T) {
 	}
 }
 
-// runBrowserCase runs one case inside the namespace.
-func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
+// runBrowserCase runs case c inside the namespace.
+func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
+	noUDP, reload := c == "noudp", c == "reload"
 	ctx := testwait.Context(t)
 	run := func(name string, args ...string) {
 		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
@@ -152,7 +162,13 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 
 	// The native peer: the demo, headless, quick match.
 	var nOut, nErr bytes.Buffer
-	native := exec.CommandContext(ctx, demoBin, "-headless", "-signal", base, "-duration", (browserPlay + 10*time.Second).String(), "-json", "-connect-timeout", "2m")
+	play := browserPlay + 10*time.Second
+	if reload {
+		// The reload, the wasm's second start and the resume fit in
+		// the rival's 30 s of grace.
+		play = reloadAfter + 30*time.Second + reloadPlay
+	}
+	native := exec.CommandContext(ctx, demoBin, "-headless", "-signal", base, "-duration", play.String(), "-json", "-connect-timeout", "2m")
 	native.Stdout, native.Stderr = &nOut, &nErr
 	native.WaitDelay = 10 * time.Second
 	if err := native.Start(); err != nil {
@@ -162,10 +178,14 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 	go func() { nativeDone <- native.Wait() }()
 
 	// Follow the browser's summaries; screenshot mid-fight.
-	var last game.Summary
+	var last, before game.Summary // before: the last summary before the reload
 	var shots [][]byte
+	var reloadedAt time.Time
 	loaded := ""
-	for last.Seconds < browserPlay.Seconds() {
+	for {
+		if !reload && last.Seconds >= browserPlay.Seconds() || reload && !reloadedAt.IsZero() && last.Seconds >= reloadPlay.Seconds() {
+			break
+		}
 		select {
 		case line, ok := <-cdp.console:
 			if !ok {
@@ -178,7 +198,11 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 			if strings.Contains(line, "msg=connected") || strings.Contains(line, "transport changed") || strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
 				t.Logf("browser: %s", line)
 			}
-			if s, ok := demotest.ParseSummary(line); ok && s.Peer == "you (autoplay)" {
+			if strings.Contains(line, "resumed the match") || strings.Contains(line, "seat") {
+				t.Logf("browser: %s", line)
+			}
+			// After the reload, only the new page's summaries count.
+			if s, ok := demotest.ParseSummary(line); ok && s.Peer == "you (autoplay)" && (reloadedAt.IsZero() || loaded != "") {
 				last = s
 				t.Logf("browser summary: %.1f s, %s, connect %.0f ms, states applied %d, clock synced %v (offset %+.3f ms), hits dealt %d taken %d",
 					s.Seconds, s.Path, s.ConnectMs, s.StatesApplied, s.ClockSynced, s.ClockOffMs, s.HitsDealt, s.HitsTaken)
@@ -191,7 +215,16 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 		// One shot per summary from 10 s on: one instant can catch a
 		// fighter flashed white by a hit or curled up on the ground, so
 		// the best of them is checked.
-		if len(shots) < 3 && last.Seconds >= 10 {
+		if reload && reloadedAt.IsZero() && last.Seconds >= reloadAfter.Seconds() && last.StatesApplied > 0 {
+			if err := cdp.call("Page.reload", map[string]any{}, nil); err != nil {
+				t.Fatalf("reloading the page: %v", err)
+			}
+			before, last, loaded, reloadedAt = last, game.Summary{}, "", time.Now()
+			navAt = reloadedAt
+			t.Logf("reloaded the page after %.1f s of play (round %d, HP %d)", before.Seconds, before.Round, before.HP)
+			continue
+		}
+		if !reload && len(shots) < 3 && last.Seconds >= 10 {
 			png, err := cdp.screenshot()
 			if err != nil {
 				t.Fatalf("screenshot: %v", err)
@@ -199,7 +232,9 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 			shots = append(shots, png)
 		}
 	}
-	checkBrowserScreenshot(t, shots, noUDP)
+	if !reload {
+		checkBrowserScreenshot(t, shots, noUDP)
+	}
 	if err := <-nativeDone; err != nil {
 		t.Fatalf("native peer: %v\n%s\n%s", err, nOut.String(), nErr.String())
 	}
@@ -223,7 +258,9 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 			t.Logf("%s: last error %s", s.Peer, s.LastErr)
 		}
 	}
-	if rep.Seconds < browserPlay.Seconds() {
+	if reload {
+		checkReload(t, before, last, nat, nErr.String(), cdp.log())
+	} else if rep.Seconds < browserPlay.Seconds() {
 		t.Errorf("the native peer played %.1f s", rep.Seconds)
 	}
 	if last.HitsDealt+last.HitsTaken == 0 || nat.HitsDealt+nat.HitsTaken == 0 {
@@ -243,6 +280,41 @@ func runBrowserCase(t *testing.T, noUDP bool, sigBin, demoBin string) {
 	}
 	t.Logf("connect time (pairing to running): browser %.0f ms, native %.0f ms; browser %s, native %s",
 		last.ConnectMs, nat.ConnectMs, last.Path, nat.Path)
+}
+
+// checkReload checks the reload case: the browser's page, reloaded
+// mid-match, took its seat back and resumed the match (round and HP as
+// the survivor kept them, the timer within 1 s), and the native survivor
+// counted a rejoin and played on (before: the browser's last summary
+// before the reload; after: its last one since; nativeLog: the native
+// peer's log; console: the browser's).
+func checkReload(t *testing.T, before, after, nat game.Summary, nativeLog, console string) {
+	t.Helper()
+	i := strings.Index(nativeLog, "rival dropped; waiting for it to come back")
+	j := strings.Index(console, "resumed the match")
+	if i < 0 || j < 0 {
+		t.Fatalf("no drop in the native's log (%v) or no resume in the browser's (%v)\nnative:\n%s\nbrowser:\n%s", i >= 0, j >= 0, nativeLog, console)
+	}
+	dropped := demotest.LogFields(nativeLog[i:], 0)
+	resumed := demotest.LogFields(console[j:], 0)
+	timer := dropped["remaining_ms"] - resumed["remaining_ms"]
+	t.Logf("FIGURE reload: played %.1f s before, %.1f s after; survivor rejoins %d, status %s; at the drop round %d HP %d/%d timer %d ms, at the resume round %d HP %d/%d timer %d ms",
+		before.Seconds, after.Seconds, nat.RivalRejoins, nat.Status, dropped["round"], dropped["hp1"], dropped["hp2"], dropped["remaining_ms"],
+		resumed["round"], resumed["hp1"], resumed["hp2"], resumed["remaining_ms"])
+	if !after.Resumed {
+		t.Errorf("the reloaded page does not say resumed: %+v", after)
+	}
+	if nat.RivalRejoins < 1 || strings.Contains(nat.LastErr, "did not come back") {
+		t.Errorf("the native survivor: %d rejoins, status %q, error %q", nat.RivalRejoins, nat.Status, nat.LastErr)
+	}
+	for _, k := range []string{"round", "hp1", "hp2"} {
+		if dropped[k] != resumed[k] {
+			t.Errorf("%s: %d when the page went away, %d after the resume", k, dropped[k], resumed[k])
+		}
+	}
+	if timer < 0 || timer > 1000 {
+		t.Errorf("round timer %d ms at the drop, %d ms after the resume: want within 1 s", dropped["remaining_ms"], resumed["remaining_ms"])
+	}
 }
 
 func parseReport(t *testing.T, out string) game.RunReport {

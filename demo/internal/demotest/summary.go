@@ -29,3 +29,23 @@ func ParseSummary(line string) (game.Summary, bool) {
 	}
 	return s, true
 }
+
+// LogFields returns the integer key=value fields of line i of log (none
+// if there is no such line).
+func LogFields(log string, i int) map[string]int {
+	lines := strings.Split(log, "\n")
+	f := map[string]int{}
+	if i < 0 || i >= len(lines) {
+		return f
+	}
+	for _, kv := range strings.Fields(lines[i]) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err == nil {
+			f[k] = n
+		}
+	}
+	return f
+}

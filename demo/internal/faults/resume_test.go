@@ -3,7 +3,6 @@ package faults
 import (
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,7 +76,7 @@ func TestResumeAfterCrash(t *testing.T) {
 			victim.Signal(t, syscall.SIGKILL)
 			<-victim.Exited()
 			_, i := survivor.WaitLog(t, 0, "rival dropped; waiting for it to come back")
-			dropped := logFields(survivor.Log(), i-1)
+			dropped := demotest.LogFields(survivor.Log(), i-1)
 			time.Sleep(time.Until(killedAt.Add(tc.back)))
 			back := peer(tc.victim+" (back)", tc.victim)
 			if !tc.resumes {
@@ -94,7 +93,7 @@ func TestResumeAfterCrash(t *testing.T) {
 				return
 			}
 			_, j := back.WaitLog(t, 0, "resumed the match")
-			resumed := logFields(back.Log(), j-1)
+			resumed := demotest.LogFields(back.Log(), j-1)
 			rs, ss := back.Summary(t), survivor.Summary(t)
 			timer := dropped["remaining_ms"] - resumed["remaining_ms"]
 			t.Logf("FIGURE resume %s: survivor rejoins %d, returning resumed %v; at the drop round %d HP %d/%d timer %d ms, at the resume round %d HP %d/%d timer %d ms (the timer differs by %d ms, goal ≤ 1000)",
@@ -123,23 +122,4 @@ func TestResumeAfterCrash(t *testing.T) {
 			}
 		})
 	}
-}
-
-// logFields returns the integer key=value fields of line i of log.
-func logFields(log string, i int) map[string]int {
-	lines := strings.Split(log, "\n")
-	f := map[string]int{}
-	if i < 0 || i >= len(lines) {
-		return f
-	}
-	for _, kv := range strings.Fields(lines[i]) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(v); err == nil {
-			f[k] = n
-		}
-	}
-	return f
 }
