@@ -560,11 +560,16 @@ func TestHostilePeerPhysics(t *testing.T) {
 		// Unchecked, every allowed punch's report would take MaxHitDamage
 		// (a KO in 3 punches, 0.8 s, as issue 23 measured). Now A
 		// survives the 10 s: longer than an honest kicker needs to knock
-		// A out (7.7 s in the same set-up). (The cap itself, 5 times the
-		// arm's momentum, still lets a square punch's report take up to
-		// MaxHitDamage: see the report.)
+		// A out (7.7 s in the same set-up). Each confirmed report takes
+		// at most what a punch at the move's cap (Tuning.MaxPunchImpulse,
+		// 1.4 times the strongest honest punch) takes from the torso.
 		if h.a.Fighter().HP() == 0 {
 			t.Errorf("A knocked out by max-impulse reports in %d s", seconds)
+		}
+		tun := physics.DefaultTuning()
+		perHit := int(math.Round(tun.MaxPunchImpulse * tun.DamagePerImpulse * tun.TorsoMultiplier))
+		if n := st.Hits.Confirmed + st.Hits.Detected; lost > int(n)*perHit {
+			t.Errorf("A lost %d HP to %d hits: more than %d per hit", lost, n, perHit)
 		}
 	})
 }
@@ -580,6 +585,7 @@ func TestHonestMotion(t *testing.T) {
 		seeds = 1
 	}
 	var worst float64
+	var peak [2]float64 // the largest impulse of a punch, of a kick
 	for seed := uint64(1); seed <= seeds; seed++ {
 		p := newMatchPair(t, nil)
 		bots := [2]*physics.Bot{physics.NewBot(seed), physics.NewBot(seed + 100)}
@@ -604,6 +610,11 @@ func TestHonestMotion(t *testing.T) {
 						v = max(v, speeds[k][r][j])
 					}
 					worst = max(worst, h.Impulse/(o.Bodies()[j].M_mass*v))
+					k := 0
+					if h.Attack == physics.ActionKick {
+						k = 1
+					}
+					peak[k] = max(peak[k], h.Impulse)
 				}
 			}
 		}
@@ -613,7 +624,12 @@ func TestHonestMotion(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("largest impulse / striking limb momentum: %.2f", worst)
+	t.Logf("largest impulse / striking limb momentum: %.2f; largest punch %.1f N·s, kick %.1f N·s", worst, peak[0], peak[1])
+	tun := physics.DefaultTuning()
+	if peak[0] > tun.MaxPunchImpulse || peak[1] > tun.MaxKickImpulse {
+		t.Errorf("an honest hit is above its move's cap (punch %.1f > %g or kick %.1f > %g): its damage would be cut",
+			peak[0], tun.MaxPunchImpulse, peak[1], tun.MaxKickImpulse)
+	}
 	if worst > 5 {
 		t.Errorf("an honest hit's impulse is %.2f times its limb's momentum: the cap (5) would cut its damage", worst)
 	}

@@ -186,7 +186,11 @@
 // times its largest speed in the attacker's accepted states over the 100
 // ms before the hit (the speed limit if they were lost). Honest hits stay
 // under it (at most 4.3 times in bot fights, TestHonestMotion), so honest
-// damage is unchanged; a hit this world detects keeps its own impulse.
+// damage is unchanged. It is also capped at its move's honest peak with a
+// margin (physics.Tuning.MaxPunchImpulse 30 N·s, MaxKickImpulse 60 N·s;
+// honest bot fights peak at 21.7 and 42.6), so a report at the wire's
+// 1000 N·s takes what a hard honest hit takes, not MaxHitDamage. A hit
+// this world detects keeps its own impulse.
 //
 // Honest play trips none of them: cmd/ragsim counts refused = 0 on every
 // link, correction method and seed 1-5. A rival that breaks them gets no

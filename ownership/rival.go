@@ -108,16 +108,27 @@ func (e *RefusedError) Error() string {
 
 // moveTable is what a fighter's tuning says of its attacks, in ticks.
 type moveTable struct {
-	punch, kick [3]int64 // wind-up, active, recovery
-	maxDamage   int      // one hit's largest damage
+	punch, kick [3]int64   // wind-up, active, recovery
+	maxDamage   int        // one hit's largest damage
+	maxImpulse  [2]float64 // a rival's hit's largest impulse: punch, kick
 }
 
 func movesOf(t physics.Tuning) moveTable {
 	return moveTable{
-		punch:     [3]int64{int64(t.PunchWindup), int64(t.PunchActive), int64(t.PunchRecovery)},
-		kick:      [3]int64{int64(t.KickWindup), int64(t.KickActive), int64(t.KickRecovery)},
-		maxDamage: t.MaxHitDamage,
+		punch:      [3]int64{int64(t.PunchWindup), int64(t.PunchActive), int64(t.PunchRecovery)},
+		kick:       [3]int64{int64(t.KickWindup), int64(t.KickActive), int64(t.KickRecovery)},
+		maxDamage:  t.MaxHitDamage,
+		maxImpulse: [2]float64{t.MaxPunchImpulse, t.MaxKickImpulse},
 	}
+}
+
+// impulseCap is the largest impulse a rival's hit by attack a may have
+// (Tuning.MaxPunchImpulse, MaxKickImpulse).
+func (m *moveTable) impulseCap(a physics.Action) float64 {
+	if a == physics.ActionKick {
+		return m.maxImpulse[1]
+	}
+	return m.maxImpulse[0]
 }
 
 func (m *moveTable) phases(a physics.Action) *[3]int64 {
@@ -905,7 +916,7 @@ func (r *Replicator) judgeReport(h *hitReport) error {
 		return r.refuse(h.attacker, why, v)
 	}
 	r.stats.Hits.MaxMiss = max(r.stats.Hits.MaxMiss, dist-h.copyErr)
-	imp := verifiedImpulse(att, h.strike, h.g, h.impulse)
+	imp := min(verifiedImpulse(att, h.strike, h.g, h.impulse), att.attacks.moves.impulseCap(rec.action))
 	ev := physics.HitEvent{Attacker: h.attacker, Victim: h.victim, Part: h.part, Impulse: imp, Tick: r.world.Tick(),
 		Attack: rec.action, Blocked: block, AttackSeq: h.seq, Strike: h.strike}
 	return r.damage(att, vic, rec, &ev, &r.stats.Hits.Confirmed)
@@ -1212,7 +1223,9 @@ const (
 	// arm or leg behind the limb adds to its own mass: honest bot fights
 	// peak at 4.3 times the limb's momentum over the same span (69 hits,
 	// TestHonestMotion's calibration). Honest damage is unchanged for a
-	// hit below the factor; above it, it is capped.
+	// hit below the factor; above it, it is capped. So is a hit's impulse
+	// above its move's honest peak (Tuning.MaxPunchImpulse,
+	// MaxKickImpulse), whatever the limb's speed.
 	impulseFactor = 5.0
 )
 
