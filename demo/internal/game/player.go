@@ -162,6 +162,34 @@ type Player struct {
 	closers      sync.WaitGroup // sessions closing in the background
 
 	seat seatState // the seat token and resuming (resume.go)
+
+	// resetDue is when the round the rules set began, while the
+	// replicator has not accepted its reset yet (0: none pending): the
+	// rival's knock-out or last states may arrive after its round result.
+	resetDue clocksync.GameTime
+}
+
+// resetRetry is how long a round reset the replicator refused is tried
+// again, each tick: the rival's states that show its knock-out arrive a
+// latency after the round message that decided it.
+const resetRetry = 4 * time.Second
+
+// declareRound declares the round the rules just set (or retries one the
+// replicator refused) to the replicator, which heals both fighters.
+func (p *Player) declareRound() {
+	err := p.match.ResetRound()
+	switch {
+	case err == nil:
+		if p.now.Sub(p.resetDue) > 0 {
+			p.log.Info("round reset accepted", "after", p.now.Sub(p.resetDue).Round(time.Millisecond))
+		}
+		p.resetDue = 0
+	case p.now.Sub(p.resetDue) >= resetRetry:
+		// Refused for good (no KO, time not up, as the replicator sees
+		// it): the fighters keep their HP this round.
+		p.log.Warn("round reset refused", "err", err, "tried_for", p.now.Sub(p.resetDue).Round(time.Millisecond))
+		p.resetDue = 0
+	}
 }
 
 // NewPlayer returns a player; call Start to begin pairing.
@@ -552,16 +580,16 @@ func (p *Player) tick(c Controls) {
 	p.synced = true // the match started itself (Link.StartMatch) on its first synced tick
 	p.now = p.match.Stats().GameTime
 	p.logResumed()
+	if p.resetDue != 0 {
+		p.declareRound()
+	}
 	ev := p.rules.Tick(p.now, f.HP())
 	if ev.NewRound {
 		if err := p.arena.reset(p.match.Replicator(), p.fid); err != nil {
 			p.log.Error("resetting the round", "err", err)
 		}
-		if err := p.match.ResetRound(); err != nil { // heals both fighters
-			// Refused (no KO, time not up, as the replicator sees
-			// it): the fighters keep their HP.
-			p.log.Warn("round reset refused", "err", err)
-		}
+		p.resetDue = p.now
+		p.declareRound()
 		p.diag.roundReset()
 		n, start, length := p.rules.Round()
 		p.log.Info("round set", "round", n, "starts_in", start.Sub(p.now).Round(time.Millisecond), "length", length)
