@@ -18,10 +18,11 @@ func TestInitialChoice(t *testing.T) {
 		reason      string
 	}{
 		{500 * time.Microsecond, 200 * time.Microsecond, TransportWebRTC, "tie"}, // loopback noise
-		{20 * ms, 16 * ms, TransportWebRTC, "tie"},                               // within 5 ms
+		{20 * ms, 16 * ms, TransportWebRTC, "tie"},                               // within 15 ms
+		{30 * ms, 20 * ms, TransportWebRTC, "tie"},                               // within 15 ms
 		{100 * ms, 92 * ms, TransportWebRTC, "tie"},                              // 8 ms < 10 %
 		{100 * ms, 80 * ms, TransportTCP, "lower"},
-		{30 * ms, 20 * ms, TransportTCP, "lower"},
+		{40 * ms, 20 * ms, TransportTCP, "lower"},
 		{20 * ms, 30 * ms, TransportWebRTC, "lower or equal"},
 		{20 * ms, 20 * ms, TransportWebRTC, "lower or equal"},
 	} {

@@ -187,7 +187,7 @@
 // transport by its worst recent round trip rather than its best. A transport that
 // answered at least one probe is usable; the usable one with the lower
 // 3-probe maximum wins, and Config.Prefer overrides the comparison. Pings
-// within Config.SwitchMargin (5 ms) or 10 % of each other are a tie, and
+// within Config.SwitchMargin (15 ms) or 10 % of each other are a tie, and
 // ties go to WebRTC: at equal ping its unordered, unreliable channel is the
 // better one for game states (no head-of-line blocking), and a few
 // hundred µs of probe noise on a LAN must not decide. But WebRTC need not
@@ -246,7 +246,7 @@
 // ping) and it is at least 3 s since the last switch, and then if it is the
 // preferred transport (Config.Prefer), or, without a preference, if its
 // 3-probe maximum is lower than the active one's by more than
-// Config.SwitchMargin (5 ms) and 10 % — except that WebRTC, which takes
+// Config.SwitchMargin (15 ms) and 10 % — except that WebRTC, which takes
 // ties, needs only to be no worse than TCP by half that margin. Leaving
 // WebRTC for a better-pinging TCP also needs TCP to stay better for 2 s
 // (one slow round trip stays among the last three for a few pings, and a
