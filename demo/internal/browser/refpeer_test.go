@@ -30,7 +30,9 @@ import (
 // value is the binaries the parent built: signal, demo.
 const refPeerEnv = "RAGSYNC_REFPEER_BINS"
 
-// refPeerPlay is how long the native peer plays once connected.
+// refPeerPlay is how long the native peer plays once connected: with
+// 10 s rounds, a 3 s countdown and a rematch 3 s after a result, the
+// second round starts within it (if no KO ends the first sooner).
 const refPeerPlay = 25 * time.Second
 
 // refPeerStats is the page's own account ("refpeer {json}" every second).
@@ -105,7 +107,7 @@ func runRefPeer(t *testing.T, sigBin, demoBin string) {
 
 	const room = "REFPER" // 6 characters of the room alphabet
 	native := demotest.Start(t, "native", exec.CommandContext(ctx, demoBin, "-headless", "-json", "-room", room,
-		"-signal", base, "-duration", refPeerPlay.String(), "-connect-timeout", "2m"))
+		"-signal", base, "-duration", refPeerPlay.String(), "-round", "10s", "-connect-timeout", "2m"))
 	native.WaitLog(t, 0, "waiting in room") // it creates the room, so it offers: the page joins it
 
 	cdp, err := openChromium(t, t.TempDir(), page.URL+"/refpeer.html?room="+room+"&signal=ws"+strings.TrimPrefix(base, "http"))
@@ -146,9 +148,9 @@ follow:
 			t.Logf("native: %s", l)
 		}
 	}
-	t.Logf("FIGURE refpeer: native played %.1f s on %s; applied %d of the page's states, took %d hits (%d damage), dealt %d, rejected %d packets (last error %q); the page sent %d states, reported %d hits, took %d, HP %d vs the native's %d, %d errors (%q)",
+	t.Logf("FIGURE refpeer: native played %.1f s on %s; applied %d of the page's states, took %d hits (%d damage), dealt %d, rejected %d packets (last error %q); the page sent %d states, reported %d hits, took %d, HP %d vs the native's %d, %d errors (%q); native rounds %q, now in round %d",
 		nat.Seconds, nat.Transport, nat.StatesApplied, nat.HitsTaken, nat.Damage, nat.HitsDealt, nat.Rejected, nat.LastErr,
-		last.Sent, last.HitsReported, last.HitsTaken, last.HP, last.RivalHP, last.Errors, last.LastErr)
+		last.Sent, last.HitsReported, last.HitsTaken, last.HP, last.RivalHP, last.Errors, last.LastErr, nat.Rounds, nat.Round)
 	if last.Role != "answerer" || !last.Synced || last.TagOK == nil || !*last.TagOK {
 		t.Errorf("the page: role %q, clock synced %v, configuration tag matched %v", last.Role, last.Synced, last.TagOK)
 	}
@@ -160,6 +162,9 @@ follow:
 	}
 	if nat.Rejected*20 > nat.StatesApplied {
 		t.Errorf("the native refused %d packets (applied %d states): %s", nat.Rejected, nat.StatesApplied, nat.LastErr)
+	}
+	if nat.Round < 2 || len(nat.Rounds) < 1 {
+		t.Errorf("the native reached round %d with results %q: the page's round messages did not end a round", nat.Round, nat.Rounds)
 	}
 	if last.Errors > 0 {
 		t.Errorf("the page logged %d errors, the last %q", last.Errors, last.LastErr)

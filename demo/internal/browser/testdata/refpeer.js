@@ -158,12 +158,12 @@ function stepFighter(tick, g, fight) {
 }
 
 // ---- the game's packets (7) ----
-let myRound = 0, resetPending = false, pktCount = 0, hpChanges = [];
+let pktCount = 0, hpChanges = [];
 const seenHits = new Set();
 function statePacket(g, tick) {
   const p = [0x71, (pktCount >> 8) & 255, pktCount & 255, 0x53, 0xC4];
   pktCount = (pktCount + 1) & 0xffff;
-  uv(p, myRound); uv(p, 0); // no claims
+  uv(p, R.n); uv(p, 0); // my round resets: one per round set (the first included); no claims
   uv(p, 1); uv(p, 2); p.push(F.input);
   myReports = myReports.filter((h) => g - h.g <= 250000);
   uv(p, myReports.length);
@@ -199,7 +199,6 @@ function onStatePacket(p) { // the rival's: its round, hits on my fighter, its t
     rival = { x: MINX + qx * 0.001, y: MINY + qy * 0.001, a: (qa >= 8192 ? qa - 16384 : qa) * 2 * Math.PI / 16384, g };
   }
   st.statesIn++;
-  if (round > myRound) { myRound = round; if (resetPending) { resetPending = false; newRoundFighter(); } } // pair the rival's resets
   st.pround = round;
   for (const h of hits) { // the victim's owner decides the damage
     const key = h.seq + ':' + (g - h.age);
@@ -217,7 +216,7 @@ const R = { n: 0, start: 0, len: 0, report: null, rivalReport: false, rivalRemat
 function onRound(p) {
   const o = { i: 2 }, n = rdU(p, o), start = rdS(p, o), len = rdU(p, o), fl = p[o.i];
   if (n > R.n) {
-    if (R.n > 0) resetPending = true;
+    if (R.n > 0) newRoundFighter(); // back to the start, full HP: a reset
     Object.assign(R, { n, start, len, report: null, rivalReport: false, rivalRematch: false, rivalCut: Infinity });
     st.round = n; log('round', JSON.stringify({ n, startsInMs: Math.round((start - gameUs()) / 1000), len }));
   }
