@@ -33,7 +33,7 @@ const refPeerEnv = "RAGSYNC_REFPEER_BINS"
 // refPeerPlay is how long the native peer plays once connected: with
 // 10 s rounds, a 3 s countdown and a rematch 3 s after a result, the
 // second round starts within it (if no KO ends the first sooner).
-const refPeerPlay = 25 * time.Second
+const refPeerPlay = 30 * time.Second
 
 // refPeerStats is the page's own account ("refpeer {json}" every second).
 type refPeerStats struct {
