@@ -183,7 +183,7 @@ function onStatePacket(p) { // the rival's: its round, hits on my fighter, its t
   for (let n = rdU(p, o); n > 0; n--) { rdU(p, o); rdU(p, o); }
   for (let n = rdU(p, o); n > 0; n--) { rdU(p, o); o.i++; }
   for (let n = rdU(p, o); n > 0; n--) {
-    const att = rdU(p, o), vic = rdU(p, o), b = p[o.i++], part = p[o.i++], age = rdU(p, o);
+    rdU(p, o); const vic = rdU(p, o), b = p[o.i++], part = p[o.i++], age = rdU(p, o);
     rdU(p, o); rdU(p, o); const imp = rdU(p, o) / 1000; rdS(p, o); rdS(p, o); rdU(p, o);
     hits.push({ vic, seq: b & 3, part, age, imp });
   }
