@@ -233,6 +233,8 @@
 //	  uvarint  age: the packet's game time less the hit's, µs (≤ 4 s)
 //	  uvarint  view: how old the attacker's newest state of the victim was
 //	           at the hit, µs (≤ 10 s)
+//	  uvarint  copy error: how far the attacker's copy of the struck body
+//	           was from the victim's state it had then, mm (≤ 100 m)
 //	  uvarint  impulse, mN·s (≤ 1000 N·s)
 //	  varint   limb x, varint limb y: the striking limb's position, mm
 //	           (within ±1000 m)
