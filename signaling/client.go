@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/internal/hedge"
 	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
@@ -53,7 +54,22 @@ type ClientConfig struct {
 	// and takes its place back with Rejoin; its relay tokens are valid
 	// there. Nil means none.
 	FallbackURLs []string
+	// DialHedge: while Dial's connection (TCP handshake, WebSocket
+	// upgrade, the server's welcome) has not completed for this long,
+	// Dial starts another alongside it, and again each DialHedge, up to
+	// dialHedgeMost at once; the first to complete is used, the others
+	// are closed. On a lossy link a lost SYN or request waits for TCP's
+	// retransmission timer (1 s, doubling, and 3 s for the first data
+	// after a retransmitted handshake), while a fresh connection gets
+	// through at its first try; on a good link the first completes well
+	// within DialHedge and nothing else is started. Zero means 500ms;
+	// negative, one connection at a time.
+	DialHedge time.Duration
 }
+
+// dialHedgeMost bounds the connections Dial has under way at once (see
+// ClientConfig.DialHedge).
+const dialHedgeMost = 4
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.HTTPClient == nil {
@@ -70,6 +86,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.DialHedge == 0 {
+		c.DialHedge = 500 * time.Millisecond
 	}
 	return c
 }
@@ -171,7 +190,11 @@ type pendingReq struct {
 // (e.g. server_full) is returned as *Error.
 func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
 	cfg = cfg.withDefaults()
-	return withFallbacks(ctx, rawURL, &cfg, func(u string) (*Client, error) { return dialOne(ctx, u, cfg) })
+	return withFallbacks(ctx, rawURL, &cfg, func(u string) (*Client, error) {
+		return hedge.Race(ctx, cfg.DialHedge, dialHedgeMost, func(ctx context.Context) (*Client, error) {
+			return dialOne(ctx, u, cfg)
+		}, func(c *Client) { c.Close() })
+	})
 }
 
 // withFallbacks calls dial with rawURL, then with each of
