@@ -230,9 +230,16 @@ func (s *Session) tickProbe(now time.Duration) {
 			continue
 		}
 		// A round after one that lost every probe waits longer for each
-		// (2×, then 4× ProbeTimeout): on a lossy link the relay's probes
-		// are late, not lost (TCP retransmits them, its timer doubling).
-		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout<<min(s.probeRetries, 2) {
+		// relay probe (2×, then 4× ProbeTimeout): on a lossy link the
+		// relay's probes are late, not lost (TCP retransmits them, its
+		// timer doubling). A WebRTC probe is never retransmitted (the
+		// channel is unreliable): one unanswered for ProbeTimeout is
+		// lost, and the next one is the better bet.
+		timeout := s.cfg.ProbeTimeout
+		if ls.kind == TransportTCP {
+			timeout <<= min(s.probeRetries, 2)
+		}
+		if pr.outstanding && now-pr.sentAt > timeout {
 			pr.res[pr.n] = 0
 			pr.lost++
 			pr.n++
@@ -256,6 +263,7 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.t1 = s.sendPing(ls.kind, now)
 		}
 	}
+	s.calibrateEarly(now)
 	o := s.pol.afterProbes(now, &s.links, done)
 	switch {
 	case o.fail != "":
@@ -275,6 +283,26 @@ func (s *Session) tickProbe(now time.Duration) {
 		s.choiceReason = o.reason
 		s.decide(now, o.k, false)
 		s.becomeRunning(now)
+	}
+}
+
+// calibrateEarly: the answerer, whose game clock follows the offerer's
+// (it plays once calibrated: Config.Clock's MinSamples round trips),
+// pings at the calibrator's pace while it probes and waits for the
+// offerer's choice, on WebRTC if its channel is open (the transport the
+// offerer starts on when it answers), else on the relay: on a lossy link
+// it is calibrated by the time the choice comes instead of a second or
+// two after. (Its three probes alone give three samples at most.) Called
+// with mu held.
+func (s *Session) calibrateEarly(now time.Duration) {
+	if s.pol.leader() || now < s.ping.cal.NextPing() {
+		return
+	}
+	for i := range s.links {
+		if ls := &s.links[i]; ls.up() {
+			s.sendPing(ls.kind, now)
+			return
+		}
 	}
 }
 
