@@ -44,7 +44,9 @@ type ClientConfig struct {
 	KeepAlive time.Duration
 	// MaxMessageBytes bounds a message from the server. Zero means 1 MiB.
 	MaxMessageBytes int64
-	// Logger receives debug logs. Nil means no logging.
+	// Logger receives debug logs, and an Info line for each connection
+	// Dial adds alongside a slow one (see DialHedge). Nil means no
+	// logging.
 	Logger *slog.Logger
 	// FallbackURLs are other signaling servers of the same deployment
 	// (sharing its secret: cmd/signal -secret), tried in order by Dial,
@@ -191,9 +193,11 @@ type pendingReq struct {
 func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
 	cfg = cfg.withDefaults()
 	return withFallbacks(ctx, rawURL, &cfg, func(u string) (*Client, error) {
-		return hedge.Race(ctx, cfg.DialHedge, dialHedgeMost, func(ctx context.Context) (*Client, error) {
+		return hedge.RaceNotify(ctx, cfg.DialHedge, dialHedgeMost, func(ctx context.Context) (*Client, error) {
 			return dialOne(ctx, u, cfg)
-		}, func(c *Client) { c.Close() })
+		}, func(c *Client) { c.Close() }, func(running int) {
+			cfg.Logger.Info("signaling: no answer yet; another connection alongside", "url", u, "connections", running)
+		})
 	})
 }
 

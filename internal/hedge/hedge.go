@@ -30,6 +30,12 @@ import (
 // not canceled (a connection may stay bound to the context it was dialled
 // with).
 func Race[T any](ctx context.Context, every time.Duration, most int, attempt func(context.Context) (T, error), discard func(T)) (T, error) {
+	return RaceNotify(ctx, every, most, attempt, discard, nil)
+}
+
+// RaceNotify is Race, calling hedged (if not nil) with the number of
+// attempts under way each time it starts one alongside others.
+func RaceNotify[T any](ctx context.Context, every time.Duration, most int, attempt func(context.Context) (T, error), discard func(T), hedged func(running int)) (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -95,6 +101,9 @@ func Race[T any](ctx context.Context, every time.Duration, most int, attempt fun
 			if running < most {
 				start()
 				running++
+				if hedged != nil {
+					hedged(running)
+				}
 			}
 			t.Reset(every)
 		case <-done:
