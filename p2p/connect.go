@@ -34,9 +34,10 @@ const QuickMatch = ""
 // Nothing gives up while time remains: a failed dial of the signaling
 // server, or a signaling connection lost before the pairing, is tried
 // again with backoff until ctx ends (30 s without a connection if ctx has
-// no deadline), and the offerer probes the open transports again when
-// every probe was lost, until its longest transport timeout after the
-// pairing. A peer that gives up before the match starts (it left the
+// no deadline), and once paired the session waits for a transport that
+// is slow to open, and the offerer probes the open transports again when
+// every probe was lost, until twice its longest transport timeout after
+// the pairing (20 s), or until a second before ctx ends if that is later. A peer that gives up before the match starts (it left the
 // signaling server) ends this Connect at once with ErrDisconnected.
 //
 // Errors: ErrBadConfig, the signaling client's errors (an unreachable
@@ -281,6 +282,9 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 	}
 	if cfg.Net == nil && !cfg.DisableWebRTC {
 		p.localAddrs = net.InterfaceAddrs
+	}
+	if d, ok := ctx.Deadline(); ok {
+		p.connectFor = time.Until(d)
 	}
 	s, err = newSession(p)
 	if err != nil {

@@ -52,6 +52,7 @@ type App struct {
 	botRoom string
 
 	now       func() time.Time // wall clock; time.Now
+	started   time.Time        // when NewApp ran (headless: -connect-timeout counts from it)
 	frameRate func() float64   // the window's frames per second; nil headless
 	ticks     uint64
 	logAt     time.Time // wall time of the last periodic line
@@ -85,7 +86,7 @@ func NewApp(cfg Config, log *slog.Logger) *App {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{cfg: cfg, log: log, setupCh: make(chan setupResult, 1), cancel: cancel, ctx: ctx,
-		now: time.Now, healthCh: make(chan bool, 1)}
+		now: time.Now, healthCh: make(chan bool, 1), started: time.Now()}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.setupCh <- a.findServer(ctx) }()
 	return a
@@ -141,9 +142,15 @@ func (a *App) playerConfig(name string, room string, seed uint64, bot BotLevel) 
 	if a.cfg.Record != "" && a.rec == nil {
 		a.rec = newRecorder(a.cfg.Record)
 	}
-	return PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
+	pc := PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
 		Bot: bot, RoundLength: a.cfg.RoundLength, Log: a.log,
 		Feed: true, NoSpectators: a.cfg.NoSpectators, Rec: a.rec, RecOwn: a.cfg.Bot != BotOff}
+	if a.cfg.Headless && a.cfg.ConnectTimeout > 0 {
+		// Headless gives up at -connect-timeout: the pairing may use all
+		// of it (on a lossy link a paired session keeps trying).
+		pc.PairBy = a.started.Add(a.cfg.ConnectTimeout)
+	}
+	return pc
 }
 
 // Update runs one 60 Hz tick of everything.
