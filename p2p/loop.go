@@ -295,7 +295,7 @@ func (s *Session) tickProbe(now time.Duration) {
 // two after. (Its three probes alone give three samples at most.) Called
 // with mu held.
 func (s *Session) calibrateEarly(now time.Duration) {
-	if s.pol.leader() || now < s.ping.cal.NextPing() {
+	if s.pol.leader() || !s.calibrationDue(now) {
 		return
 	}
 	for i := range s.links {
@@ -304,6 +304,24 @@ func (s *Session) calibrateEarly(now time.Duration) {
 			return
 		}
 	}
+}
+
+// followerSyncPing: until its clock is synced, the answerer (the clock
+// follower) pings at least this often, faster than the calibrator's own
+// pace (ClockSync.CalibrationInterval, 62.5 ms by default): it plays once
+// it has MinSamples answered pings, and on a lossy link (half the round
+// trips lost at 30 % loss each way) those took a second or more after
+// the choice. A few dozen extra pings, once.
+const followerSyncPing = 25 * time.Millisecond
+
+// calibrationDue reports whether a calibration ping is due: when the
+// calibrator wants one, and on the follower until synced every
+// followerSyncPing. Called with mu held.
+func (s *Session) calibrationDue(now time.Duration) bool {
+	if now >= s.ping.cal.NextPing() {
+		return true
+	}
+	return !s.pol.leader() && !s.ping.cal.Synced() && now-s.lastPingAt >= followerSyncPing
 }
 
 // decide makes k the active transport (again: a switch) and tells the
@@ -328,6 +346,7 @@ func (s *Session) sendSelect(now time.Duration, force bool) {
 func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 	ls := &s.links[k.idx()]
 	b, t1 := s.ping.ping(now)
+	s.lastPingAt = now
 	ls.pings++
 	s.pol.paths().path(k).probeSent(t1)
 	s.xmit(k, b)
@@ -373,7 +392,7 @@ func (s *Session) tickRunning(now time.Duration) {
 	s.sendSelect(now, false)
 	// Pings: the active transport when the calibrator wants one but at
 	// least every PingInterval; the standby as the policy says.
-	calDue := now >= s.ping.cal.NextPing()
+	calDue := s.calibrationDue(now)
 	for i := range s.links {
 		ls := &s.links[i]
 		if ls.up() && s.pol.paths().probeDue(now, ls.kind, calDue) {

@@ -97,6 +97,7 @@ type Session struct {
 	links        [2]linkState
 	switches     int
 	probeRetries int           // rounds of probes started again because every probe was lost
+	lastPingAt   time.Duration // when the newest ping (probe or calibration) was sent
 	giveUpAt     time.Duration // connecting: no transport open until then fails
 	choiceReason string
 }
