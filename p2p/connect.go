@@ -68,6 +68,7 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 	for attempt := 1; ; attempt++ {
 		cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
 		if err == nil {
+			nudge := startNudging(cl)
 			switch {
 			case c.Resume != "":
 				err = rejoinSeat(ctx, cl, c.Resume)
@@ -83,8 +84,12 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 				pairing, pre, err = waitPairing(ctx, cl, c)
 			}
 			if err == nil {
-				return newPairedSession(ctx, cl, signalingURL, c, id, eo, pairing, pre)
+				nudge.setPaired()
+				s, err := newPairedSession(ctx, cl, signalingURL, c, id, eo, pairing, pre)
+				nudge.stop()
+				return s, err
 			}
+			nudge.stop()
 			eo.close()
 			cl.Close()
 		}
@@ -200,12 +205,15 @@ func (r *Room) Close() error {
 // owns cl and offer (the early offer sent with the join, or nil): on error
 // it closes them, on success the session does.
 func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer) (*Session, error) {
+	nudge := startNudging(cl)
+	defer nudge.stop()
 	pairing, early, err := waitPairing(ctx, cl, cfg)
 	if err != nil {
 		offer.close()
 		cl.Close()
 		return nil, err
 	}
+	nudge.setPaired()
 	return newPairedSession(ctx, cl, url, cfg, id, offer, pairing, early)
 }
 

@@ -71,7 +71,7 @@ type ClientConfig struct {
 
 // dialHedgeMost bounds the connections Dial has under way at once (see
 // ClientConfig.DialHedge).
-const dialHedgeMost = 4
+const dialHedgeMost = 6
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.HTTPClient == nil {
@@ -452,6 +452,17 @@ func (c *Client) Recv(ctx context.Context) (Event, error) {
 	case <-ctx.Done():
 		return Event{}, ctx.Err()
 	}
+}
+
+// Ping sends a ping message, which the server answers with a pong (Recv
+// returns neither). The client pings by itself every
+// ClientConfig.KeepAlive; a client may ping more often while a message
+// from the server matters: on a lossy link a lost TCP segment on an
+// otherwise idle connection waits for the retransmission timer, which
+// backs off to seconds, while one followed by more traffic either way is
+// recovered by fast retransmit within a round trip or so.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.send(ctx, &Message{Type: TypePing})
 }
 
 // Done is closed when the connection has ended; Recv then drains the
