@@ -440,6 +440,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 		return fmt.Errorf("p2p: webrtc: set local offer: %w", err)
 	}
 	sdp := localSDP(t.withCandidates(offer.SDP), t.id)
+	t.log.Debug("p2p: webrtc: sending the offer")
 	if err := t.sig.sendOffer(ctx, sdp); err != nil {
 		return fmt.Errorf("p2p: webrtc: send offer: %w", err)
 	}
