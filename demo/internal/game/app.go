@@ -29,6 +29,9 @@ type setupResult struct {
 	url    string
 	server *embeddedServer
 	err    error
+	// check: the server at url (given with -signal) is checked alongside
+	// the pairing (see checkSignal).
+	check bool
 }
 
 // App is the whole demo without its window: the local player, an optional
@@ -67,8 +70,11 @@ type App struct {
 	lastStatus Status
 	nextCheck  time.Time
 	healthCh   chan bool
-	checking   bool
-	serverGone bool
+	// signalCheck gets the result of the check of the -signal server
+	// (see checkSignal); nil: none runs.
+	signalCheck chan error
+	checking    bool
+	serverGone  bool
 	// summaryAt is when the players' summaries were last logged
 	// (Config.LogSummaries).
 	summaryAt time.Time
@@ -110,6 +116,26 @@ func (a *App) RivalIsBot() bool { return a.cfg.Bot != BotOff }
 // server here (see Host).
 func (a *App) ServerGone() bool { return a.serverGone }
 
+// checkSignal checks that the server given with -signal answers
+// (healthyRetry: for up to healthRetryFor), alongside the pairing rather
+// than before it: the pairing's own connection to the server is the same
+// evidence, and on a lossy link the check alone took one to three seconds
+// (a TCP handshake and a request, and their retransmissions). If no check
+// succeeds while the local player has not started a match, setup fails
+// with the check's error, as it did when the check came first.
+func (a *App) checkSignal(url string) {
+	a.signalCheck = make(chan error, 1)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		var res error
+		if err := healthyRetry(a.ctx, url, 3*time.Second, healthRetryFor); err != nil && a.ctx.Err() == nil {
+			res = fmt.Errorf("no signaling server answers at %s: %w", url, err)
+		}
+		a.signalCheck <- res
+	}()
+}
+
 // findServer decides which signaling server to use, embedding one if
 // needed.
 func (a *App) findServer(ctx context.Context) setupResult {
@@ -118,10 +144,7 @@ func (a *App) findServer(ctx context.Context) setupResult {
 		return setupResult{url: c.Signal}
 	}
 	if c.SignalSet {
-		if err := healthyRetry(ctx, c.Signal, 3*time.Second, healthRetryFor); err != nil {
-			return setupResult{err: fmt.Errorf("no signaling server answers at %s: %w", c.Signal, err)}
-		}
-		return setupResult{url: c.Signal}
+		return setupResult{url: c.Signal, check: true}
 	}
 	if !c.ListenSet {
 		if err := healthy(ctx, DefaultSignal, time.Second); err == nil {
@@ -169,6 +192,20 @@ func (a *App) Update(local Controls) {
 	}
 	if a.setup != SetupDone {
 		return
+	}
+	select {
+	case err := <-a.signalCheck:
+		if err != nil && !a.Connected() {
+			a.setup, a.err = SetupFailed, err
+			a.log.Error("no signaling server", "err", err)
+			for _, p := range []*Player{a.local, a.bot} {
+				if p != nil {
+					p.stop() // its pairing: no server to pair through
+				}
+			}
+			return
+		}
+	default:
 	}
 	a.watchServer(wall)
 	if a.serverGone && local.Confirm {
@@ -292,6 +329,9 @@ func (a *App) startPlayers(r setupResult) {
 	}
 	a.setup = SetupDone
 	a.signal, a.server = r.url, r.server
+	if r.check {
+		a.checkSignal(r.url)
+	}
 	if r.server != nil {
 		a.share = r.server.ShareURLs()
 	}
