@@ -53,6 +53,7 @@ func (p InterfacePolicy) String() string {
 // returns an error wrapping ErrBadConfig for out-of-range values.
 type Config struct {
 	// Signaling configures the signaling client (see signaling.ClientConfig).
+	// Its Logger nil means Logger.
 	Signaling signaling.ClientConfig
 	// Resume, if set, is a seat token (Session.SeatToken of an earlier
 	// session, maybe of a process that crashed): Connect then takes back
@@ -310,6 +311,9 @@ func (c Config) withDefaults(signalingURL string) (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Signaling.Logger == nil {
+		c.Signaling.Logger = c.Logger
 	}
 	if runtime.GOOS == "js" {
 		c.RelayWebSocket = true

@@ -34,9 +34,10 @@ const QuickMatch = ""
 // Nothing gives up while time remains: a failed dial of the signaling
 // server, or a signaling connection lost before the pairing, is tried
 // again with backoff until ctx ends (30 s without a connection if ctx has
-// no deadline), and the offerer probes the open transports again when
-// every probe was lost, until its longest transport timeout after the
-// pairing. A peer that gives up before the match starts (it left the
+// no deadline), and once paired the session waits for a transport that
+// is slow to open, and the offerer probes the open transports again when
+// every probe was lost, until twice its longest transport timeout after
+// the pairing (20 s), or until a second before ctx ends if that is later. A peer that gives up before the match starts (it left the
 // signaling server) ends this Connect at once with ErrDisconnected.
 //
 // Errors: ErrBadConfig, the signaling client's errors (an unreachable
@@ -67,6 +68,7 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 	for attempt := 1; ; attempt++ {
 		cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
 		if err == nil {
+			nudge := startNudging(cl)
 			switch {
 			case c.Resume != "":
 				err = rejoinSeat(ctx, cl, c.Resume)
@@ -82,8 +84,12 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early b
 				pairing, pre, err = waitPairing(ctx, cl, c)
 			}
 			if err == nil {
-				return newPairedSession(ctx, cl, signalingURL, c, id, eo, pairing, pre)
+				nudge.setPaired()
+				s, err := newPairedSession(ctx, cl, signalingURL, c, id, eo, pairing, pre)
+				nudge.stop()
+				return s, err
 			}
+			nudge.stop()
 			eo.close()
 			cl.Close()
 		}
@@ -199,12 +205,15 @@ func (r *Room) Close() error {
 // owns cl and offer (the early offer sent with the join, or nil): on error
 // it closes them, on success the session does.
 func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer) (*Session, error) {
+	nudge := startNudging(cl)
+	defer nudge.stop()
 	pairing, early, err := waitPairing(ctx, cl, cfg)
 	if err != nil {
 		offer.close()
 		cl.Close()
 		return nil, err
 	}
+	nudge.setPaired()
 	return newPairedSession(ctx, cl, url, cfg, id, offer, pairing, early)
 }
 
@@ -281,6 +290,9 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 	}
 	if cfg.Net == nil && !cfg.DisableWebRTC {
 		p.localAddrs = net.InterfaceAddrs
+	}
+	if d, ok := ctx.Deadline(); ok {
+		p.connectFor = time.Until(d)
 	}
 	s, err = newSession(p)
 	if err != nil {

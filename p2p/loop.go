@@ -230,9 +230,16 @@ func (s *Session) tickProbe(now time.Duration) {
 			continue
 		}
 		// A round after one that lost every probe waits longer for each
-		// (2×, then 4× ProbeTimeout): on a lossy link the relay's probes
-		// are late, not lost (TCP retransmits them, its timer doubling).
-		if pr.outstanding && now-pr.sentAt > s.cfg.ProbeTimeout<<min(s.probeRetries, 2) {
+		// relay probe (2×, then 4× ProbeTimeout): on a lossy link the
+		// relay's probes are late, not lost (TCP retransmits them, its
+		// timer doubling). A WebRTC probe is never retransmitted (the
+		// channel is unreliable): one unanswered for ProbeTimeout is
+		// lost, and the next one is the better bet.
+		timeout := s.cfg.ProbeTimeout
+		if ls.kind == TransportTCP {
+			timeout <<= min(s.probeRetries, 2)
+		}
+		if pr.outstanding && now-pr.sentAt > timeout {
 			pr.res[pr.n] = 0
 			pr.lost++
 			pr.n++
@@ -256,6 +263,7 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.t1 = s.sendPing(ls.kind, now)
 		}
 	}
+	s.calibrateEarly(now)
 	o := s.pol.afterProbes(now, &s.links, done)
 	switch {
 	case o.fail != "":
@@ -276,6 +284,44 @@ func (s *Session) tickProbe(now time.Duration) {
 		s.decide(now, o.k, false)
 		s.becomeRunning(now)
 	}
+}
+
+// calibrateEarly: the answerer, whose game clock follows the offerer's
+// (it plays once calibrated: Config.Clock's MinSamples round trips),
+// pings at the calibrator's pace while it probes and waits for the
+// offerer's choice, on WebRTC if its channel is open (the transport the
+// offerer starts on when it answers), else on the relay: on a lossy link
+// it is calibrated by the time the choice comes instead of a second or
+// two after. (Its three probes alone give three samples at most.) Called
+// with mu held.
+func (s *Session) calibrateEarly(now time.Duration) {
+	if s.pol.leader() || !s.calibrationDue(now) {
+		return
+	}
+	for i := range s.links {
+		if ls := &s.links[i]; ls.up() {
+			s.sendPing(ls.kind, now)
+			return
+		}
+	}
+}
+
+// followerSyncPing: until its clock is synced, the answerer (the clock
+// follower) pings at least this often, faster than the calibrator's own
+// pace (ClockSync.CalibrationInterval, 62.5 ms by default): it plays once
+// it has MinSamples answered pings, and on a lossy link (half the round
+// trips lost at 30 % loss each way) those took a second or more after
+// the choice. A few dozen extra pings, once.
+const followerSyncPing = 25 * time.Millisecond
+
+// calibrationDue reports whether a calibration ping is due: when the
+// calibrator wants one, and on the follower until synced every
+// followerSyncPing. Called with mu held.
+func (s *Session) calibrationDue(now time.Duration) bool {
+	if now >= s.ping.cal.NextPing() {
+		return true
+	}
+	return !s.pol.leader() && !s.ping.cal.Synced() && now-s.lastPingAt >= followerSyncPing
 }
 
 // decide makes k the active transport (again: a switch) and tells the
@@ -300,6 +346,7 @@ func (s *Session) sendSelect(now time.Duration, force bool) {
 func (s *Session) sendPing(k TransportKind, now time.Duration) time.Duration {
 	ls := &s.links[k.idx()]
 	b, t1 := s.ping.ping(now)
+	s.lastPingAt = now
 	ls.pings++
 	s.pol.paths().path(k).probeSent(t1)
 	s.xmit(k, b)
@@ -345,7 +392,7 @@ func (s *Session) tickRunning(now time.Duration) {
 	s.sendSelect(now, false)
 	// Pings: the active transport when the calibrator wants one but at
 	// least every PingInterval; the standby as the policy says.
-	calDue := now >= s.ping.cal.NextPing()
+	calDue := s.calibrationDue(now)
 	for i := range s.links {
 		ls := &s.links[i]
 		if ls.up() && s.pol.paths().probeDue(now, ls.kind, calDue) {

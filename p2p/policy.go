@@ -68,8 +68,8 @@ const (
 	// wakeGrace: probes sent within this long of the end of a local stall
 	// or of a silence of every path are not judged either. A transport's congestion control
 	// takes up to a retransmission timeout to send again after the peer
-	// went quiet: SCTP's is at least 1 s (and at most sctpRTOMax, 1 s,
-	// here); TCP's is 200 ms or more.
+	// went quiet: SCTP's is sctpRTOMax (500 ms) here, a browser's 1 s or
+	// more; TCP's is 200 ms or more.
 	wakeGrace = time.Second
 )
 

@@ -203,7 +203,8 @@ func (a *answererRole) onSelect(now time.Duration, epoch uint32, k TransportKind
 // thread, behind its frames). Waiting for the relay would cost its connect
 // time. Once running, the relay is probed as the standby when it opens,
 // and the session moves to it if it pings better (see decide), as after
-// any initial choice. With both links probing, or TCP preferred, the
+// any initial choice; so it does while the relay, open, has answered no
+// probe yet. With both links probing, or TCP preferred, the
 // 3-probe rule decides (initialChoice), except that the offerer starts on
 // WebRTC once it answered a probe, unless the relay already answered one
 // faster by the switch margin: one answered probe shows the path works,
@@ -217,9 +218,6 @@ func (o *offererRole) earlyChoice(links *[2]linkState) (TransportKind, string) {
 	if !t.probe.running && t.probe.n == 0 {
 		return TransportWebRTC, fmt.Sprintf("webrtc's data channel is open while tcp is %v: starting on webrtc, judging tcp once it opens", t.whyNot())
 	}
-	if w.probe.n-w.probe.lost < 1 {
-		return TransportUnknown, ""
-	}
 	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
 		for _, r := range ls.probe.res[:ls.probe.n] {
 			if r > 0 {
@@ -228,8 +226,17 @@ func (o *offererRole) earlyChoice(links *[2]linkState) (TransportKind, string) {
 		}
 		return m, ok
 	}
-	rtt, _ := answeredMax(w)
 	trtt, ok := answeredMax(t)
+	if !ok {
+		// The relay is open but has answered no probe yet (on a lossy
+		// link its probes wait for TCP's retransmissions): it is no
+		// better known than a relay still connecting.
+		return TransportWebRTC, "webrtc's data channel is open while tcp has answered no probe yet: starting on webrtc, judging tcp in the background"
+	}
+	if w.probe.n-w.probe.lost < 1 {
+		return TransportUnknown, ""
+	}
+	rtt, _ := answeredMax(w)
 	if ok && trtt+max(o.cfg.SwitchMargin, rtt/10) < rtt {
 		return TransportUnknown, "" // the 3-probe rule decides
 	}

@@ -93,3 +93,30 @@ func TestAnswererRoleFollows(t *testing.T) {
 		t.Error("the answerer sent a select")
 	}
 }
+
+// The offerer starts on WebRTC once its channel is open while the relay,
+// open and probing, has answered no probe yet (on a lossy link its probes
+// wait for TCP's retransmissions); once the relay has answered one, a
+// WebRTC probe must be answered too, no slower by the switch margin.
+func TestOffererStartsOnWebRTCWhileTheRelayIsUnproven(t *testing.T) {
+	p := newRolePolicy(signaling.RoleOfferer, testPolicyConfig(), 0)
+	var links [2]linkState
+	links[0].state, links[1].state = LinkUp, LinkUp
+	links[0].probe = probeRound{running: true, outstanding: true}
+	links[1].probe = probeRound{running: true, n: 1, lost: 1, outstanding: true}
+	if o := p.afterProbes(0, &links, false); o.k != TransportWebRTC {
+		t.Errorf("relay unproven: %+v, want webrtc", o)
+	}
+	links[1].probe = probeRound{running: true, n: 1, res: [3]time.Duration{50 * time.Millisecond}, outstanding: true}
+	if o := p.afterProbes(0, &links, false); o.k != TransportUnknown {
+		t.Errorf("the relay answered, webrtc did not yet: %+v, want to wait", o)
+	}
+	links[0].probe = probeRound{running: true, n: 1, res: [3]time.Duration{300 * time.Millisecond}, outstanding: true}
+	if o := p.afterProbes(0, &links, false); o.k != TransportUnknown {
+		t.Errorf("the relay answered faster: %+v, want the 3-probe rule", o)
+	}
+	links[0].probe.res[0] = 52 * time.Millisecond
+	if o := p.afterProbes(0, &links, false); o.k != TransportWebRTC {
+		t.Errorf("webrtc answered as fast: %+v, want webrtc", o)
+	}
+}

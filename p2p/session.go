@@ -97,6 +97,7 @@ type Session struct {
 	links        [2]linkState
 	switches     int
 	probeRetries int           // rounds of probes started again because every probe was lost
+	lastPingAt   time.Duration // when the newest ping (probe or calibration) was sent
 	giveUpAt     time.Duration // connecting: no transport open until then fails
 	choiceReason string
 }
@@ -114,10 +115,19 @@ type sessionParams struct {
 	id       *identity       // nil: a new one
 	peerFP   []byte          // the peer's certificate fingerprint, if known without signaling (tests)
 	early    *earlyOffer     // the offerer's early offer, already delivered to the peer (nil: none)
+	// connectFor is the time left on Connect's context when the session
+	// was made (0: it has no deadline): the session keeps trying until
+	// shortly before it (see giveUpAt).
+	connectFor time.Duration
 	// localAddrs lists this machine's addresses, watched for changes that
 	// reset the renegotiation backoff (nil: not watched).
 	localAddrs func() ([]net.Addr, error)
 }
+
+// giveUpMargin: a session made by Connect gives up connecting this long
+// before Connect's context ends, so Connect fails with what went wrong
+// (ErrNoTransport) rather than the context's error.
+const giveUpMargin = time.Second
 
 // clockEpoch is the origin of the default session clock.
 var clockEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -152,9 +162,12 @@ func newSession(p sessionParams) (*Session, error) {
 	// transport that failed to open (a relay dialled again, a data channel
 	// that opens late) and starts new rounds of probes, when every probe
 	// was lost, until giveUpAt, twice its longest wait for a transport
-	// (20 s); the answerer gives up waiting for the offerer's choice after
-	// that plus a last round of probes, with a margin.
-	giveUpAt := start + 2*max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout)
+	// (20 s), or giveUpMargin before the end of Connect's context if that
+	// is later (on a lossy link the offer alone can take ten seconds
+	// through the signaling server, and the handshakes as long again);
+	// the answerer gives up waiting for the offerer's choice after that
+	// plus a last round of probes, with a margin.
+	giveUpAt := start + max(2*max(p.cfg.WebRTCTimeout, p.cfg.TCPTimeout), p.connectFor-giveUpMargin)
 	deadline := giveUpAt
 	if p.role != signaling.RoleOfferer {
 		deadline += 12*p.cfg.ProbeTimeout + 2*time.Second // a last round: 3 probes of up to 4× ProbeTimeout

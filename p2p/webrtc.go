@@ -39,7 +39,12 @@ func dataChannelInit() *webrtc.DataChannelInit {
 const sctpReceiveBuffer = 1 << 20
 
 // sctpRTOMax caps SCTP's retransmission timeout (see newRTCTransport).
-const sctpRTOMax = time.Second
+// pion's floor is 1 s (RFC 4960's RTO.Min), which a cap below it
+// overrides: every timer is then sctpRTOMax. The association's handshake
+// (INIT, COOKIE-ECHO) waits for it after each loss: on a lossy link at
+// 1 s it took 2 to 4 s. It stays above the round trip of any link a game
+// is played on, so the timer does not expire on a packet still in flight.
+const sctpRTOMax = 500 * time.Millisecond
 
 // ICE timers (see newRTCTransport).
 const (
@@ -435,6 +440,7 @@ func (t *rtcTransport) start(ctx context.Context) error {
 		return fmt.Errorf("p2p: webrtc: set local offer: %w", err)
 	}
 	sdp := localSDP(t.withCandidates(offer.SDP), t.id)
+	t.log.Debug("p2p: webrtc: sending the offer")
 	if err := t.sig.sendOffer(ctx, sdp); err != nil {
 		return fmt.Errorf("p2p: webrtc: send offer: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/ragsync/ragsync/internal/hedge"
 	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
@@ -43,7 +44,9 @@ type ClientConfig struct {
 	KeepAlive time.Duration
 	// MaxMessageBytes bounds a message from the server. Zero means 1 MiB.
 	MaxMessageBytes int64
-	// Logger receives debug logs. Nil means no logging.
+	// Logger receives debug logs, and an Info line for each connection
+	// Dial adds alongside a slow one (see DialHedge). Nil means no
+	// logging.
 	Logger *slog.Logger
 	// FallbackURLs are other signaling servers of the same deployment
 	// (sharing its secret: cmd/signal -secret), tried in order by Dial,
@@ -53,7 +56,22 @@ type ClientConfig struct {
 	// and takes its place back with Rejoin; its relay tokens are valid
 	// there. Nil means none.
 	FallbackURLs []string
+	// DialHedge: while Dial's connection (TCP handshake, WebSocket
+	// upgrade, the server's welcome) has not completed for this long,
+	// Dial starts another alongside it, and again each DialHedge, up to
+	// dialHedgeMost at once; the first to complete is used, the others
+	// are closed. On a lossy link a lost SYN or request waits for TCP's
+	// retransmission timer (1 s, doubling, and 3 s for the first data
+	// after a retransmitted handshake), while a fresh connection gets
+	// through at its first try; on a good link the first completes well
+	// within DialHedge and nothing else is started. Zero means 500ms;
+	// negative, one connection at a time.
+	DialHedge time.Duration
 }
+
+// dialHedgeMost bounds the connections Dial has under way at once (see
+// ClientConfig.DialHedge).
+const dialHedgeMost = 6
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.HTTPClient == nil {
@@ -70,6 +88,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.DialHedge == 0 {
+		c.DialHedge = 500 * time.Millisecond
 	}
 	return c
 }
@@ -171,7 +192,13 @@ type pendingReq struct {
 // (e.g. server_full) is returned as *Error.
 func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
 	cfg = cfg.withDefaults()
-	return withFallbacks(ctx, rawURL, &cfg, func(u string) (*Client, error) { return dialOne(ctx, u, cfg) })
+	return withFallbacks(ctx, rawURL, &cfg, func(u string) (*Client, error) {
+		return hedge.RaceNotify(ctx, cfg.DialHedge, dialHedgeMost, func(ctx context.Context) (*Client, error) {
+			return dialOne(ctx, u, cfg)
+		}, func(c *Client) { c.Close() }, func(running int) {
+			cfg.Logger.Info("signaling: no answer yet; another connection alongside", "url", u, "connections", running)
+		})
+	})
 }
 
 // withFallbacks calls dial with rawURL, then with each of
@@ -425,6 +452,17 @@ func (c *Client) Recv(ctx context.Context) (Event, error) {
 	case <-ctx.Done():
 		return Event{}, ctx.Err()
 	}
+}
+
+// Ping sends a ping message, which the server answers with a pong (Recv
+// returns neither). The client pings by itself every
+// ClientConfig.KeepAlive; a client may ping more often while a message
+// from the server matters: on a lossy link a lost TCP segment on an
+// otherwise idle connection waits for the retransmission timer, which
+// backs off to seconds, while one followed by more traffic either way is
+// recovered by fast retransmit within a round trip or so.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.send(ctx, &Message{Type: TypePing})
 }
 
 // Done is closed when the connection has ended; Recv then drains the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +25,13 @@ const (
 	edgeDemoEnv   = "RAGSYNC_EDGE_DEMO"
 	edgeSignalEnv = "RAGSYNC_EDGE_SIGNAL"
 	badLinkEnv    = "RAGSYNC_BADLINK"
+	// badLinkPairingsEnv runs fewer pairings (1 to 10) while diagnosing;
+	// badLinkLogsEnv names a directory where each pairing's two demo logs
+	// (run with -v, so with the sessions' and pion's debug lines) are
+	// written, headed by the second player's start time: the timeline of
+	// a pairing (paired, offer, ICE, DTLS, data channel, choice, playing).
+	badLinkPairingsEnv = "RAGSYNC_BADLINK_PAIRINGS"
+	badLinkLogsEnv     = "RAGSYNC_BADLINK_LOGS"
 )
 
 // TestPairingOnBadLink: every packet on lo, UDP, TCP and the signaling
@@ -34,16 +42,23 @@ const (
 // from the second player's start to both playing is logged (FIGURE; the
 // goal, a median ≤ 8 s, is a wall-clock figure and not asserted), and the
 // test asserts the mechanism: on such a link something (a probe round, a
-// signaling dial) was tried again, and no pairing ended on "every probe
-// was lost".
+// signaling dial, or a connection alongside a slow one) was tried again,
+// and no pairing ended on "every probe was lost".
 func TestPairingOnBadLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real-process test on a shaped link; skipped under -short")
 	}
 	if os.Getenv(badLinkEnv) == "" && os.Getenv(edgeDemoEnv) == "" {
-		// Pairing on this link does not meet issue 21's goal yet (8 of
-		// 10 started, median 23 s, in CI): the test runs 7 minutes and
-		// fails. Run it by hand until it does.
+		// Pairing on this link does not meet issue 21's goal yet: on a
+		// 2-core machine under load (load average 10-24), 10 of 10
+		// started but the median was 12.7 s (6.5-18.3 s; goal ≤ 8 s),
+		// and the test took 150 s (it was 8 of 10, median 23 s, 411 s
+		// in CI before the hedged dials, the probe and calibration
+		// fixes). The rest goes mostly to the three messages relayed
+		// by the signaling server over TCP (paired, offer, answer:
+		// 0.3 to 13 s each when segments and their retransmissions are
+		// lost) and to DTLS's doubling retransmission timer. Run it
+		// by hand until it does.
 		t.Skipf("pairing on a bad link misses its goal still (issue 21); set %s=1 to run it", badLinkEnv)
 	}
 	demo, sig := os.Getenv(edgeDemoEnv), os.Getenv(edgeSignalEnv)
@@ -63,15 +78,23 @@ func TestPairingOnBadLink(t *testing.T) {
 	server := demotest.Start(t, "signal", exec.Command(sig, "-addr", "127.0.0.1:8080", "-secret", faultSecret))
 	server.WaitLog(t, 0, "signaling server ready")
 
-	const pairings = 10
 	codes := "ABCDEFGHJK" // room codes: 2-9 and A-Z without I and O
+	pairings := len(codes)
+	if n, err := strconv.Atoi(os.Getenv(badLinkPairingsEnv)); err == nil && n > 0 {
+		pairings = min(n, len(codes))
+	}
+	logDir := os.Getenv(badLinkLogsEnv)
 	var took []time.Duration
 	retries, probeRetries, lostAll := 0, 0, 0
 	for i := range pairings {
 		room := "EDGEA" + string(codes[i])
 		peer := func(name string) *demotest.Proc {
-			return demotest.Start(t, fmt.Sprintf("%s %d", name, i), exec.Command(demo, "-headless", "-json",
-				"-signal", "http://127.0.0.1:8080", "-room", room, "-duration", "30s", "-connect-timeout", "60s"))
+			args := []string{"-headless", "-json",
+				"-signal", "http://127.0.0.1:8080", "-room", room, "-duration", "30s", "-connect-timeout", "60s"}
+			if logDir != "" {
+				args = append(args, "-v")
+			}
+			return demotest.Start(t, fmt.Sprintf("%s %d", name, i), exec.Command(demo, args...))
 		}
 		off := peer("offerer")
 		if _, ok := waitLog(off, 60*time.Second, "waiting in room"); !ok {
@@ -83,9 +106,17 @@ func TestPairingOnBadLink(t *testing.T) {
 		ans := peer("answerer")
 		a, oka := waitLog(off, 60*time.Second, "msg=playing")
 		b, okb := waitLog(ans, 60*time.Second, "msg=playing")
+		if logDir != "" {
+			head := "start " + start.UTC().Format("15:04:05.000") + "\n"
+			for name, p := range map[string]*demotest.Proc{"off": off, "ans": ans} {
+				if err := os.WriteFile(fmt.Sprintf("%s/%d-%s.log", logDir, i, name), []byte(head+p.Log()), 0o644); err != nil {
+					t.Log(err)
+				}
+			}
+		}
 		for _, p := range []*demotest.Proc{off, ans} {
 			log := p.Log()
-			retries += strings.Count(log, "trying again")
+			retries += strings.Count(log, "trying again") + strings.Count(log, "another connection alongside")
 			probeRetries += strings.Count(log, "probing again")
 			lostAll += strings.Count(log, "every probe was lost;")
 		}

@@ -29,6 +29,9 @@ type setupResult struct {
 	url    string
 	server *embeddedServer
 	err    error
+	// check: the server at url (given with -signal) is checked alongside
+	// the pairing (see checkSignal).
+	check bool
 }
 
 // App is the whole demo without its window: the local player, an optional
@@ -52,6 +55,7 @@ type App struct {
 	botRoom string
 
 	now       func() time.Time // wall clock; time.Now
+	started   time.Time        // when NewApp ran (headless: -connect-timeout counts from it)
 	frameRate func() float64   // the window's frames per second; nil headless
 	ticks     uint64
 	logAt     time.Time // wall time of the last periodic line
@@ -66,8 +70,11 @@ type App struct {
 	lastStatus Status
 	nextCheck  time.Time
 	healthCh   chan bool
-	checking   bool
-	serverGone bool
+	// signalCheck gets the result of the check of the -signal server
+	// (see checkSignal); nil: none runs.
+	signalCheck chan error
+	checking    bool
+	serverGone  bool
 	// summaryAt is when the players' summaries were last logged
 	// (Config.LogSummaries).
 	summaryAt time.Time
@@ -85,7 +92,7 @@ func NewApp(cfg Config, log *slog.Logger) *App {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{cfg: cfg, log: log, setupCh: make(chan setupResult, 1), cancel: cancel, ctx: ctx,
-		now: time.Now, healthCh: make(chan bool, 1)}
+		now: time.Now, healthCh: make(chan bool, 1), started: time.Now()}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.setupCh <- a.findServer(ctx) }()
 	return a
@@ -109,6 +116,26 @@ func (a *App) RivalIsBot() bool { return a.cfg.Bot != BotOff }
 // server here (see Host).
 func (a *App) ServerGone() bool { return a.serverGone }
 
+// checkSignal checks that the server given with -signal answers
+// (healthyRetry: for up to healthRetryFor), alongside the pairing rather
+// than before it: the pairing's own connection to the server is the same
+// evidence, and on a lossy link the check alone took one to three seconds
+// (a TCP handshake and a request, and their retransmissions). If no check
+// succeeds while the local player has not started a match, setup fails
+// with the check's error, as it did when the check came first.
+func (a *App) checkSignal(url string) {
+	a.signalCheck = make(chan error, 1)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		var res error
+		if err := healthyRetry(a.ctx, url, 3*time.Second, healthRetryFor); err != nil && a.ctx.Err() == nil {
+			res = fmt.Errorf("no signaling server answers at %s: %w", url, err)
+		}
+		a.signalCheck <- res
+	}()
+}
+
 // findServer decides which signaling server to use, embedding one if
 // needed.
 func (a *App) findServer(ctx context.Context) setupResult {
@@ -117,10 +144,7 @@ func (a *App) findServer(ctx context.Context) setupResult {
 		return setupResult{url: c.Signal}
 	}
 	if c.SignalSet {
-		if err := healthyRetry(ctx, c.Signal, 3*time.Second, healthRetryFor); err != nil {
-			return setupResult{err: fmt.Errorf("no signaling server answers at %s: %w", c.Signal, err)}
-		}
-		return setupResult{url: c.Signal}
+		return setupResult{url: c.Signal, check: true}
 	}
 	if !c.ListenSet {
 		if err := healthy(ctx, DefaultSignal, time.Second); err == nil {
@@ -141,9 +165,15 @@ func (a *App) playerConfig(name string, room string, seed uint64, bot BotLevel) 
 	if a.cfg.Record != "" && a.rec == nil {
 		a.rec = newRecorder(a.cfg.Record)
 	}
-	return PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
+	pc := PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
 		Bot: bot, RoundLength: a.cfg.RoundLength, Log: a.log,
 		Feed: true, NoSpectators: a.cfg.NoSpectators, Rec: a.rec, RecOwn: a.cfg.Bot != BotOff}
+	if a.cfg.Headless && a.cfg.ConnectTimeout > 0 {
+		// Headless gives up at -connect-timeout: the pairing may use all
+		// of it (on a lossy link a paired session keeps trying).
+		pc.PairBy = a.started.Add(a.cfg.ConnectTimeout)
+	}
+	return pc
 }
 
 // Update runs one 60 Hz tick of everything.
@@ -162,6 +192,20 @@ func (a *App) Update(local Controls) {
 	}
 	if a.setup != SetupDone {
 		return
+	}
+	select {
+	case err := <-a.signalCheck:
+		if err != nil && !a.Connected() {
+			a.setup, a.err = SetupFailed, err
+			a.log.Error("no signaling server", "err", err)
+			for _, p := range []*Player{a.local, a.bot} {
+				if p != nil {
+					p.stop() // its pairing: no server to pair through
+				}
+			}
+			return
+		}
+	default:
 	}
 	a.watchServer(wall)
 	if a.serverGone && local.Confirm {
@@ -285,6 +329,9 @@ func (a *App) startPlayers(r setupResult) {
 	}
 	a.setup = SetupDone
 	a.signal, a.server = r.url, r.server
+	if r.check {
+		a.checkSignal(r.url)
+	}
 	if r.server != nil {
 		a.share = r.server.ShareURLs()
 	}

@@ -95,6 +95,12 @@ type PlayerConfig struct {
 	// same recorder, in this process).
 	Rec    *recorder
 	RecOwn bool
+	// PairBy, if set, is when a pairing gives up (p2p.Connect's context
+	// ends then; a session on a lossy link keeps trying until shortly
+	// before it): headless, the end of -connect-timeout. Zero: a pairing
+	// waits for a rival as long as the player does, and a paired session
+	// tries for p2p's default (20 s).
+	PairBy time.Time
 }
 
 // nobodyAfter is how long a player waits in a room whose code it was given
@@ -212,7 +218,13 @@ func (p *Player) Start() { p.StartRoom(p.cfg.Room) }
 
 // StartRoom begins pairing into room ("" quick match, "new", or a code).
 func (p *Player) StartRoom(room string) {
-	ctx, cancel := context.WithCancel(context.Background())
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if p.cfg.PairBy.IsZero() {
+		ctx, cancel = context.WithCancel(context.Background())
+	} else {
+		ctx, cancel = context.WithDeadline(context.Background(), p.cfg.PairBy)
+	}
 	p.mu.Lock()
 	p.cancel = cancel
 	p.ps = pairState{status: StatusConnecting}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/ragsync/ragsync/internal/hedge"
 )
 
 // DefaultSignal is the signaling server the demo looks for first.
@@ -54,7 +56,8 @@ func healthy(ctx context.Context, base string, timeout time.Duration) error {
 const healthRetryFor = 30 * time.Second
 
 // healthyRetry checks the server at base until one check succeeds or
-// within has passed, with backoff (250 ms doubling to 2 s); each check is
+// within has passed, with backoff (250 ms doubling to 2 s); each check
+// (hedged: see healthHedge) is
 // bounded by timeout at first, doubling to 4× (a lossy link loses TCP
 // handshakes, whose retransmissions wait 1, 2, 4 s). It returns the last
 // check's error.
@@ -62,7 +65,7 @@ func healthyRetry(ctx context.Context, base string, timeout, within time.Duratio
 	deadline := time.Now().Add(within)
 	backoff, limit := 250*time.Millisecond, 4*timeout
 	for {
-		err := healthy(ctx, base, min(timeout, max(time.Until(deadline), time.Second)))
+		err := healthyHedged(ctx, base, min(timeout, max(time.Until(deadline), time.Second)))
 		if err == nil || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
@@ -77,6 +80,24 @@ func healthyRetry(ctx context.Context, base string, timeout, within time.Duratio
 		timeout = min(2*timeout, limit)
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// healthHedge: a check that has not answered within this long gets
+// another alongside it, up to healthHedgeMost at once (see hedge.Race):
+// on a lossy link a lost SYN or request waits for TCP's retransmission
+// timer (1 s, doubling), a fresh connection does not.
+const (
+	healthHedge     = 500 * time.Millisecond
+	healthHedgeMost = 4
+)
+
+// healthyHedged is healthy with staggered parallel checks (see
+// healthHedge); each is bounded by timeout.
+func healthyHedged(ctx context.Context, base string, timeout time.Duration) error {
+	_, err := hedge.Race(ctx, healthHedge, healthHedgeMost, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, healthy(ctx, base, timeout)
+	}, nil)
+	return err
 }
 
 // IsLoopbackURL reports whether u's host is a loopback address or
