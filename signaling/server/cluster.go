@@ -154,6 +154,11 @@ func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 				opts.Cluster.Name = "ragsync"
 			}
 			opts.Cluster.Host, opts.Cluster.Port = host, p
+			// The routes start only once the client listener is up
+			// (nats-server's Start), so a clustered server has one: on
+			// loopback, a random port.
+			opts.DontListen = false
+			opts.Host, opts.Port = "127.0.0.1", natsd.RANDOM_PORT
 			for _, r := range cfg.ClusterRoutes {
 				u, err := url.Parse(r)
 				if err != nil || u.Host == "" {

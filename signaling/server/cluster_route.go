@@ -135,6 +135,18 @@ func (s *Server) attach(c *client, node string, m *signaling.Message, verified b
 	return false
 }
 
+// routeTries bounds the steps of a create, join, quick or rejoin through
+// the buckets: a key may change hands, or the buckets be briefly
+// unavailable while JetStream elects a new leader after a node died
+// (backoff spaces the tries, about 10 s in all).
+const routeTries = 20
+
+func backoff(try int) {
+	if try > 0 {
+		time.Sleep(min(time.Duration(try)*100*time.Millisecond, time.Second))
+	}
+}
+
 func (s *Server) routeCreate(c *client, m *signaling.Message) bool {
 	for range 8 {
 		code := newRoomCode()
@@ -166,23 +178,18 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 	if ok, _ := s.lim.canGuess(c.addr); !ok {
 		return false // refused here
 	}
-	for range 4 {
+	for try := range routeTries {
+		backoff(try)
 		o, err := s.cl.getOwner(&s.cl.rooms, string(m.Room))
 		if err != nil {
-			c.sendError(unavailable(m.Type, err))
-			return true
+			continue
 		}
 		switch o.node {
 		case "":
 			if !m.Create {
 				return false // room_not_found, here
 			}
-			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), owner{})
-			if err != nil {
-				c.sendError(unavailable(m.Type, err))
-				return true
-			}
-			if ok {
+			if _, ok, _ := s.cl.claim(&s.cl.rooms, string(m.Room), owner{}); ok {
 				return false // creates it here
 			}
 		case s.cl.id:
@@ -220,11 +227,11 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 }
 
 func (s *Server) routeQuick(c *client, m *signaling.Message) bool {
-	for range 4 {
+	for try := range routeTries {
+		backoff(try)
 		o, err := s.cl.getOwner(&s.cl.quick, quickKey)
 		if err != nil {
-			c.sendError(unavailable(m.Type, err))
-			return true
+			continue
 		}
 		switch o.node {
 		case s.cl.id:
@@ -236,12 +243,7 @@ func (s *Server) routeQuick(c *client, m *signaling.Message) bool {
 			}
 		}
 		// No queue, or its node is gone: this node holds it.
-		_, ok, err := s.cl.claim(&s.cl.quick, quickKey, o)
-		if err != nil {
-			c.sendError(unavailable(m.Type, err))
-			return true
-		}
-		if ok {
+		if _, ok, _ := s.cl.claim(&s.cl.quick, quickKey, o); ok {
 			return false
 		}
 	}
@@ -279,11 +281,11 @@ func (s *Server) rejoinAt(c *client, m *signaling.Message, code signaling.RoomCo
 	if here {
 		return local()
 	}
-	for range 4 {
+	for try := range routeTries {
+		backoff(try)
 		o, err := s.cl.getOwner(&s.cl.rooms, string(code))
 		if err != nil {
-			c.sendError(unavailable(m.Type, err))
-			return true
+			continue
 		}
 		if o.node != "" && o.node != s.cl.id && s.attach(c, o.node, m, true) {
 			return true
@@ -291,10 +293,7 @@ func (s *Server) rejoinAt(c *client, m *signaling.Message, code signaling.RoomCo
 		if o.node == s.cl.id {
 			return local()
 		}
-		if _, ok, err := s.cl.claim(&s.cl.rooms, string(code), o); err != nil {
-			c.sendError(unavailable(m.Type, err))
-			return true
-		} else if ok {
+		if _, ok, _ := s.cl.claim(&s.cl.rooms, string(code), o); ok {
 			return local()
 		}
 	}
