@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -312,4 +314,61 @@ func TestClusterWaitingNodeKill(t *testing.T) {
 		t.Fatalf("paired %+v %+v", p1, p2)
 	}
 	c.exchange(w2, j2, "kept")
+}
+
+// TestClusterRelay: a relay-only match whose two players' relay streams
+// reach different nodes (a raw stream on one, a WebSocket on another, a
+// third node holding their room) is joined through NATS, both ways.
+func TestClusterRelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ps := startCluster(t)
+	c := clusterT{t, testwait.Context(t)}
+	a := c.dial(ps[0].url)
+	code, err := a.CreateRoom(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.dial(ps[0].url)
+	if err := b.JoinRoom(c.ctx, string(code)); err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := c.next(a, signaling.EventPaired).Pairing, c.next(b, signaling.EventPaired).Pairing
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	rc := make(chan res, 1)
+	go func() {
+		conn, err := signaling.DialRelay(c.ctx, ps[1].url, pa.Token, signaling.ClientConfig{})
+		rc <- res{conn, err}
+	}()
+	cb, err := signaling.DialRelayWebSocket(c.ctx, ps[2].url, pb.Token, signaling.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	r := <-rc
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.c.Close()
+	// Both ways, more than one NATS message's worth.
+	big := make([]byte, 200<<10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	go r.c.Write(big)
+	got := make([]byte, len(big))
+	if _, err := io.ReadFull(cb, got); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("relay a→b: %v (equal %v)", err, bytes.Equal(got, big))
+	}
+	if _, err := cb.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(r.c, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("relay b→a: %q %v", buf, err)
+	}
 }

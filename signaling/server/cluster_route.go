@@ -359,10 +359,14 @@ func (cl *cluster) receive(msg *nats.Msg) {
 	if err := json.Unmarshal(msg.Data, &e); err != nil {
 		return
 	}
+	s := cl.s
+	if e.K == kindRelay {
+		s.relayIn(&e, msg)
+		return
+	}
 	if msg.Reply != "" {
 		msg.Respond(nil)
 	}
-	s := cl.s
 	switch e.K {
 	case kindMsg:
 		s.proxyMsg(&e)
@@ -372,8 +376,6 @@ func (cl *cluster) receive(msg *nats.Msg) {
 		s.deliver(&e)
 	case kindFatal:
 		s.deliverFatal(&e)
-	case kindRelay:
-		s.relayIn(&e)
 	}
 }
 
