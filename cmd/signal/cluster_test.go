@@ -372,3 +372,33 @@ func TestClusterRelay(t *testing.T) {
 		t.Fatalf("relay b→a: %q %v", buf, err)
 	}
 }
+
+// TestClusterAddrLimit: one address opening WebSockets on three nodes
+// gets no more than its per-address limit in all (each node enforces
+// limit/3, rounded up: the stated tolerance is that rounding, at most
+// nodes-1 over the limit).
+func TestClusterAddrLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const limit = 6
+	ps := startCluster(t, "-max-conns-per-addr", fmt.Sprint(limit))
+	ctx := testwait.Context(t)
+	open := 0
+	for round := range 3 * limit {
+		p := ps[round%3]
+		cl, err := signaling.Dial(ctx, p.url, signaling.ClientConfig{})
+		if errors.Is(err, signaling.ErrTooManyConns) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		open++
+	}
+	const tolerance = 3 - 1
+	if open < limit || open > limit+tolerance {
+		t.Fatalf("one address holds %d connections over 3 nodes, want %d (at most %d)", open, limit, limit+tolerance)
+	}
+}
