@@ -282,12 +282,7 @@ func (cl *cluster) bind() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-			kv, err := cl.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket:   b,
-				TTL:      roomTTL,
-				Storage:  jetstream.MemoryStorage,
-				Replicas: cl.replicas,
-			})
+			kv, err := cl.bindBucket(ctx, b)
 			cancel()
 			if err != nil {
 				cl.s.log.Debug("signaling: JetStream bucket not ready", "bucket", b, "err", err)
@@ -309,6 +304,37 @@ func (cl *cluster) bind() {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// bindBucket binds bucket b, making it if it is not there, with reads
+// served by its stream's leader only: a replica's direct get may lag a
+// create made a moment before on another node, and a join must find the
+// room its creator has just been told about.
+func (cl *cluster) bindBucket(ctx context.Context, b string) (jetstream.KeyValue, error) {
+	kv, err := cl.js.KeyValue(ctx, b)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = cl.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:   b,
+			TTL:      roomTTL,
+			Storage:  jetstream.MemoryStorage,
+			Replicas: cl.replicas,
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := cl.js.Stream(ctx, "KV_"+b)
+	if err != nil {
+		return nil, err
+	}
+	if c := st.CachedInfo().Config; c.AllowDirect {
+		c.AllowDirect = false
+		if _, err := cl.js.UpdateStream(ctx, c); err != nil {
+			return nil, err
+		}
+		return cl.js.KeyValue(ctx, b)
+	}
+	return kv, nil
 }
 
 // worker runs the bucket updates that need not hold up a client: closed
