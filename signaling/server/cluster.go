@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -473,19 +472,6 @@ func (cl *cluster) release(p *atomic.Pointer[kvHandle], key string, rev uint64) 
 			cl.s.log.Debug("signaling: releasing a key", "key", key, "err", err)
 		}
 	})
-}
-
-// alive reports whether node answers on its subject: NATS answers "no
-// responders" at once for a node whose subscription is gone (its process
-// died, or it shut down).
-func (cl *cluster) alive(node string) bool {
-	if node == cl.id {
-		return true
-	}
-	b, _ := json.Marshal(envelope{K: kindPing, N: cl.id})
-	_, err := cl.nc.Request(subjectRoot+node, b, reqTimeout)
-	cl.msgsOut.Add(1)
-	return err == nil
 }
 
 // NATSStats is the NATS part of /healthz.
