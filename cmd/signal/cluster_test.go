@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	natsd "github.com/nats-io/nats-server/v2/server"
+
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
 )
@@ -400,5 +402,66 @@ func TestClusterAddrLimit(t *testing.T) {
 	const tolerance = 3 - 1
 	if open < limit || open > limit+tolerance {
 		t.Fatalf("one address holds %d connections over 3 nodes, want %d (at most %d)", open, limit, limit+tolerance)
+	}
+}
+
+// TestExternalNATS: three cmd/signal processes on one external NATS
+// server (started here from the nats-server module, on a loopback port,
+// with JetStream) are one population too: a room made on one node is
+// joined from another, and quick match pairs two others.
+func TestExternalNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	opts := &natsd.Options{Host: "127.0.0.1", Port: natsd.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+	ns, err := natsd.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	var ps []*proc
+	for i := range 3 {
+		ps = append(ps, startProc(t, "-secret", clusterSecret, "-node", fmt.Sprintf("x%d", i+1), "-nats", ns.ClientURL(), "-cluster-nodes", "3"))
+	}
+	c := clusterT{t, testwait.Context(t)}
+	for _, p := range ps {
+		for {
+			h, err := getHealth(c.ctx, p.url)
+			if err == nil && h.NATS.JetStream && h.NATS.Connected {
+				break
+			}
+			select {
+			case <-c.ctx.Done():
+				t.Fatalf("not ready: %+v %v", h, err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	a := c.dial(ps[0].url)
+	code, err := a.CreateRoom(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.dial(ps[1].url)
+	if err := b.JoinRoom(c.ctx, string(code)); err != nil {
+		t.Fatal(err)
+	}
+	c.next(a, signaling.EventPaired)
+	c.next(b, signaling.EventPaired)
+	c.exchange(a, b, "external")
+
+	q1, q2 := c.dial(ps[1].url), c.dial(ps[2].url)
+	if err := q1.QuickMatch(c.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q2.QuickMatch(c.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p1, p2 := c.next(q1, signaling.EventPaired).Pairing, c.next(q2, signaling.EventPaired).Pairing; p1.Room != p2.Room {
+		t.Fatalf("quick match paired %+v and %+v", p1, p2)
 	}
 }
