@@ -273,6 +273,36 @@ func TestClusterNodeKill(t *testing.T) {
 		t.Fatalf("paired again as %+v and %+v, want room %s", po2, pa2, code)
 	}
 	c.exchange(off2, ans2, "after the kill")
+
+	// Their relay, given the dead node first, is back across the two
+	// live ones (logged, not judged: the machine may be busy).
+	t0 := time.Now()
+	rc := make(chan net.Conn, 1)
+	go func() {
+		conn, err := signaling.DialRelay(c.ctx, ps[0].url, po2.Token, signaling.ClientConfig{FallbackURLs: []string{ps[1].url}})
+		if err != nil {
+			t.Error(err)
+		}
+		rc <- conn
+	}()
+	cb, err := signaling.DialRelayWebSocket(c.ctx, ps[0].url, pa2.Token, signaling.ClientConfig{FallbackURLs: []string{ps[2].url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	ca := <-rc
+	if ca == nil {
+		t.FailNow()
+	}
+	defer ca.Close()
+	if _, err := ca.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(cb, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("relay after the kill: %q %v", buf, err)
+	}
+	t.Logf("relay back across two live nodes %v after the players dialed", time.Since(t0).Round(time.Millisecond))
 }
 
 // TestClusterWaitingNodeKill: a node holding rooms whose players wait is

@@ -115,22 +115,73 @@ func (c *natsConn) SetWriteDeadline(t time.Time) error { return nil }
 var _ net.Conn = (*natsConn)(nil)
 
 // relayCrossNode is called when side's request of rendezvous rv waits
-// (wt) on this node: it records the request in the relay bucket and, if
-// the other side's request waits on another node, joins them. It returns
-// a function to call when the wait is over.
+// (wt) on this node: until the wait is over, it keeps the request in the
+// relay bucket and looks for the other side's request on another node,
+// joining them when it is there (tries repeat while JetStream elects new
+// leaders after a node died). It returns a function to call when the
+// wait is over.
 func (s *Server) relayCrossNode(rv *relayRendezvous, side int, wt *relayWaiter) func() {
-	kv, err := s.cl.kv(&s.cl.relay)
-	if err != nil {
-		return func() {}
-	}
+	stop := make(chan struct{})
+	finished := make(chan struct{})
 	bk := relayBucketKey(rv.key, side)
-	ctx, cancel := kvctx()
-	defer cancel()
-	if _, err := kv.Put(ctx, bk, []byte(s.cl.id)); err != nil {
-		return func() {}
+	waiting := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return rv.waiting[side] == wt
 	}
-	done := func() {
+	go func() {
+		defer close(finished)
+		put := false
+		for try := 0; ; try++ {
+			if try > 0 {
+				select {
+				case <-stop:
+					return
+				case <-s.cl.stop:
+					return
+				case <-time.After(min(time.Duration(try)*200*time.Millisecond, time.Second)):
+				}
+			}
+			if !waiting() {
+				return
+			}
+			kv, err := s.cl.kv(&s.cl.relay)
+			if err != nil {
+				continue
+			}
+			ctx, cancel := kvctx()
+			if !put {
+				_, err := kv.Put(ctx, bk, []byte(s.cl.id))
+				put = err == nil
+			}
+			e, err := kv.Get(ctx, relayBucketKey(rv.key, 1-side))
+			cancel()
+			if !put || err != nil || string(e.Value()) == s.cl.id {
+				continue
+			}
+			// Subscribed before the hello: the other node's bytes may
+			// come as soon as it has answered.
+			nc, err := s.cl.newNatsConn(rv.key, side)
+			if err != nil {
+				continue
+			}
+			b, _ := json.Marshal(&envelope{K: kindRelay, N: s.cl.id, ID: rv.key.pairing, T: strconv.FormatUint(rv.key.instance, 16), S: side})
+			s.cl.msgsOut.Add(1)
+			reply, err := s.cl.nc.Request(subjectRoot+string(e.Value()), b, reqTimeout)
+			if err == nil && string(reply.Data) == "ok" && s.joinCrossNode(rv.key, side, nc) {
+				return
+			}
+			nc.sub.Unsubscribe()
+		}
+	}()
+	return func() {
+		close(stop)
+		<-finished
 		s.cl.later(func() {
+			kv, err := s.cl.kv(&s.cl.relay)
+			if err != nil {
+				return
+			}
 			ctx, cancel := kvctx()
 			defer cancel()
 			if e, err := kv.Get(ctx, bk); err == nil && string(e.Value()) == s.cl.id {
@@ -138,24 +189,6 @@ func (s *Server) relayCrossNode(rv *relayRendezvous, side int, wt *relayWaiter) 
 			}
 		})
 	}
-	e, err := kv.Get(ctx, relayBucketKey(rv.key, 1-side))
-	if err != nil || string(e.Value()) == s.cl.id {
-		return done
-	}
-	other := string(e.Value())
-	// Subscribed before the hello: the other node's bytes may come as
-	// soon as it has answered.
-	nc, err := s.cl.newNatsConn(rv.key, side)
-	if err != nil {
-		return done
-	}
-	b, _ := json.Marshal(&envelope{K: kindRelay, N: s.cl.id, ID: rv.key.pairing, T: strconv.FormatUint(rv.key.instance, 16), S: side})
-	s.cl.msgsOut.Add(1)
-	reply, err := s.cl.nc.Request(subjectRoot+other, b, reqTimeout)
-	if err != nil || string(reply.Data) != "ok" || !s.joinCrossNode(rv.key, side, nc) {
-		nc.sub.Unsubscribe()
-	}
-	return done
 }
 
 // joinCrossNode turns side's waiting request of the pairing key into a
