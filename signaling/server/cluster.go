@@ -14,6 +14,7 @@ import (
 	"time"
 
 	natsd "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats-server/v2/server/ats"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -54,6 +55,15 @@ type NATSConfig struct {
 	// Default 10s.
 	ReadyTimeout time.Duration
 }
+
+// The embedded NATS server's access-time ticker is one goroutine per
+// process, started by the first store and stopped by the last. Started
+// with the package instead, it is one goroutine for the process's
+// lifetime: servers started and stopped one after another (tests, a
+// game's embedded server) neither start a goroutine nor leave one
+// behind, and none lands in a test's synctest bubble (where its ticker,
+// outside the bubble, would keep the bubble's clock from moving).
+func init() { ats.Register() }
 
 // Key-value bucket names and their entries' lifetimes.
 const (
