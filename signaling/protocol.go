@@ -416,6 +416,7 @@ const (
 	ErrTooManyHandshakes  ErrorCode = "too_many_handshakes"   // HTTP 429: your address has Config.MaxHandshakesPerAddr unfinished handshakes
 	ErrTooManyFailedJoins ErrorCode = "too_many_failed_joins" // join refused: your address missed too many joins (Config.FailedJoinRate)
 	ErrOriginNotAllowed   ErrorCode = "origin_not_allowed"    // fatal: a browser page from an origin not in Config.OriginPatterns
+	ErrUnavailable        ErrorCode = "unavailable"           // a server of a cluster cannot reach the cluster's store or the node holding the room now; try again
 )
 
 // Error is a protocol error: one the server sent in an error message, or a

@@ -40,6 +40,16 @@ type client struct {
 
 	closedNormally bool // the client closed its WebSocket with status 1000 (read loop)
 
+	// remote, on the node holding a room, marks the proxy of another
+	// node's client (it has no connection here).
+	remote *remoteRef
+	// away, on the client's own node, is the node holding its room or
+	// queue place (s.mu): its messages go there. awayTok is its
+	// pairing's relay token there, awayMsg the message that took it there.
+	away    string
+	awayTok signaling.RelayToken
+	awayMsg *signaling.Message
+
 	bucket         tokenBucket
 	limitedRun     int
 	addrLimitedRun int
@@ -211,6 +221,10 @@ func (c *client) send(m *signaling.Message) { c.sendTimed(m, time.Time{}) }
 
 // sendTimed is send for a paired message caused by a request read at t0.
 func (c *client) sendTimed(m *signaling.Message, t0 time.Time) {
+	if c.remote != nil {
+		c.s.sendRemote(c, m)
+		return
+	}
 	if c.closing.Load() {
 		return
 	}
@@ -219,6 +233,19 @@ func (c *client) sendTimed(m *signaling.Message, t0 time.Time) {
 		c.log.Error("signaling: encode failed", "type", m.Type, "err", err)
 		return
 	}
+	c.queueOut(b, t0)
+}
+
+// sendRaw queues an encoded message (from the node holding the client's
+// room).
+func (c *client) sendRaw(b []byte) {
+	if c.closing.Load() {
+		return
+	}
+	c.queueOut(b, time.Time{})
+}
+
+func (c *client) queueOut(b []byte, t0 time.Time) {
 	select {
 	case c.out <- outMsg{b: b, t0: t0}:
 	default:
@@ -244,6 +271,10 @@ func (c *client) sendLimit(e *signaling.Error, reason string) {
 // fatal sends e, then closes the connection with status. Only the first
 // call has an effect. Safe from any goroutine.
 func (c *client) fatal(e *signaling.Error, status websocket.StatusCode, reason string) {
+	if c.remote != nil {
+		c.s.fatalRemote(c, e, status, reason)
+		return
+	}
 	if !c.closing.CompareAndSwap(false, true) {
 		return
 	}

@@ -9,4 +9,63 @@
 // The wire protocol, the relay and the limits are documented in package
 // signaling; Start runs a server in a program of its own (cmd/signal, the
 // demo, tests), New and Server.Serve give full control.
+//
+// # Clustering
+//
+// Every server runs on NATS (Config.NATS): by default an embedded
+// nats-server in the process, with no client listener and JetStream in
+// memory, so one machine needs nothing installed and a single server
+// runs the same code as a cluster. Several servers become one population
+// either with their embedded servers routed into one NATS cluster
+// (NATSConfig.ClusterListen, ClusterRoutes) or by connecting to an
+// existing NATS deployment (NATSConfig.URL). NATS does all the
+// distributed work: there is no gossip or consensus of ours.
+//
+// The design, and why:
+//
+//   - A room lives on one node, its owner: the node of the player who
+//     made it (or, for a quick-match pairing, the node holding the queue).
+//     The JetStream key-value bucket ragsync_rooms maps each room code to
+//     its owner; a code is taken with the bucket's atomic Create, so two
+//     nodes never make the same room, and keys have a TTL (10 min,
+//     refreshed by their owner) so a dead node's rooms fade out. The room
+//     itself (players, pairing, kept places) is the owner's memory, as on
+//     one server, so one code path decides everything about a room and no
+//     state needs merging.
+//   - A player whose room is on another node is served there through a
+//     proxy: its node forwards its messages to the owner on the owner's
+//     subject ragsync.node.<id>, and the owner's messages to it come back
+//     on the player's node's subject, addressed by player id (per-player
+//     delivery over one subscription per node). Each message the owner
+//     sends says whether the player still holds a place there, so the
+//     player's node knows where its next message goes.
+//   - Quick match has one queue in the cluster, on the node named by the
+//     key "home" of ragsync_quick: that node pairs, as a single server
+//     does, so two players are never left waiting on two nodes.
+//   - Relay and rejoin tokens are signed with the shared Secret, so any
+//     node checks them with no state; what a token needs from the
+//     cluster is its room, found through ragsync_rooms. A relay stream
+//     whose players reached different nodes is joined through NATS
+//     (ragsync_relay names each side's node; the bytes flow on the
+//     pairing's subjects, untouched).
+//   - A node's death is seen through NATS itself: a request to a node
+//     with no subscription gets "no responders" at once. A rejoin or a
+//     join that finds the room's owner dead takes the room's key over
+//     with a compare-and-set on its revision (one node wins) and makes the
+//     room again from the token, as after a restart; players of other
+//     nodes whose room was on the dead node are rejoined (paired) or
+//     queued again (quick match) by their own node, or told
+//     room_not_found (waiting in a room by code: join_or_create again).
+//   - Until JetStream is ready (a clustered JetStream needs a quorum of
+//     its nodes for a meta leader), a node serves, reports "starting" in
+//     /healthz (503), and answers creates, joins, quick matches and
+//     rejoins with the error unavailable rather than waiting.
+//
+// Limits in a cluster: each of n nodes (NATSConfig.Nodes, by default one
+// per route) enforces limit/n of every per-address limit, rounded up, so
+// one address spread over the nodes gets at most its limit plus n-1 (the
+// stated tolerance), with no per-message coordination; the cost is that
+// an address whose players all reach one node gets that node's share
+// only. /metrics carries the node label (Config.Node); /healthz has a
+// nats object: connected, routes, JetStream ready.
 package server

@@ -187,6 +187,14 @@ func (l *addrLimiter) sweep(now time.Time) {
 	l.nextSweep = max(minSweep, 2*len(l.m))
 }
 
+// state returns key's state (for another node's client, whose room this
+// node holds).
+func (l *addrLimiter) state(key netip.Addr) *addrState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.get(key)
+}
+
 // size is the number of addresses tracked (for tests and metrics).
 func (l *addrLimiter) size() int {
 	l.mu.Lock()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"net/http"
 	"net/http/httptest"
@@ -133,6 +134,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { hidden.Shutdown(context.Background()) })
 	rec := httptest.NewRecorder()
 	hidden.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 404 {
@@ -152,6 +154,7 @@ func TestMetricsNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -196,6 +199,7 @@ func TestMetricsToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	for _, auth := range []string{"", "Bearer wrong", "Bearer " + tok + "x", tok} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/metrics", nil)

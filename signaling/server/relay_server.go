@@ -240,6 +240,8 @@ func (s *Server) joinRelay(r *http.Request, ctx context.Context, tok string) rel
 	establishedConn(r)
 
 	if wt != nil {
+		// The other side's request may be waiting on another node.
+		defer s.relayCrossNode(rv, side, wt)()
 		timer := time.NewTimer(s.cfg.RelayWaitTimeout)
 		defer timer.Stop()
 		var o relayOutcome

@@ -188,6 +188,10 @@ type Config struct {
 	// Now is the clock of the rate limits, relay token and TURN credential
 	// expiry. Nil means time.Now.
 	Now func() time.Time
+	// NATS is the backbone that makes several servers one (see the
+	// package doc, Clustering). The zero value embeds a NATS server with
+	// no listener: a single server, on the same code path.
+	NATS NATSConfig
 }
 
 // PrefixLimit is one network aggregate of the per-address limits
@@ -330,6 +334,9 @@ type Stats struct {
 	IdleTimeouts    uint64 `json:"idle_timeouts"`    // connections closed for idleness
 	LimitViolations uint64 `json:"limit_violations"` // oversize, rate and slow-consumer closes
 	RateLimited     uint64 `json:"rate_limited"`     // messages dropped by the rate limit
+	// NATS is the cluster's health as this node sees it: connected,
+	// routes, JetStream ready.
+	NATS *NATSStats `json:"nats,omitempty"`
 }
 
 // Server is the signaling server and TCP relay. It is an http.Handler
@@ -343,6 +350,7 @@ type Server struct {
 	lim *addrLimiter
 	met *metrics
 	trn *turnServer // nil without TURN
+	cl  *cluster    // the NATS side (cluster.go)
 
 	instance     uint64 // this process's id in relay tokens
 	tokenKey     []byte // relay token HMAC key
@@ -354,7 +362,9 @@ type Server struct {
 
 	mu         sync.Mutex
 	clients    map[*client]struct{}
-	reserved   int // connections being accepted
+	byID       map[uint64]*client   // local clients by id, for messages from other nodes
+	proxies    map[proxyKey]*client // other nodes' clients in this node's rooms and queue
+	reserved   int                  // connections being accepted
 	rooms      map[signaling.RoomCode]*room
 	queue      []*client
 	rendezvous map[relayKey]*relayRendezvous
@@ -394,6 +404,9 @@ type room struct {
 	// cands are each player's candidate addresses in this pairing, the
 	// peers the other player's TURN allocations may reach.
 	cands [2][]netip.AddrPort
+	// rev is the revision of the room's key in the rooms bucket, once
+	// registered (0 before).
+	rev uint64
 }
 
 // full reports whether the room has no place for a new player.
@@ -419,15 +432,22 @@ func New(cfg Config) (*Server, error) {
 		seatKeyKey:   deriveKey(cfg.Secret, "ragsync seat key v1"),
 		challengeKey: deriveKey(cfg.Secret, "ragsync relay challenge v1"),
 		clients:      make(map[*client]struct{}),
+		byID:         make(map[uint64]*client),
+		proxies:      make(map[proxyKey]*client),
 		rooms:        make(map[signaling.RoomCode]*room),
 		rendezvous:   make(map[relayKey]*relayRendezvous),
 		relays:       make(map[*relayStream]struct{}),
 		shutdownCh:   make(chan struct{}),
 	}
+	s.cfg.shareLimits(natsNodes(cfg.NATS))
 	s.lim = newAddrLimiter(&s.cfg)
+	if s.cl, err = startCluster(s, cfg.NATS); err != nil {
+		return nil, err
+	}
 	s.met = newMetrics(s)
 	if cfg.TURN != nil {
 		if s.trn, err = startTURN(s, cfg.TURN); err != nil {
+			s.cl.close()
 			return nil, err
 		}
 	}
@@ -547,6 +567,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			firstErr = ctx.Err()
 		}
 	}
+	if first {
+		s.cl.close()
+	}
 	s.log.Info("signaling server stopped", "pairings", s.pairings.Load(), "relay_bytes", s.relayBytes.Load())
 	return firstErr
 }
@@ -566,6 +589,10 @@ func (s *Server) Stats() Stats {
 		st.Status = "shutting_down"
 	}
 	s.mu.Unlock()
+	st.NATS = s.cl.stats()
+	if st.Status == "ok" && !st.NATS.JetStream {
+		st.Status = "starting"
+	}
 	st.Pairings = s.pairings.Load()
 	st.Relayed = s.relayed.Load()
 	st.Errors = s.errorsSent.Load()
@@ -675,6 +702,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.clients[c] = struct{}{}
+	s.byID[c.id] = c
 	s.mu.Unlock()
 	s.conns.Add(1)
 	c.run()
@@ -702,8 +730,18 @@ func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
 		c.send(&signaling.Message{Type: signaling.TypePong})
 		return
 	}
+	if c.remote == nil && s.route(c, m) {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dispatch(c, m, t0, false)
+}
+
+// dispatch handles m for c (a local client, or another node's client's
+// proxy). verified: a rejoin's proof was checked by the client's node.
+// Called with s.mu held.
+func (s *Server) dispatch(c *client, m *signaling.Message, t0 time.Time, verified bool) {
 	switch m.Type {
 	case signaling.TypeCreate:
 		s.handleCreate(c, m.SDP)
@@ -714,7 +752,7 @@ func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
 	case signaling.TypeLeave:
 		s.handleLeave(c)
 	case signaling.TypeRejoin:
-		s.handleRejoin(c, m.Token, m.Proof)
+		s.handleRejoin(c, m.Token, m.Proof, verified)
 	case signaling.TypeICEServers:
 		s.handleICEServers(c)
 	case signaling.TypeOffer, signaling.TypeAnswer, signaling.TypeCandidate:
@@ -764,6 +802,7 @@ func (s *Server) newRoom(c *client, ref signaling.MsgType, code signaling.RoomCo
 	}
 	r := &room{code: code, since: time.Now(), instance: s.instance}
 	s.rooms[code] = r
+	s.register(r)
 	return r
 }
 
@@ -779,11 +818,17 @@ func (s *Server) handleCreate(c *client, offer string) {
 // Called with s.mu held.
 func (s *Server) createRoom(c *client, ref signaling.MsgType, code signaling.RoomCode, offer string) {
 	if !s.roomQuota(c, ref) {
+		if code != "" {
+			s.cl.releaseLater(string(code))
+		}
 		return
 	}
 	r := s.newRoom(c, ref, code)
 	if r == nil {
 		s.lim.moveRoom(c.addr, nil)
+		if code != "" {
+			s.cl.releaseLater(string(code))
+		}
 		return
 	}
 	r.players[0] = c
@@ -969,6 +1014,7 @@ func (s *Server) leaveRoom(c *client, reason string) {
 	r.players = [2]*client{other, nil}
 	if other == nil {
 		delete(s.rooms, r.code)
+		s.roomClosed(r)
 		s.lim.moveRoom(r.holder, nil)
 		s.log.Info("signaling: room closed", "room", r.code)
 		return
@@ -1012,6 +1058,19 @@ func (s *Server) handleSignal(c *client, m *signaling.Message) {
 func (s *Server) removeClient(c *client) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.away != "" {
+		s.cl.publish(c.away, &envelope{K: kindGone, N: s.cl.id, ID: c.id, V: !s.closing && (c.closedNormally || c.closing.Load())})
+		c.away = ""
+	}
+	s.leaveAll(c)
+	delete(s.clients, c)
+	delete(s.byID, c.id)
+	s.lim.releaseConn(c.addr)
+}
+
+// leaveAll takes c out of the queue and its room when its connection
+// ended. Called with s.mu held.
+func (s *Server) leaveAll(c *client) {
 	if c.queued {
 		s.dequeue(c)
 	}
@@ -1030,8 +1089,6 @@ func (s *Server) removeClient(c *client) {
 			s.leaveRoom(c, "disconnected")
 		}
 	}
-	delete(s.clients, c)
-	s.lim.releaseConn(c.addr)
 }
 
 // dropPlayer keeps the place of a paired player whose connection ended
@@ -1095,6 +1152,7 @@ func (s *Server) placeExpired(r *room, side int) {
 	s.stopAway(r)
 	if other == nil {
 		delete(s.rooms, r.code)
+		s.roomClosed(r)
 		s.lim.moveRoom(r.holder, nil)
 		s.log.Info("signaling: room closed; no player came back", "room", r.code)
 		return
@@ -1114,11 +1172,11 @@ func (s *Server) placeExpired(r *room, side int) {
 // made again with the token's code, keeping the other place for
 // RejoinGrace. Once both players are there, both get paired again.
 // Called with s.mu held.
-func (s *Server) handleRejoin(c *client, tok signaling.RelayToken, proof string) {
+func (s *Server) handleRejoin(c *client, tok signaling.RelayToken, proof string, verified bool) {
 	if s.busy(c, signaling.TypeRejoin) {
 		return
 	}
-	if perr := s.checkProof(tok, wire.ProofRejoin, c.challenge, proof); perr != nil {
+	if perr := s.checkProof(tok, wire.ProofRejoin, c.challenge, proof); perr != nil && !verified {
 		perr.Ref = signaling.TypeRejoin
 		c.sendError(perr)
 		return

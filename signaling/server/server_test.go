@@ -650,6 +650,7 @@ func TestShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -750,6 +751,7 @@ func TestHandlerShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -789,6 +791,7 @@ func TestConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	c := s.Config()
 	if c.MaxMessageBytes != 16<<10 || c.RatePerSec != 20 || c.RateBurst != 40 || c.IdleTimeout != time.Minute ||
 		c.MaxConns != 10000 || c.MaxRooms != 5000 || c.MaxRelays != 1000 || c.RelayWaitTimeout != 30*time.Second {

@@ -32,6 +32,7 @@ func Start(addr string, cfg Config) (*Running, error) {
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
+		s.Shutdown(context.Background())
 		return nil, fmt.Errorf("signaling: listen: %w", err)
 	}
 	r := &Running{Server: s, l: l, done: make(chan struct{})}
