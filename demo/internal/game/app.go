@@ -71,7 +71,8 @@ type App struct {
 	// summaryAt is when the players' summaries were last logged
 	// (Config.LogSummaries).
 	summaryAt time.Time
-	rec       *recorder // -record, shared by the players of this process
+	rec       *recorder   // -record, shared by the players of this process
+	page      pageSession // where a browser page's background messages go
 }
 
 // LogEvery is the interval of the summary lines in the log.
@@ -88,6 +89,7 @@ func NewApp(cfg Config, log *slog.Logger) *App {
 		now: time.Now, healthCh: make(chan bool, 1)}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.setupCh <- a.findServer(ctx) }()
+	a.watchVisibility()
 	return a
 }
 
@@ -169,6 +171,7 @@ func (a *App) Update(local Controls) {
 		return
 	}
 	a.local.Update(local)
+	a.page.set(a.local.Session())
 	if a.bot != nil {
 		// The bot joins whatever room the local player created (again
 		// after the local player looks for a new rival).
