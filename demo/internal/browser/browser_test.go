@@ -33,10 +33,10 @@ import (
 // peer over the raw one); and once more with the page reloaded mid-match,
 // which takes its seat back (the token kept in sessionStorage) and
 // resumes the match; and once more with the page sent to the background
-// for 10 s mid-match (another tab activated, the browser throttling it as
-// it does any hidden tab), which the native rival must see as "the
-// rival's tab is in the background", not as a fault, and after which the
-// match goes on. Each case runs in a network namespace of its
+// (another tab activated, the browser throttling it as it does any
+// hidden tab) for 10 s while it waits for a rival, whom it must pair with
+// all the same, and for 10 s mid-match: the native rival must see "the
+// rival's tab is in the background", not a fault, and the match goes on. Each case runs in a network namespace of its
 // own, made by re-running this test under `unshare -n` (loopback only;
 // the iptables rules die with it), with every process inside and the
 // DevTools protocol over a pipe (--remote-debugging-pipe), not a port.
@@ -60,9 +60,9 @@ const (
 	reloadPlay  = 10 * time.Second
 )
 
-// The background case: the page plays bgAfter, is hidden for bgFor, then
-// must play bgPlay more (its summaries count the time since it connected,
-// hidden time included).
+// The background case: the page is hidden for bgFor while it waits for
+// the native rival (which starts meanwhile), then plays bgAfter, is
+// hidden for bgFor again, then must play bgPlay more.
 const (
 	bgAfter = 8 * time.Second
 	bgFor   = 10 * time.Second
@@ -181,8 +181,29 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 		// the rival's 30 s of grace.
 		play = reloadAfter + 30*time.Second + reloadPlay
 	}
+	var hiddenAt, shownAt time.Time
+	var showC <-chan time.Time
+	hides := 0 // bg: times the page was hidden
+	hide := func() {
+		if err := cdp.hide(); err != nil {
+			t.Fatalf("hiding the page: %v", err)
+		}
+		hides++
+		hiddenAt, showC = time.Now(), time.After(bgFor)
+	}
 	if bg {
-		play = bgAfter + bgFor + bgPlay + 10*time.Second
+		play = 2*bgFor + bgAfter + bgPlay + 15*time.Second
+		// Hidden while it waits for a rival: the native starts then.
+		for line := range cdp.console {
+			if strings.Contains(line, "looking for a rival") {
+				hide()
+				t.Logf("page sent to the background while it waits for a rival (visibility %q)", cdp.visibility())
+				break
+			}
+		}
+		if hides == 0 {
+			t.Fatalf("the page never looked for a rival; its log:\n%s", cdp.log())
+		}
 	}
 	native := exec.CommandContext(ctx, demoBin, "-headless", "-signal", base, "-duration", play.String(), "-json", "-connect-timeout", "2m")
 	native.Stdout, native.Stderr = &nOut, &nErr
@@ -197,14 +218,12 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 	var last, before game.Summary // before: the last summary before the reload
 	var shots [][]byte
 	var reloadedAt time.Time
-	var hiddenAt, shownAt time.Time
-	var showC <-chan time.Time
-	var hidden game.Summary // bg: the browser's last summary before it was hidden
+	var hidden game.Summary // bg: the browser's last summary before it was hidden mid-match
 	loaded := ""
 	played := func() bool {
 		switch {
 		case bg:
-			return !shownAt.IsZero() && last.Seconds >= (bgAfter+bgFor+bgPlay).Seconds()
+			return hides == 2 && showC == nil && time.Since(shownAt) >= bgPlay && last.Ticks > hidden.Ticks
 		case reload:
 			return !reloadedAt.IsZero() && last.Seconds >= reloadPlay.Seconds()
 		}
@@ -257,12 +276,10 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 			t.Logf("reloaded the page after %.1f s of play (round %d, HP %d)", before.Seconds, before.Round, before.HP)
 			continue
 		}
-		if bg && hiddenAt.IsZero() && last.Seconds >= bgAfter.Seconds() && last.StatesApplied > 0 {
-			if err := cdp.hide(); err != nil {
-				t.Fatalf("hiding the page: %v", err)
-			}
-			hidden, hiddenAt, showC = last, time.Now(), time.After(bgFor)
-			t.Logf("page sent to the background after %.1f s of play (visibility %q)", last.Seconds, cdp.visibility())
+		if bg && hides == 1 && showC == nil && time.Since(shownAt) >= bgAfter && last.StatesApplied > 0 {
+			hidden = last
+			hide()
+			t.Logf("page sent to the background mid-match, %.1f s after it connected (visibility %q)", last.Seconds, cdp.visibility())
 			continue
 		}
 		if !reload && !bg && len(shots) < 3 && last.Seconds >= 10 {
@@ -361,30 +378,41 @@ func checkReload(t *testing.T, before, after, nat game.Summary, nativeLog, conso
 }
 
 // checkBackground checks the background case: the native rival saw the
-// browser's tab go to the background and come back, and lost nothing
-// meanwhile (no silence, drop or disconnect in its log; no rejoin), and
-// the browser played on after it was shown (before: its last summary
-// before it was hidden; after: its last one).
+// browser's tab go to the background and come back twice (while the page
+// waited for it, and mid-match), and lost nothing meanwhile (no silence,
+// drop or disconnect in its log; no rejoin), and the browser played on
+// after each (before: its last summary before it was hidden mid-match;
+// after: its last one).
 func checkBackground(t *testing.T, before, after, nat game.Summary, nativeLog, console string) {
 	t.Helper()
-	i := strings.Index(nativeLog, "the rival's tab is in the background")
-	j := strings.Index(nativeLog, "the rival's tab is back")
-	t.Logf("FIGURE background: browser played %.1f s before it was hidden, %.1f s in all (states applied %d → %d, ticks %d → %d); native: status %s, rejoins %d, background seen %v, back seen %v",
-		before.Seconds, after.Seconds, before.StatesApplied, after.StatesApplied, before.Ticks, after.Ticks, nat.Status, nat.RivalRejoins, i >= 0, j >= 0)
-	if i < 0 || j < i {
-		t.Errorf("the native rival did not see the tab go to the background and come back (at %d, %d)\nnative:\n%s\nbrowser:\n%s", i, j, nativeLog, console)
-	}
-	if !strings.Contains(console, "page hidden") {
-		t.Errorf("the page did not see itself hidden:\n%s", console)
-	}
-	if i >= 0 && j > i {
-		for line := range strings.Lines(nativeLog[i:j]) {
-			for _, bad := range []string{"rival silent", "rival dropped", "level=ERROR", "lost the rival", "sends no game states"} {
+	const bgLine, backLine = "the rival's tab is in the background", "the rival's tab is back"
+	periods := 0
+	for rest := nativeLog; ; periods++ {
+		i := strings.Index(rest, bgLine)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], backLine)
+		if j < 0 {
+			t.Errorf("the native rival saw the tab go to the background, not come back:\n%s", rest[i:])
+			break
+		}
+		for line := range strings.Lines(rest[i : i+j]) {
+			for _, bad := range []string{"rival silent", "rival dropped", "level=ERROR", "sends no game states"} {
 				if strings.Contains(line, bad) {
 					t.Errorf("native, while the rival was in the background: %s", strings.TrimSpace(line))
 				}
 			}
 		}
+		rest = rest[i+j:]
+	}
+	t.Logf("FIGURE background: browser %.1f s after it connected when hidden mid-match, %.1f s at the end (states applied %d → %d, ticks %d → %d); native: status %s, rejoins %d, background periods seen %d",
+		before.Seconds, after.Seconds, before.StatesApplied, after.StatesApplied, before.Ticks, after.Ticks, nat.Status, nat.RivalRejoins, periods)
+	if periods != 2 {
+		t.Errorf("the native rival saw %d background periods, want 2 (while the page waited for it, and mid-match)\nnative:\n%s\nbrowser:\n%s", periods, nativeLog, console)
+	}
+	if strings.Count(console, "page hidden") != 2 || strings.Contains(console, "pairing failed") {
+		t.Errorf("the page did not see itself hidden twice, or failed to pair:\n%s", console)
 	}
 	if nat.RivalRejoins != 0 || nat.Status != "connected" {
 		t.Errorf("the native rival: status %q, %d rejoins, error %q", nat.Status, nat.RivalRejoins, nat.LastErr)

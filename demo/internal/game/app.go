@@ -320,6 +320,7 @@ func (a *App) startPlayers(r setupResult) {
 		self = BotHard
 	}
 	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, self))
+	a.local.page = &a.page
 	if a.cfg.Bot != BotOff {
 		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, a.cfg.Bot))
 	}

@@ -149,9 +149,10 @@ type Player struct {
 	synced bool
 
 	connectedAt  time.Time
-	silentWarned bool      // warned that the rival sends no states (see RivalSilent)
-	rivalBg      bool      // the rival's page is hidden (RivalInBackground)
-	rivalBgUntil time.Time // wall time until which its last "hidden" holds
+	silentWarned bool         // warned that the rival sends no states (see RivalSilent)
+	rivalBg      bool         // the rival's page is hidden (RivalInBackground)
+	rivalBgUntil time.Time    // wall time until which its last "hidden" holds
+	page         *pageSession // set for the local player: where its page's background messages go
 	results      []Result
 	msgBuf       []byte
 	lastEvent    string
@@ -199,6 +200,11 @@ func (p *Player) StartRoom(room string) {
 	go func() {
 		defer p.wg.Done()
 		s, err := p.pair(ctx, room)
+		if s != nil && p.page != nil {
+			// A hidden page's game loop does not run to attach the
+			// session: its background messages go on it from now.
+			p.page.set(s)
+		}
 		if ctx.Err() != nil {
 			if s != nil {
 				s.Close()
