@@ -90,15 +90,16 @@ WASM_EXEC := $(shell $(GO) env GOROOT)/lib/wasm
 # (start-up, the shader compiler, handshakes, logs): it takes about 0.43 MB
 # off the gzipped wasm (5.13 → 4.70 MB). The runtime and the game's
 # packages keep it, and so do the arithmetic of the relay's TLS handshake
-# and cipher, and encoding/binary (the packets). Later -gcflags patterns
-# win, so WEB_INLINE re-enables what WEB_NOINLINE matched.
+# and cipher, encoding/binary (the packets) and image/color (drawing).
+# Later -gcflags patterns win, so WEB_INLINE re-enables what WEB_NOINLINE
+# matched.
 WEB_NOINLINE := crypto/... vendor/... go/... text/... encoding/... regexp/... log/... fmt \
 	net/... math/big compress/... image/... archive/... os/... mime/... flag \
 	github.com/hajimehoshi/ebiten/v2/internal/shader/... \
 	github.com/hajimehoshi/ebiten/v2/internal/shaderir/... \
 	github.com/hajimehoshi/ebiten/v2/internal/legacyshader \
 	github.com/ragsync/ragsync/signaling/... github.com/ragsync/ragsync/demo/internal/cli
-WEB_INLINE := encoding/binary crypto/internal/fips140/nistec/... \
+WEB_INLINE := encoding/binary image/color crypto/internal/fips140/nistec/... \
 	crypto/internal/fips140/edwards25519/... crypto/internal/fips140/bigmod \
 	crypto/internal/fips140/aes/... crypto/internal/fips140/sha256 \
 	crypto/internal/fips140/sha512 crypto/internal/fips140/subtle crypto/internal/fips140/mlkem
