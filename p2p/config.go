@@ -11,9 +11,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/pion/transport/v5"
-
 	"github.com/ragsync/ragsync/clocksync"
+	"github.com/ragsync/ragsync/p2p/internal/transport"
 	"github.com/ragsync/ragsync/signaling"
 )
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -381,24 +380,6 @@ func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, erro
 			return nil
 		}
 	})
-}
-
-// relayClientConfig is the signaling client configuration DialRelay gets:
-// with Config.RelayDialer, an HTTP client whose transport dials with it
-// (keeping the TLS configuration of Config.Signaling's).
-func relayClientConfig(cfg Config) signaling.ClientConfig {
-	cc := cfg.Signaling
-	if cfg.RelayDialer == nil {
-		return cc
-	}
-	tr := &http.Transport{DialContext: cfg.RelayDialer}
-	if cc.HTTPClient != nil {
-		if t, ok := cc.HTTPClient.Transport.(*http.Transport); ok {
-			tr.TLSClientConfig = t.TLSClientConfig
-		}
-	}
-	cc.HTTPClient = &http.Client{Transport: tr}
-	return cc
 }
 
 // sigLink is the session's signaling connection. It stays open for the

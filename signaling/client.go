@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,8 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/ragsync/ragsync/internal/hedge"
+	"github.com/ragsync/ragsync/internal/websocket"
+	"github.com/ragsync/ragsync/signaling/internal/http"
 	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 

@@ -2,7 +2,7 @@
 
 package signaling
 
-import "github.com/coder/websocket"
+import "github.com/ragsync/ragsync/internal/websocket"
 
 // dialOptions: in a browser the WebSocket is the browser's, which takes no
 // HTTP client, headers (the browser sends its own, Origin included) or

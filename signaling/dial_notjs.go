@@ -2,7 +2,7 @@
 
 package signaling
 
-import "github.com/coder/websocket"
+import "github.com/ragsync/ragsync/internal/websocket"
 
 // dialOptions are the WebSocket options of the signaling client and the
 // WebSocket relay: the configured HTTP client and headers, no compression.

@@ -32,14 +32,18 @@ import (
 // connect and the browser plays over the WebSocket relay (the native
 // peer over the raw one); and once more with the page reloaded mid-match,
 // which takes its seat back (the token kept in sessionStorage) and
-// resumes the match. Each case runs in a network namespace of its
+// resumes the match; and once more with the page sent to the background
+// (another tab activated, the browser throttling it as it does any
+// hidden tab) for 10 s while it waits for a rival, whom it must pair with
+// all the same, and for 10 s mid-match: the native rival must see "the
+// rival's tab is in the background", not a fault, and the match goes on. Each case runs in a network namespace of its
 // own, made by re-running this test under `unshare -n` (loopback only;
 // the iptables rules die with it), with every process inside and the
 // DevTools protocol over a pipe (--remote-debugging-pipe), not a port.
 // The browser reports through its console: the demo's JSON summaries.
 
 // browserNSEnv tells the re-run test which case it runs: "open",
-// "noudp" or "reload".
+// "noudp", "reload" or "background".
 const browserNSEnv = "RAGSYNC_BROWSER_CASE"
 
 // browserBinsEnv passes the binaries the parent built: signal, demo.
@@ -54,6 +58,15 @@ const browserPlay = 20 * time.Second
 const (
 	reloadAfter = 8 * time.Second
 	reloadPlay  = 10 * time.Second
+)
+
+// The background case: the page is hidden for bgFor while it waits for
+// the native rival (which starts meanwhile), then plays bgAfter, is
+// hidden for bgFor again, then must play bgPlay more.
+const (
+	bgAfter = 8 * time.Second
+	bgFor   = 10 * time.Second
+	bgPlay  = 8 * time.Second
 )
 
 func TestMain(m *testing.M) {
@@ -91,7 +104,7 @@ func TestBrowserPlaysNative(t *testing.T) {
 	t.Logf("wasm download: %d bytes (gzip), served with Content-Encoding: gzip", webdist.WasmSize())
 	sig := demotest.Binary(t, demotest.SignalPkg, demotest.RaceOn)
 	demo := demotest.Binary(t, demotest.DemoPkg, demotest.RaceOn)
-	for _, c := range []string{"open", "noudp", "reload"} {
+	for _, c := range []string{"open", "noudp", "reload", "background"} {
 		t.Run(c, func(t *testing.T) {
 			targs := []string{"-n", "--", os.Args[0], "-test.run", "^TestBrowserPlaysNative$", "-test.v"}
 			if d, ok := testwait.Deadline(t); ok {
@@ -111,7 +124,7 @@ func TestBrowserPlaysNative(t *testing.T) {
 
 // runBrowserCase runs case c inside the namespace.
 func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
-	noUDP, reload := c == "noudp", c == "reload"
+	noUDP, reload, bg := c == "noudp", c == "reload", c == "background"
 	ctx := testwait.Context(t)
 	run := func(name string, args ...string) {
 		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
@@ -154,7 +167,7 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 
 	// The browser, driven over a pipe.
 	page := base + "/?autoplay=1&hud=1"
-	cdp, err := openChromium(t, dir, page)
+	cdp, err := openChromium(t, dir, page, bg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +180,30 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 		// The reload, the wasm's second start and the resume fit in
 		// the rival's 30 s of grace.
 		play = reloadAfter + 30*time.Second + reloadPlay
+	}
+	var hiddenAt, shownAt time.Time
+	var showC <-chan time.Time
+	hides := 0 // bg: times the page was hidden
+	hide := func() {
+		if err := cdp.hide(); err != nil {
+			t.Fatalf("hiding the page: %v", err)
+		}
+		hides++
+		hiddenAt, showC = time.Now(), time.After(bgFor)
+	}
+	if bg {
+		play = 2*bgFor + bgAfter + bgPlay + 15*time.Second
+		// Hidden while it waits for a rival: the native starts then.
+		for line := range cdp.console {
+			if strings.Contains(line, "looking for a rival") {
+				hide()
+				t.Logf("page sent to the background while it waits for a rival (visibility %q)", cdp.visibility())
+				break
+			}
+		}
+		if hides == 0 {
+			t.Fatalf("the page never looked for a rival; its log:\n%s", cdp.log())
+		}
 	}
 	native := exec.CommandContext(ctx, demoBin, "-headless", "-signal", base, "-duration", play.String(), "-json", "-connect-timeout", "2m")
 	native.Stdout, native.Stderr = &nOut, &nErr
@@ -181,12 +218,27 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 	var last, before game.Summary // before: the last summary before the reload
 	var shots [][]byte
 	var reloadedAt time.Time
+	var hidden game.Summary // bg: the browser's last summary before it was hidden mid-match
 	loaded := ""
-	for {
-		if !reload && last.Seconds >= browserPlay.Seconds() || reload && !reloadedAt.IsZero() && last.Seconds >= reloadPlay.Seconds() {
-			break
+	played := func() bool {
+		switch {
+		case bg:
+			return hides == 2 && showC == nil && time.Since(shownAt) >= bgPlay && last.Ticks > hidden.Ticks
+		case reload:
+			return !reloadedAt.IsZero() && last.Seconds >= reloadPlay.Seconds()
 		}
+		return last.Seconds >= browserPlay.Seconds()
+	}
+	for !played() {
 		select {
+		case <-showC:
+			showC = nil
+			if err := cdp.show(); err != nil {
+				t.Fatalf("showing the page again: %v", err)
+			}
+			shownAt = time.Now()
+			t.Logf("page shown again after %.1f s in the background (visibility %q)", shownAt.Sub(hiddenAt).Seconds(), cdp.visibility())
+			continue
 		case line, ok := <-cdp.console:
 			if !ok {
 				t.Fatalf("the browser went away; its log:\n%s", cdp.log())
@@ -225,7 +277,13 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 			t.Logf("reloaded the page after %.1f s of play (round %d, HP %d)", before.Seconds, before.Round, before.HP)
 			continue
 		}
-		if !reload && len(shots) < 3 && last.Seconds >= 10 {
+		if bg && hides == 1 && showC == nil && time.Since(shownAt) >= bgAfter && last.StatesApplied > 0 {
+			hidden = last
+			hide()
+			t.Logf("page sent to the background mid-match, %.1f s after it connected (visibility %q)", last.Seconds, cdp.visibility())
+			continue
+		}
+		if !reload && !bg && len(shots) < 3 && last.Seconds >= 10 {
 			png, err := cdp.screenshot()
 			if err != nil {
 				t.Fatalf("screenshot: %v", err)
@@ -233,7 +291,7 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 			shots = append(shots, png)
 		}
 	}
-	if !reload {
+	if !reload && !bg {
 		checkBrowserScreenshot(t, shots, noUDP)
 	}
 	if err := <-nativeDone; err != nil {
@@ -261,6 +319,8 @@ func runBrowserCase(t *testing.T, c, sigBin, demoBin string) {
 	}
 	if reload {
 		checkReload(t, before, last, nat, nErr.String(), cdp.log())
+	} else if bg {
+		checkBackground(t, hidden, last, nat, nErr.String(), cdp.log())
 	} else if rep.Seconds < browserPlay.Seconds() {
 		t.Errorf("the native peer played %.1f s", rep.Seconds)
 	}
@@ -354,6 +414,52 @@ func logTime(log, msg string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// checkBackground checks the background case: the native rival saw the
+// browser's tab go to the background and come back twice (while the page
+// waited for it, and mid-match), and lost nothing meanwhile (no silence,
+// drop or disconnect in its log; no rejoin), and the browser played on
+// after each (before: its last summary before it was hidden mid-match;
+// after: its last one).
+func checkBackground(t *testing.T, before, after, nat game.Summary, nativeLog, console string) {
+	t.Helper()
+	const bgLine, backLine = "the rival's tab is in the background", "the rival's tab is back"
+	periods := 0
+	for rest := nativeLog; ; periods++ {
+		i := strings.Index(rest, bgLine)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], backLine)
+		if j < 0 {
+			t.Errorf("the native rival saw the tab go to the background, not come back:\n%s", rest[i:])
+			break
+		}
+		for line := range strings.Lines(rest[i : i+j]) {
+			for _, bad := range []string{"rival silent", "rival dropped", "level=ERROR", "sends no game states"} {
+				if strings.Contains(line, bad) {
+					t.Errorf("native, while the rival was in the background: %s", strings.TrimSpace(line))
+				}
+			}
+		}
+		rest = rest[i+j:]
+	}
+	t.Logf("FIGURE background: browser %.1f s after it connected when hidden mid-match, %.1f s at the end (states applied %d → %d, ticks %d → %d); native: status %s, rejoins %d, background periods seen %d",
+		before.Seconds, after.Seconds, before.StatesApplied, after.StatesApplied, before.Ticks, after.Ticks, nat.Status, nat.RivalRejoins, periods)
+	if periods != 2 {
+		t.Errorf("the native rival saw %d background periods, want 2 (while the page waited for it, and mid-match)\nnative:\n%s\nbrowser:\n%s", periods, nativeLog, console)
+	}
+	if strings.Count(console, "page hidden") != 2 || strings.Contains(console, "pairing failed") {
+		t.Errorf("the page did not see itself hidden twice, or failed to pair:\n%s", console)
+	}
+	if nat.RivalRejoins != 0 || nat.Status != "connected" {
+		t.Errorf("the native rival: status %q, %d rejoins, error %q", nat.Status, nat.RivalRejoins, nat.LastErr)
+	}
+	if after.StatesApplied <= before.StatesApplied || after.Ticks <= before.Ticks {
+		t.Errorf("the browser did not play on after it was shown: states applied %d → %d, ticks %d → %d",
+			before.StatesApplied, after.StatesApplied, before.Ticks, after.Ticks)
+	}
+}
+
 func parseReport(t *testing.T, out string) game.RunReport {
 	t.Helper()
 	var rep game.RunReport
@@ -414,6 +520,8 @@ type chromium struct {
 	nextID  int
 	waiting map[int]chan cdpMsg
 	session string
+	target  string // the page's
+	blank   string // the tab that hides it (hide), if any
 	lines   []string
 }
 
@@ -430,9 +538,9 @@ type cdpMsg struct {
 // or hangs while starting (seen twice in a few dozen starts on a loaded
 // machine: a child crashed, the browser answered nothing) is killed and
 // started once more, with a fresh profile.
-func openChromium(t *testing.T, dir, url string) (*chromium, error) {
+func openChromium(t *testing.T, dir, url string, throttle bool) (*chromium, error) {
 	for try := 1; ; try++ {
-		c, err := startChromium(t, filepath.Join(dir, strconv.Itoa(try)))
+		c, err := startChromium(t, filepath.Join(dir, strconv.Itoa(try)), throttle)
 		if err != nil {
 			return nil, err
 		}
@@ -447,8 +555,9 @@ func openChromium(t *testing.T, dir, url string) (*chromium, error) {
 }
 
 // startChromium starts headless Chromium, driven over a pipe, with its
-// profile in dir.
-func startChromium(t *testing.T, dir string) (*chromium, error) {
+// profile in dir; with throttle, it throttles hidden pages as a browser
+// does by default (otherwise it keeps every page at full rate).
+func startChromium(t *testing.T, dir string, throttle bool) (*chromium, error) {
 	cmdR, cmdW, err := os.Pipe() // commands: we write, chromium reads fd 3
 	if err != nil {
 		return nil, err
@@ -465,9 +574,11 @@ func startChromium(t *testing.T, dir string) (*chromium, error) {
 		"--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
 		// WebGL (Ebiten draws with it) in software.
 		"--use-angle=swiftshader", "--enable-unsafe-swiftshader",
-		// Keep the game running at full rate.
-		"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows",
 		"--window-size=960,540", "about:blank",
+	}
+	if !throttle {
+		// Keep the game running at full rate.
+		args = append(args, "--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows")
 	}
 	if os.Geteuid() == 0 {
 		args = append([]string{"--no-sandbox"}, args...) // Chromium's sandbox refuses root
@@ -605,7 +716,7 @@ func (c *chromium) open(url string) error {
 	if err := c.call("Target.attachToTarget", map[string]any{"targetId": tgt.TargetID, "flatten": true}, &att); err != nil {
 		return err
 	}
-	c.session = att.SessionID
+	c.session, c.target = att.SessionID, tgt.TargetID
 	for _, m := range []string{"Runtime.enable", "Page.enable"} {
 		if err := c.call(m, nil, nil); err != nil {
 			return err
@@ -616,6 +727,48 @@ func (c *chromium) open(url string) error {
 		return err
 	}
 	return c.call("Page.navigate", map[string]any{"url": url}, nil)
+}
+
+// browserCall is call for the browser's own domains (no session).
+func (c *chromium) browserCall(method string, params any, out any) error {
+	session := c.session
+	c.session = ""
+	defer func() { c.session = session }()
+	return c.call(method, params, out)
+}
+
+// hide sends the page to the background, as a user does: it opens
+// another tab and activates it.
+func (c *chromium) hide() error {
+	var tgt struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := c.browserCall("Target.createTarget", map[string]any{"url": "about:blank"}, &tgt); err != nil {
+		return err
+	}
+	c.blank = tgt.TargetID
+	return c.browserCall("Target.activateTarget", map[string]any{"targetId": tgt.TargetID}, nil)
+}
+
+// show brings the page back to the front and closes the tab that hid it.
+func (c *chromium) show() error {
+	if err := c.browserCall("Target.activateTarget", map[string]any{"targetId": c.target}, nil); err != nil {
+		return err
+	}
+	return c.browserCall("Target.closeTarget", map[string]any{"targetId": c.blank}, nil)
+}
+
+// visibility is the page's document.visibilityState ("" if unknown).
+func (c *chromium) visibility() string {
+	var r struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	if err := c.call("Runtime.evaluate", map[string]any{"expression": "document.visibilityState", "returnByValue": true}, &r); err != nil {
+		return ""
+	}
+	return r.Result.Value
 }
 
 // screenshot captures the page as PNG.

@@ -110,7 +110,7 @@ func runRefPeer(t *testing.T, sigBin, demoBin string) {
 		"-signal", base, "-duration", refPeerPlay.String(), "-round", "10s", "-connect-timeout", "2m"))
 	native.WaitLog(t, 0, "waiting in room") // it creates the room, so it offers: the page joins it
 
-	cdp, err := openChromium(t, t.TempDir(), page.URL+"/refpeer.html?room="+room+"&signal=ws"+strings.TrimPrefix(base, "http"))
+	cdp, err := openChromium(t, t.TempDir(), page.URL+"/refpeer.html?room="+room+"&signal=ws"+strings.TrimPrefix(base, "http"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,8 @@ type App struct {
 	// summaryAt is when the players' summaries were last logged
 	// (Config.LogSummaries).
 	summaryAt time.Time
-	rec       *recorder // -record, shared by the players of this process
+	rec       *recorder   // -record, shared by the players of this process
+	page      pageSession // where a browser page's background messages go
 }
 
 // LogEvery is the interval of the summary lines in the log.
@@ -95,6 +96,7 @@ func NewApp(cfg Config, log *slog.Logger) *App {
 		now: time.Now, healthCh: make(chan bool, 1), started: time.Now()}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.setupCh <- a.findServer(ctx) }()
+	a.watchVisibility()
 	return a
 }
 
@@ -213,6 +215,7 @@ func (a *App) Update(local Controls) {
 		return
 	}
 	a.local.Update(local)
+	a.page.set(a.local.Session())
 	if a.bot != nil {
 		// The bot joins whatever room the local player created (again
 		// after the local player looks for a new rival).
@@ -364,6 +367,7 @@ func (a *App) startPlayers(r setupResult) {
 		self = BotHard
 	}
 	a.local = NewPlayer(a.playerConfig(name, room, a.cfg.Seed, self))
+	a.local.page = &a.page
 	if a.cfg.Bot != BotOff {
 		a.bot = NewPlayer(a.playerConfig("bot", "", a.cfg.Seed+100, a.cfg.Bot))
 	}

@@ -11,9 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/ragsync/ragsync/internal/feed"
+	"github.com/ragsync/ragsync/internal/websocket"
 	"github.com/ragsync/ragsync/signaling"
 )
 

@@ -155,7 +155,10 @@ type Player struct {
 	synced bool
 
 	connectedAt  time.Time
-	silentWarned bool // warned that the rival sends no states (see RivalSilent)
+	silentWarned bool         // warned that the rival sends no states (see RivalSilent)
+	rivalBg      bool         // the rival's page is hidden (RivalInBackground)
+	rivalBgUntil time.Time    // wall time until which its last "hidden" holds
+	page         *pageSession // set for the local player: where its page's background messages go
 	results      []Result
 	msgBuf       []byte
 	lastEvent    string
@@ -237,6 +240,11 @@ func (p *Player) StartRoom(room string) {
 	go func() {
 		defer p.wg.Done()
 		s, err := p.pair(ctx, room)
+		if s != nil && p.page != nil {
+			// A hidden page's game loop does not run to attach the
+			// session: its background messages go on it from now.
+			p.page.set(s)
+		}
 		if ctx.Err() != nil {
 			if s != nil {
 				s.Close()
@@ -412,6 +420,7 @@ func (p *Player) attach(s *p2p.Session) error {
 		p.cfg.Rec.side = uint8(me)
 	}
 	p.silentWarned = false
+	p.rivalBg, p.rivalBgUntil = false, time.Time{}
 	p.connectedAt = p.cfg.Now()
 	p.results = nil
 	st := s.Stats()
@@ -422,6 +431,10 @@ func (p *Player) attach(s *p2p.Session) error {
 
 // onMessage gets the game messages (round protocol) during Match.Tick.
 func (p *Player) onMessage(b []byte) {
+	if hidden, ok := parseBackground(b); ok {
+		p.onBackground(hidden, p.cfg.Now())
+		return
+	}
 	now := p.match.Stats().GameTime // the match time of this tick
 	if err := p.rules.Handle(b, now); err != nil {
 		p.log.Debug("round message refused", "err", err)
@@ -624,8 +637,9 @@ func (p *Player) tick(c Controls) {
 		p.msgBuf = msg[:0]
 	}
 	p.diag.tickUpdate(p.match, p.sess, p.now, p.cfg.Now(), &p.link.seqs)
+	p.bgTick(p.cfg.Now())
 	switch silent := p.diag.StatesSilent(); {
-	case p.diag.RivalSilent() && !p.silentWarned:
+	case p.diag.RivalSilent() && !p.silentWarned && !p.rivalBg: // a rival in the background says why
 		p.silentWarned = true
 		p.log.Warn("the rival sends no game states: its fighter stays frozen (another game, or a client that only pings?)",
 			"for", silent.Round(time.Millisecond), "states_received", p.match.Stats().Replicator.PacketsIn)

@@ -3,9 +3,7 @@ package game
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -16,8 +14,6 @@ import (
 const DefaultSignal = "http://127.0.0.1:8080"
 
 // healthy reports whether a signaling server answers GET /healthz at base.
-// It uses its own client without keep-alives, so it leaves no connection
-// (or goroutine) behind.
 func healthy(ctx context.Context, base string, timeout time.Duration) error {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -30,23 +26,7 @@ func healthy(ctx context.Context, base string, timeout time.Duration) error {
 		u.Scheme = "https"
 	}
 	u.Path, u.RawQuery = "/healthz", ""
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Timeout: timeout, Transport: tr}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answers %s", u, resp.Status)
-	}
-	return nil
+	return getOK(ctx, u.String(), timeout)
 }
 
 // healthRetryFor is how long the demo keeps checking a signaling server

@@ -1,16 +1,17 @@
 package ui
 
 import (
+	"image"
 	"image/color"
 
 	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/text/v2"
 	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
 )
 
 // face is the bitmap font of every text: 7×13 pixels a glyph, drawn at
 // whole multiples for headings.
-var face = text.NewGoXFace(basicfont.Face7x13)
+var face = basicfont.Face7x13
 
 // Glyph size of face, and the line height used for blocks of text.
 const (
@@ -32,7 +33,9 @@ const (
 // command a glyph and its layout every frame, and rendering each line into
 // an image of its own costs a GPU texture for every changed line, which
 // under a software GL (Xvfb) is slower still. The font is monospaced, so
-// no layout is needed.
+// no layout is needed. The atlas is copied from the font's glyph masks,
+// not drawn with Ebiten's text package, which would link a font shaper
+// and its image decoders into the web build for nothing.
 type textBatch struct {
 	atlas *ebiten.Image
 	vs    []ebiten.Vertex
@@ -41,15 +44,30 @@ type textBatch struct {
 }
 
 func newTextBatch() *textBatch {
+	return &textBatch{atlas: ebiten.NewImageFromImage(glyphAtlas())}
+}
+
+// glyphAtlas renders the glyphs firstGlyph…lastGlyph white, side by side,
+// each in a glyphW×glyphH cell with its line's top at the cell's top.
+func glyphAtlas() *image.RGBA {
 	n := int(lastGlyph - firstGlyph + 1)
-	img := ebiten.NewImage(n*glyphW, glyphH)
-	var op text.DrawOptions
+	img := image.NewRGBA(image.Rect(0, 0, n*glyphW, glyphH))
 	for c := firstGlyph; c <= lastGlyph; c++ {
-		op.GeoM.Reset()
-		op.GeoM.Translate(float64((c-firstGlyph)*glyphW), 0)
-		text.Draw(img, string(rune(c)), face, &op)
+		x0 := int(c-firstGlyph) * glyphW
+		dot := fixed.P(x0, face.Ascent)
+		dr, mask, mp, _, ok := face.Glyph(dot, c)
+		if !ok {
+			continue
+		}
+		for y := dr.Min.Y; y < dr.Max.Y; y++ {
+			for x := dr.Min.X; x < dr.Max.X; x++ {
+				_, _, _, a := mask.At(mp.X+x-dr.Min.X, mp.Y+y-dr.Min.Y).RGBA()
+				v := uint8(a >> 8) // premultiplied white
+				img.SetRGBA(x, y, color.RGBA{v, v, v, v})
+			}
+		}
 	}
-	return &textBatch{atlas: img}
+	return img
 }
 
 // textWidth returns the width in pixels of s at size.

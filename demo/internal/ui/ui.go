@@ -255,13 +255,17 @@ func (g *Game) drawAll(screen *ebiten.Image) {
 			{"Its game dropped out; the match is paused and resumes when it comes back.", colDim}},
 			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
 	}
-	if pl.Status() == game.StatusConnected && pl.RivalSilent() {
+	if st := pl.Status(); (st == game.StatusConnected || st == game.StatusInterrupted) && pl.RivalInBackground() {
+		g.panel(screen, []hudLine{{"The rival's tab is in the background", colWarn},
+			{"Its browser stops its game while the tab is hidden; the match goes on when it is back.", colDim}},
+			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
+	} else if pl.Status() == game.StatusConnected && pl.RivalSilent() {
 		g.panel(screen, []hudLine{{"The rival sends no game states", colWarn},
 			{fmt.Sprintf("for %.0f s: its fighter stays frozen. It answers pings, so it is connected: another game, or a client that does not play?",
 				pl.Diag().StatesSilent().Seconds()), colDim}},
 			screenW/2, g.bannerY(2, 1.5)+120, 1.5)
 	}
-	if pl.Status() == game.StatusInterrupted {
+	if pl.Status() == game.StatusInterrupted && !pl.RivalInBackground() {
 		lines := []hudLine{{"Connection interrupted - waiting for the rival...", colWarn},
 			{"Nothing has arrived from the rival for a moment; the match resumes by itself if it comes back.", colDim}}
 		if s := pl.Session(); s != nil && s.Stats().SignalingLost {
