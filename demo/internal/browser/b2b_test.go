@@ -117,6 +117,11 @@ func runB2BCase(t *testing.T, c string) {
 		run("ip", "addr", "add", "10.99.0.2/24", "dev", "v1")
 		run("ip", "link", "set", "v0", "up")
 		run("ip", "link", "set", "v1", "up")
+		// A default route, via the veth pair's other end: without one
+		// Chromium (with no media permission, so no interface
+		// enumeration) finds no default local address and gathers no
+		// host candidate. Nothing is forwarded out of the namespace.
+		run("ip", "route", "add", "default", "via", "10.99.0.2", "dev", "v0")
 	}
 	if mode == "noudp" {
 		run("iptables", "-A", "OUTPUT", "-p", "udp", "-j", "DROP")
@@ -131,7 +136,7 @@ func runB2BCase(t *testing.T, c string) {
 		t.Fatalf("cmd/signal does not serve the web demo: %s", lines[0])
 	}
 	base := strings.Fields(lines[0][strings.Index(lines[0], "url=http://")+4:])[0]
-	page := base + "/?autoplay=1&hud=1"
+	page := base + "/?autoplay=1&hud=1" + os.Getenv("RAGSYNC_B2B_QUERY")
 
 	// The pages, and in the native modes the native demo.
 	var pages []*chromium
@@ -169,7 +174,7 @@ func runB2BCase(t *testing.T, c string) {
 	last := make([]game.Summary, len(pages))
 	done := func() bool {
 		for _, s := range last {
-			if fig && (s.ConnectMs == 0 || s.StatesApplied == 0) || !fig && s.Seconds < b2bPlay.Seconds() {
+			if fig && s.ConnectMs == 0 || !fig && s.Seconds < b2bPlay.Seconds() {
 				return false
 			}
 		}
@@ -247,8 +252,11 @@ func runB2BCase(t *testing.T, c string) {
 		if s.Transport != "webrtc" || s.Switches != 0 {
 			t.Errorf("page %d on %s (%s), %d transport switches: want WebRTC throughout", i+1, s.Transport, s.Path, s.Switches)
 		}
-		if !strings.Contains(s.LocalCand+s.RemoteCand, "10.99.0.") {
-			t.Errorf("page %d: candidates %q, %q: want host candidates on the veth pair", i+1, s.LocalCand, s.RemoteCand)
+		// Chromium drops loopback candidates: a host candidate here is
+		// on the veth pair. The remote one can be peer-reflexive, when
+		// its checks arrive before it is trickled.
+		if s.LocalCand != "host" || s.RemoteCand != "host" && s.RemoteCand != "prflx" {
+			t.Errorf("page %d: candidates %q <-> %q: want host candidates (on the veth pair)", i+1, s.LocalCand, s.RemoteCand)
 		}
 		if s.StatesApplied == 0 {
 			t.Errorf("page %d applied none of the rival's states", i+1)
@@ -265,6 +273,9 @@ func runB2BCase(t *testing.T, c string) {
 	}
 	if a.HitsDealt+a.HitsTaken == 0 || b.HitsDealt+b.HitsTaken == 0 {
 		t.Errorf("no hit landed: page 1 dealt %d taken %d, page 2 dealt %d taken %d", a.HitsDealt, a.HitsTaken, b.HitsDealt, b.HitsTaken)
+	}
+	if t.Failed() {
+		t.Logf("logs:\n%s", logs())
 	}
 	t.Logf("FIGURE b2b: played %.1f s and %.1f s; connect (pairing to running) %.0f ms and %.0f ms; %s and %s; states applied %d and %d; hits dealt %d/%d, taken %d/%d; RTT %.1f ms",
 		a.Seconds, b.Seconds, a.ConnectMs, b.ConnectMs, a.Path, b.Path, a.StatesApplied, b.StatesApplied, a.HitsDealt, b.HitsDealt, a.HitsTaken, b.HitsTaken, a.RTTMs)
