@@ -172,6 +172,8 @@ func runB2BCase(t *testing.T, c string) {
 		}()
 	}
 	last := make([]game.Summary, len(pages))
+	connectedOn := make([]string, len(pages)) // the transport of each page's "connected" line
+	hostCand := make([]string, len(pages))    // a WebRTC summary's candidate types, host ones preferred
 	done := func() bool {
 		for _, s := range last {
 			if fig && s.ConnectMs == 0 || !fig && s.Seconds < b2bPlay.Seconds() {
@@ -204,8 +206,18 @@ func runB2BCase(t *testing.T, c string) {
 				strings.Contains(l.text, "level=WARN") || strings.Contains(l.text, "level=ERROR") || strings.Contains(l.text, "fast path") {
 				t.Logf("page %d: %s", l.page+1, l.text)
 			}
+			// Autoplay does not pair again after a failed pairing.
+			if strings.Contains(l.text, `msg="pairing failed"`) {
+				t.Fatalf("page %d: %s\nlogs:\n%s", l.page+1, l.text, logs())
+			}
+			if strings.Contains(l.text, "msg=connected") && connectedOn[l.page] == "" {
+				connectedOn[l.page] = logField(l.text, "transport")
+			}
 			if s, ok := demotest.ParseSummary(l.text); ok && s.Peer == "you (autoplay)" {
 				last[l.page] = s
+				if s.Transport == "webrtc" && (hostCand[l.page] == "" || s.LocalCand == "host") {
+					hostCand[l.page] = s.LocalCand + " <-> " + s.RemoteCand
+				}
 				t.Logf("page %d summary: %.1f s, %s (%s, local %s, remote %s), connect %.0f ms, states applied %d, clock synced %v (offset %+.3f ms), hits dealt %d taken %d",
 					l.page+1, s.Seconds, s.Transport, s.Path, s.LocalCand, s.RemoteCand, s.ConnectMs, s.StatesApplied, s.ClockSynced, s.ClockOffMs, s.HitsDealt, s.HitsTaken)
 			}
@@ -249,14 +261,20 @@ func runB2BCase(t *testing.T, c string) {
 	// hits landed.
 	a, b := last[0], last[1]
 	for i, s := range last {
-		if s.Transport != "webrtc" || s.Switches != 0 {
-			t.Errorf("page %d on %s (%s), %d transport switches: want WebRTC throughout", i+1, s.Transport, s.Path, s.Switches)
+		// The pages must connect over WebRTC; the session may later
+		// move to the relay if it pings faster (p2p's SwitchMargin),
+		// as it can on a loaded machine.
+		if connectedOn[i] != "webrtc" {
+			t.Errorf("page %d connected on %q: want WebRTC", i+1, connectedOn[i])
+		}
+		if s.Switches != 0 {
+			t.Logf("page %d: %d transport switches, now on %s (%s)", i+1, s.Switches, s.Transport, s.Path)
 		}
 		// Chromium drops loopback candidates: a host candidate here is
 		// on the veth pair. The remote one can be peer-reflexive, when
 		// its checks arrive before it is trickled.
-		if s.LocalCand != "host" || s.RemoteCand != "host" && s.RemoteCand != "prflx" {
-			t.Errorf("page %d: candidates %q <-> %q: want host candidates (on the veth pair)", i+1, s.LocalCand, s.RemoteCand)
+		if !strings.HasPrefix(hostCand[i], "host <-> ") {
+			t.Errorf("page %d: candidates %q: want a local host candidate (on the veth pair)", i+1, hostCand[i])
 		}
 		if s.StatesApplied == 0 {
 			t.Errorf("page %d applied none of the rival's states", i+1)
@@ -348,4 +366,15 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// logField returns the value of key=value in a slog text line (unquoted
+// values only).
+func logField(line, key string) string {
+	for _, kv := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
