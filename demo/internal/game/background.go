@@ -89,11 +89,3 @@ func (ps *pageSession) set(s *p2p.Session) {
 		ps.s.Store(s)
 	}
 }
-
-// sendBackground tells the rival on the current session, if any, that
-// the page is hidden or shown.
-func (ps *pageSession) sendBackground(hidden bool) {
-	if s := ps.s.Load(); s != nil {
-		s.Send(appendBackground(nil, hidden))
-	}
-}

@@ -54,3 +54,11 @@ func (a *App) watchVisibility() {
 		}
 	}()
 }
+
+// sendBackground tells the rival on the current session, if any, that
+// the page is hidden or shown.
+func (ps *pageSession) sendBackground(hidden bool) {
+	if s := ps.s.Load(); s != nil {
+		s.Send(appendBackground(nil, hidden))
+	}
+}
