@@ -43,8 +43,27 @@ type probeRound struct {
 	lost        int
 	outstanding bool
 	t1          time.Duration
+	sent        [3]time.Duration // each probe's t1, to know its late answer
 	sentAt      time.Duration
 	max         time.Duration
+}
+
+// lateAnswer records the answer to a probe of the round that was counted
+// lost (its ProbeTimeout passed): on the relay a probe is late, not lost,
+// when TCP retransmits it on a lossy link, and its answer shows the path
+// works. It reports whether t1 was such a probe's.
+func (pr *probeRound) lateAnswer(t1, rtt time.Duration) bool {
+	for i := range pr.n {
+		if pr.res[i] == 0 && pr.sent[i] == t1 {
+			pr.res[i] = rtt
+			pr.lost--
+			if !pr.running {
+				pr.max = max(pr.max, rtt)
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func (l *linkState) up() bool { return l.state == LinkUp }
@@ -217,15 +236,17 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	}
 	ls.jout.Add(pg.T2 - pg.T1)
 	ls.jin.Add(t4 - pg.T3)
-	if pr := &ls.probe; pr.running && pr.outstanding && pr.t1 == pg.T1 {
+	pr := &ls.probe
+	answered := pr.running && pr.outstanding && pr.t1 == pg.T1
+	if answered {
 		pr.res[pr.n] = rtt
 		pr.n++
 		pr.outstanding = false
-		// Probe again (or decide) now rather than at the next tick: the
-		// three probes are back-to-back round trips.
-		if s.phase == phaseProbe || s.phase == phaseAwait {
-			s.tickProbe(t4)
-		}
+	}
+	// Probe again (or decide) now rather than at the next tick: the three
+	// probes are back-to-back round trips.
+	if (answered || pr.lateAnswer(pg.T1, rtt)) && (s.phase == phaseProbe || s.phase == phaseAwait) {
+		s.tickProbe(t4)
 	}
 }
 

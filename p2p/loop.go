@@ -261,6 +261,7 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.outstanding = true
 			pr.sentAt = now
 			pr.t1 = s.sendPing(ls.kind, now)
+			pr.sent[pr.n] = pr.t1
 		}
 	}
 	s.calibrateEarly(now)

@@ -210,14 +210,14 @@ func (a *answererRole) onSelect(now time.Duration, epoch uint32, k TransportKind
 // faster by the switch margin: one answered probe shows the path works,
 // and a relay that pings better over the next seconds takes over as after
 // any choice.
+//
+// The other way round, with WebRTC not open (still connecting, or its
+// data channel failed) and the relay probed alone, the offerer starts on
+// the relay once it answered one probe (unless WebRTC is preferred): on
+// a lossy link its next two probes wait for TCP's retransmissions, and
+// WebRTC takes over when it opens and pings better, as after any choice.
 func (o *offererRole) earlyChoice(links *[2]linkState) (TransportKind, string) {
 	w, t := &links[0], &links[1]
-	if o.cfg.Prefer == TransportTCP || !w.up() {
-		return TransportUnknown, ""
-	}
-	if !t.probe.running && t.probe.n == 0 {
-		return TransportWebRTC, fmt.Sprintf("webrtc's data channel is open while tcp is %v: starting on webrtc, judging tcp once it opens", t.whyNot())
-	}
 	answeredMax := func(ls *linkState) (m time.Duration, ok bool) {
 		for _, r := range ls.probe.res[:ls.probe.n] {
 			if r > 0 {
@@ -225,6 +225,18 @@ func (o *offererRole) earlyChoice(links *[2]linkState) (TransportKind, string) {
 			}
 		}
 		return m, ok
+	}
+	if !w.up() {
+		if rtt, ok := answeredMax(t); ok && t.up() && o.cfg.Prefer != TransportWebRTC {
+			return TransportTCP, fmt.Sprintf("tcp answered a probe (ping %v) while webrtc is %v: starting on tcp, judging webrtc once it opens", rtt, w.whyNot())
+		}
+		return TransportUnknown, ""
+	}
+	if o.cfg.Prefer == TransportTCP {
+		return TransportUnknown, ""
+	}
+	if !t.probe.running && t.probe.n == 0 {
+		return TransportWebRTC, fmt.Sprintf("webrtc's data channel is open while tcp is %v: starting on webrtc, judging tcp once it opens", t.whyNot())
 	}
 	trtt, ok := answeredMax(t)
 	if !ok {

@@ -120,3 +120,34 @@ func TestOffererStartsOnWebRTCWhileTheRelayIsUnproven(t *testing.T) {
 		t.Errorf("webrtc answered as fast: %+v, want webrtc", o)
 	}
 }
+
+// With WebRTC not open (connecting, or its channel failed), the offerer
+// starts on the relay once it answered one probe, however late (a probe
+// counted lost whose answer came after ProbeTimeout is a late one on TCP),
+// unless WebRTC is preferred.
+func TestOffererStartsOnTheRelayWhileWebRTCIsNotOpen(t *testing.T) {
+	for _, ws := range []LinkState{LinkConnecting, LinkDown} {
+		p := newRolePolicy(signaling.RoleOfferer, testPolicyConfig(), 0)
+		var links [2]linkState
+		links[0].state, links[1].state = ws, LinkUp
+		links[1].probe = probeRound{running: true, n: 1, lost: 1, outstanding: true, sent: [3]time.Duration{7}}
+		if o := p.afterProbes(0, &links, false); o.k != TransportUnknown {
+			t.Errorf("webrtc %v, relay unanswered: %+v, want to wait", ws, o)
+		}
+		if !links[1].probe.lateAnswer(7, 1200*time.Millisecond) || links[1].probe.lost != 0 {
+			t.Fatalf("the late answer was not counted: %+v", links[1].probe)
+		}
+		if links[1].probe.lateAnswer(7, time.Second) {
+			t.Error("one probe's answer counted twice")
+		}
+		if o := p.afterProbes(0, &links, false); o.k != TransportTCP {
+			t.Errorf("webrtc %v, relay answered late: %+v, want tcp", ws, o)
+		}
+		cfg := testPolicyConfig()
+		cfg.Prefer = TransportWebRTC
+		p = newRolePolicy(signaling.RoleOfferer, cfg, 0)
+		if o := p.afterProbes(0, &links, false); o.k != TransportUnknown {
+			t.Errorf("webrtc %v and preferred: %+v, want to wait", ws, o)
+		}
+	}
+}
