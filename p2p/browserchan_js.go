@@ -260,7 +260,7 @@ func (e *earlyOffer) close() {
 // browser's WebRTC stack, whose first RTCPeerConnection takes a second or
 // more in some browsers, while the player waits rather than after the
 // pairing.
-const earlyOffers = true
+const earlyOffers = offerFull
 
 // relayTLSDefer: in a browser the relay's TLS handshake (pure Go in wasm,
 // tens of ms of CPU on the page's one thread, more the first time) waits

@@ -48,17 +48,31 @@ const QuickMatch = ""
 // back this player's seat in the match the token names instead of joining
 // room (see Resuming a match).
 func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Session, error) {
-	return connect(ctx, signalingURL, room, cfg, earlyOffers && cfg.Resume == "")
+	kind := earlyOffers
+	if cfg.Resume != "" {
+		kind = offerNone
+	}
+	return connect(ctx, signalingURL, room, cfg, kind)
 }
 
-// connect is Connect, with an early offer sent with the join if early
+// offerKind is the early offer Connect and CreateRoom send with the join
+// (see earlyOffers).
+type offerKind uint8
+
+const (
+	offerNone  offerKind = iota
+	offerSpare           // signaling.Client.SetSpareOffer, unless the server has TURN
+	offerFull            // signaling.Client.SetOffer
+)
+
+// connect is Connect, with an early offer of kind sent with the join
 // (see earlyOffers). A failed dial of the signaling server, or a
 // signaling connection lost before the pairing (a lossy link, a server
 // restarting), is retried with backoff (dialRetryMin doubling to
 // dialRetryMax) until ctx ends, or, if ctx has no deadline, until
 // dialRetryFor has passed without a connection; what the server refuses
 // (a *signaling.Error: a full room, a bad code, ...) is not retried.
-func connect(ctx context.Context, signalingURL, room string, cfg Config, early bool) (*Session, error) {
+func connect(ctx context.Context, signalingURL, room string, cfg Config, early offerKind) (*Session, error) {
 	c, err := cfg.withDefaults(signalingURL)
 	if err != nil {
 		return nil, err
@@ -333,17 +347,26 @@ func prepareIdentity() func() (*identity, error) {
 // dialOffering connects to the signaling server while the session's key,
 // and an early offer if early (see earlyOffers), are made; the offer, if
 // any, goes with the client's next join (signaling.Client.SetOffer).
-func dialOffering(ctx context.Context, url string, cfg Config, early bool) (*signaling.Client, func() (*identity, error), *earlyOffer, error) {
+func dialOffering(ctx context.Context, url string, cfg Config, early offerKind) (*signaling.Client, func() (*identity, error), *earlyOffer, error) {
 	id := prepareIdentity()
-	offer := startEarlyOffer(ctx, cfg, id, early)
+	offer := startEarlyOffer(ctx, cfg, id, early != offerNone)
 	cl, err := signaling.Dial(ctx, url, cfg.Signaling)
 	if err != nil {
 		offer().close()
 		return nil, nil, nil, err
 	}
 	eo := offer()
-	if eo != nil {
+	switch {
+	case eo == nil:
+	case early == offerFull:
 		cl.SetOffer(eo.sdp)
+	case cl.TURN():
+		// The pairing brings TURN servers the offer could not carry: the
+		// offerer makes its offer with them after paired.
+		eo.close()
+		eo = nil
+	default:
+		cl.SetSpareOffer(eo.sdp)
 	}
 	return cl, id, eo, nil
 }

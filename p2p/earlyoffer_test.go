@@ -8,12 +8,14 @@ import (
 	"github.com/ragsync/ragsync/signaling"
 )
 
-// TestEarlyOffer: a player whose Connect sends an early offer (as a
-// browser's does) quick-matches with one that waited without one: it is
-// the offerer, the server hands its offer to the other with the pairing,
-// and WebRTC connects on the early offer's PeerConnection, with no other
-// offer (no renegotiation). A joiner's early
-// offer is discarded: the room's creator offers.
+// TestEarlyOffer: a player whose Connect sends an early offer that is not
+// spare (as a browser's does) quick-matches with one that waited with a
+// spare one (as Go's does): it is the offerer, the server hands its offer
+// to the other with the pairing, and WebRTC connects on the early offer's
+// PeerConnection, with no other offer (no renegotiation). So it does when
+// it joins a room a Go player created. Between two Go players (both
+// spare) the usual roles hold, on the offerer's early offer: the one who
+// waited offers.
 func TestEarlyOffer(t *testing.T) {
 	leaktest.Check(t)
 	url, srv, _ := startSignalingServer(t)
@@ -41,10 +43,10 @@ func TestEarlyOffer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), false)
+			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), offerSpare)
 		}()
 		waitUntil(t, "the first player queued", func() bool { return srv.Stats().Queued == 1 })
-		early, err := connect(ctx, url, QuickMatch, cfgWith(nil), true)
+		early, err := connect(ctx, url, QuickMatch, cfgWith(nil), offerFull)
 		wg.Wait()
 		if err != nil || errW != nil {
 			t.Fatalf("connect: early %v, waiting %v", err, errW)
@@ -69,7 +71,7 @@ func TestEarlyOffer(t *testing.T) {
 			defer wg.Done()
 			creator, errC = room.Connect(ctx)
 		}()
-		joiner, err := connect(ctx, url, room.Code(), cfgWith(nil), true)
+		joiner, err := connect(ctx, url, room.Code(), cfgWith(nil), offerFull)
 		wg.Wait()
 		if err != nil || errC != nil {
 			t.Fatalf("connect: joiner %v, creator %v", err, errC)
@@ -78,6 +80,28 @@ func TestEarlyOffer(t *testing.T) {
 		check(t, joiner, creator)
 		if rtc := joiner.tr.rtc.Load(); rtc == nil || rtc.early == nil {
 			t.Error("the joiner's PeerConnection is not its early offer's")
+		}
+	})
+
+	t.Run("spare", func(t *testing.T) {
+		var waiting *Session
+		var errW error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			waiting, errW = Connect(ctx, url, QuickMatch, cfgWith(nil))
+		}()
+		waitUntil(t, "the first player queued", func() bool { return srv.Stats().Queued == 1 })
+		second, err := Connect(ctx, url, QuickMatch, cfgWith(nil))
+		wg.Wait()
+		if err != nil || errW != nil {
+			t.Fatalf("connect: second %v, waiting %v", err, errW)
+		}
+		t.Cleanup(func() { second.Close(); waiting.Close() })
+		check(t, waiting, second)
+		if rtc := waiting.tr.rtc.Load(); rtc == nil || rtc.early == nil {
+			t.Error("the waiting offerer's PeerConnection is not its spare early offer's")
 		}
 	})
 }

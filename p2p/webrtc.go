@@ -46,6 +46,20 @@ const sctpReceiveBuffer = 1 << 20
 // is played on, so the timer does not expire on a packet still in flight.
 const sctpRTOMax = 500 * time.Millisecond
 
+// sctpMinCwnd is the floor of SCTP's congestion window (see
+// newRTCTransport). pion shrinks the window to one MTU (about 1.2 KB) on
+// every retransmission timeout, which on a lossy link (30 % of packets
+// lost) comes every second or so, although the channel never retransmits
+// (MaxRetransmits 0): the session's 60 states and some pings a second
+// then queued behind a window of a few packets per round trip, and
+// arrived in bursts seconds late (the clock's pings with them, so the
+// answerer took up to 9 s to calibrate after the match started). The
+// session's rate is its own and small (about 10 KB/s, a few KB in flight
+// on a 300 ms round trip), and it drops what SCTP cannot take (see
+// rtcTransport.send), so a floor of 32 KiB only stops the window from
+// throttling a stream it cannot congest.
+const sctpMinCwnd = 32 << 10
+
 // ICE timers (see newRTCTransport).
 const (
 	iceDisconnected = 2 * time.Second
@@ -226,8 +240,11 @@ type earlyOffer struct {
 
 // earlyGatherWait bounds the wait for candidates before an early offer is
 // taken: those gathered by then are in it, and candidates gathered later
-// are trickled after the pairing.
-const earlyGatherWait = 500 * time.Millisecond
+// (server-reflexive ones, which wait for a STUN server) are trickled after
+// the pairing. It is descGatherWait: host candidates come within a
+// millisecond or two, and the offer is made while the signaling server is
+// dialled, so the join waits for it only on a fast network.
+const earlyGatherWait = descGatherWait
 
 // prepareOffer makes an early offer. It waits for the end of candidates,
 // at most earlyGatherWait, so that the offer carries them.

@@ -161,6 +161,7 @@ type Client struct {
 	cfg       ClientConfig
 	limits    Limits
 	challenge string // the welcome's, for rejoin proofs
+	turn      bool   // the welcome's: paired carries TURN servers
 
 	ctx    context.Context // canceled when the client is closing
 	cancel context.CancelFunc
@@ -175,6 +176,7 @@ type Client struct {
 	termErr  error
 	closeErr error
 	offer    string // for the next create, join or quick (SetOffer)
+	spare    bool   // offer yields to the other player's (SetSpareOffer)
 
 	lastRecv   atomic.Int64 // unix nanos of the last message received
 	delivering atomic.Bool  // the reader waits for Recv to take an event
@@ -282,6 +284,7 @@ func dialOne(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, err
 		c.limits = *m.Limits
 	}
 	c.challenge = m.Challenge
+	c.turn = m.TURN
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.lastRecv.Store(time.Now().UnixNano())
 	c.wg.Add(1)
@@ -308,17 +311,37 @@ func (c *Client) Limits() Limits { return c.limits }
 // clears it.
 func (c *Client) SetOffer(sdp string) {
 	c.mu.Lock()
-	c.offer = sdp
+	c.offer, c.spare = sdp, false
 	c.mu.Unlock()
 }
 
-// takeOffer returns the early offer and clears it.
-func (c *Client) takeOffer() string {
+// SetSpareOffer is SetOffer for a spare early offer, for a client quick
+// to answer: it makes this client the offerer only if it would be anyway
+// (it created the room, or waited longer in quick match) or if the other
+// player brings none; against an early offer that is not spare it yields,
+// and this client answers (see the package doc, Roles). Spare or not,
+// an early offer saves the pairing two messages through the server (the
+// offerer's paired, then its offer). Send one only if the server hands
+// out no TURN servers (TURN): an early offer cannot carry their
+// candidates.
+func (c *Client) SetSpareOffer(sdp string) {
+	c.mu.Lock()
+	c.offer, c.spare = sdp, sdp != ""
+	c.mu.Unlock()
+}
+
+// TURN reports whether the server said in its welcome that paired will
+// carry TURN servers, which an early offer made before it cannot use.
+func (c *Client) TURN() bool { return c.turn }
+
+// withOffer puts the early offer (and whether it is spare) in m, a
+// create, join or quick, and clears it.
+func (c *Client) withOffer(m Message) Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o := c.offer
-	c.offer = ""
-	return o
+	m.SDP, m.Spare = c.offer, c.spare && c.offer != ""
+	c.offer, c.spare = "", false
+	return m
 }
 
 // CreateRoom creates a private room with this client as its first player
@@ -326,7 +349,7 @@ func (c *Client) takeOffer() string {
 // and returns the code to give to the other player. The pairing arrives
 // later as EventPaired, with the role.
 func (c *Client) CreateRoom(ctx context.Context) (RoomCode, error) {
-	m, err := c.request(ctx, Message{Type: TypeCreate, SDP: c.takeOffer()}, TypeJoined)
+	m, err := c.request(ctx, c.withOffer(Message{Type: TypeCreate}), TypeJoined)
 	if err != nil {
 		return "", err
 	}
@@ -343,7 +366,7 @@ func (c *Client) JoinRoom(ctx context.Context, code string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.request(ctx, Message{Type: TypeJoin, Room: rc, SDP: c.takeOffer()}, TypeJoined)
+	_, err = c.request(ctx, c.withOffer(Message{Type: TypeJoin, Room: rc}), TypeJoined)
 	return err
 }
 
@@ -361,7 +384,7 @@ func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error
 	if err != nil {
 		return RoleUnknown, err
 	}
-	m, err := c.request(ctx, Message{Type: TypeJoin, Room: rc, Create: true, SDP: c.takeOffer()}, TypeJoined)
+	m, err := c.request(ctx, c.withOffer(Message{Type: TypeJoin, Room: rc, Create: true}), TypeJoined)
 	if err != nil {
 		return RoleUnknown, err
 	}
@@ -373,7 +396,7 @@ func (c *Client) JoinOrCreateRoom(ctx context.Context, code string) (Role, error
 // EventPaired; the one who waited longer is the offerer, unless only the
 // other brought an early offer (SetOffer).
 func (c *Client) QuickMatch(ctx context.Context) error {
-	_, err := c.request(ctx, Message{Type: TypeQuick, SDP: c.takeOffer()}, TypeQueued)
+	_, err := c.request(ctx, c.withOffer(Message{Type: TypeQuick}), TypeQueued)
 	return err
 }
 

@@ -36,14 +36,14 @@
 //
 // Client → server:
 //
-//	create     sdp?            create a private room; you are its offerer.    reply: joined
-//	join       room, create, sdp?
+//	create     sdp?, spare?    create a private room; you are its offerer.    reply: joined
+//	join       room, create, sdp?, spare?
 //	                           join a room by code; you are its answerer      reply: joined, then paired to both
-//	                           (its offerer if only you bring an early offer).
+//	                           (its offerer if your early offer wins; see Early offers).
 //	                           With "create":true and no such room, it is created with that code
 //	                           and you are its offerer (two players who agreed on a code both send
 //	                           this, in either order).                           reply: joined
-//	quick      sdp?            wait for the next quick-match player.          reply: queued, later paired to both
+//	quick      sdp?, spare?    wait for the next quick-match player.          reply: queued, later paired to both
 //	leave                      leave your room or the queue.                  reply: left; the peer gets peer_left
 //	rejoin     token, proof    take your place in your pairing back, with     reply: joined, then paired to both
 //	                           your relay token and a proof of possession        once both are there
@@ -56,9 +56,9 @@
 //
 // Server → client:
 //
-//	welcome    v, limits, challenge
+//	welcome    v, limits, challenge, turn?
 //	                           first message on every connection; challenge is this connection's
-//	                           nonce for rejoin proofs
+//	                           nonce for rejoin proofs; turn: paired will carry TURN servers
 //	joined     room, role      you are in room as role (offerer|answerer), not yet paired if you created
 //	                           it (then role is offerer, unless the joiner brings an early offer)
 //	queued                     you are in the quick-match queue
@@ -103,6 +103,12 @@
 // brings an early offer is the offerer even if the other waited longer
 // (quick match) or created the room, unless that one brought one too;
 // then the usual rule holds and the answerer's early offer is discarded.
+// With "spare":true an early offer yields: against one that is not spare
+// it loses whoever waited longer, and it wins only where its sender
+// would be the offerer anyway, or against no early offer. A client quick
+// to answer sends a spare one (p2p does natively): it saves the pairing
+// two messages through the server (paired to the offerer, then the
+// offer), and a browser's offer, not spare, still wins against it.
 // The role in a creator's joined is therefore the role it has if the
 // joiner brings no early offer: the role in paired is the one that
 // counts. A client
@@ -110,7 +116,9 @@
 // for the page's one thread), connects faster as the offerer with its offer
 // made while it waited; p2p does this in a browser. An early offer holds no
 // candidates of the pairing's ice_servers (they come with paired): a client
-// that needs them renegotiates with a new offer (see offer above).
+// that needs them renegotiates with a new offer (see offer above). A
+// welcome with "turn":true says paired will carry TURN servers; p2p then
+// sends no spare early offer.
 //
 // Errors: {"type":"error","code":"room_full","message":"room 7KQ2MX already
 // has two players","ref":"join"}. code is stable (the ErrorCode constants, ErrX),

@@ -231,6 +231,8 @@ type Message struct {
 	Proof     string      `json:"proof,omitempty"`       // rejoin: proof of possession of the seat key
 	ICE       []ICEServer `json:"ice_servers,omitempty"` // paired, ice_servers: STUN/TURN servers to use, if any
 	SDP       string      `json:"sdp,omitempty"`         // offer, answer; create, join, quick: an early offer
+	Spare     bool        `json:"spare,omitempty"`       // create, join, quick: the early offer yields to the other player's
+	TURN      bool        `json:"turn,omitempty"`        // welcome: paired carries TURN servers (early offers lack them)
 	Candidate *Candidate  `json:"candidate,omitempty"`   // candidate
 	Reason    string      `json:"reason,omitempty"`      // peer_left
 	Code      ErrorCode   `json:"code,omitempty"`        // error

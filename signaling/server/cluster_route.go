@@ -158,7 +158,7 @@ func (s *Server) routeCreate(c *client, m *signaling.Message) bool {
 		if ok {
 			s.mu.Lock()
 			if !s.busy(c, m.Type) {
-				s.createRoom(c, m.Type, code, m.SDP)
+				s.createRoom(c, m.Type, code, earlyOffer{m.SDP, m.Spare})
 			}
 			s.mu.Unlock()
 			return true

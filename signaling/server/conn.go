@@ -36,7 +36,7 @@ type client struct {
 	room     *room
 	queued   bool
 	queuedAt time.Time
-	offer    string // early offer from create, join or quick, until the pairing
+	offer    earlyOffer // from create, join or quick, until the pairing
 
 	closedNormally bool // the client closed its WebSocket with status 1000 (read loop)
 
@@ -101,7 +101,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (c *client) run() {
 	s := c.s
 	go c.writeLoop()
-	c.send(&signaling.Message{Type: signaling.TypeWelcome, V: signaling.ProtocolVersion, Challenge: c.challenge, Limits: &signaling.Limits{
+	c.send(&signaling.Message{Type: signaling.TypeWelcome, V: signaling.ProtocolVersion, Challenge: c.challenge, TURN: s.trn != nil, Limits: &signaling.Limits{
 		MaxMessageBytes: s.cfg.MaxMessageBytes,
 		RatePerSec:      s.cfg.RatePerSec,
 		RateBurst:       s.cfg.RateBurst,

@@ -12,10 +12,13 @@ import (
 // TestEarlyOffer: an offer that comes with quick, create or join reaches
 // the answerer right after paired, and makes its sender the offerer
 // (arriving second in quick match, or joining a room) unless the other
-// player brought one too.
+// player brought one too; a spare offer yields to one that is not.
 func TestEarlyOffer(t *testing.T) {
 	leaktest.Check(t)
 	_, url := startServer(t, Config{})
+	if c := dial(t, url, signaling.ClientConfig{}); c.TURN() {
+		t.Error("a server without TURN says it has it")
+	}
 	const offA, offB = "v=0 offer of A", "v=0 offer of B"
 
 	// quick: pair the players a (waits) and b (arrives), each with or
@@ -23,6 +26,8 @@ func TestEarlyOffer(t *testing.T) {
 	cases := []struct {
 		name      string
 		a, b      string // early offers
+		aSpare    bool   // a's is spare (SetSpareOffer)
+		bSpare    bool
 		bOffers   bool
 		wantOffer string // the early offer the answerer gets ("" none)
 	}{
@@ -30,15 +35,26 @@ func TestEarlyOffer(t *testing.T) {
 		{name: "waiting player's", a: offA, wantOffer: offA},
 		{name: "arriving player's", b: offB, bOffers: true, wantOffer: offB},
 		{name: "both: the waiting player's", a: offA, b: offB, wantOffer: offA},
+		{name: "both spare: the waiting player's", a: offA, aSpare: true, b: offB, bSpare: true, wantOffer: offA},
+		{name: "a spare one against none", b: offB, bSpare: true, bOffers: true, wantOffer: offB},
+		{name: "the arriving player's against a spare one", a: offA, aSpare: true, b: offB, bOffers: true, wantOffer: offB},
+		{name: "the waiting player's against a spare one", a: offA, b: offB, bSpare: true, wantOffer: offA},
 	}
 	for _, tc := range cases {
 		t.Run("quick/"+tc.name, func(t *testing.T) {
 			a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
-			a.SetOffer(tc.a)
+			setOffer := func(c *signaling.Client, sdp string, spare bool) {
+				if spare {
+					c.SetSpareOffer(sdp)
+				} else {
+					c.SetOffer(sdp)
+				}
+			}
+			setOffer(a, tc.a, tc.aSpare)
 			if err := a.QuickMatch(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
-			b.SetOffer(tc.b)
+			setOffer(b, tc.b, tc.bSpare)
 			if err := b.QuickMatch(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}

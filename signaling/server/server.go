@@ -744,11 +744,11 @@ func (s *Server) handle(c *client, m *signaling.Message, t0 time.Time) {
 func (s *Server) dispatch(c *client, m *signaling.Message, t0 time.Time, verified bool) {
 	switch m.Type {
 	case signaling.TypeCreate:
-		s.handleCreate(c, m.SDP)
+		s.handleCreate(c, earlyOffer{m.SDP, m.Spare})
 	case signaling.TypeJoin:
-		s.handleJoin(c, m.Room, m.Create, m.SDP, t0)
+		s.handleJoin(c, m.Room, m.Create, earlyOffer{m.SDP, m.Spare}, t0)
 	case signaling.TypeQuick:
-		s.handleQuick(c, m.SDP, t0)
+		s.handleQuick(c, earlyOffer{m.SDP, m.Spare}, t0)
 	case signaling.TypeLeave:
 		s.handleLeave(c)
 	case signaling.TypeRejoin:
@@ -806,7 +806,7 @@ func (s *Server) newRoom(c *client, ref signaling.MsgType, code signaling.RoomCo
 	return r
 }
 
-func (s *Server) handleCreate(c *client, offer string) {
+func (s *Server) handleCreate(c *client, offer earlyOffer) {
 	if s.busy(c, signaling.TypeCreate) {
 		return
 	}
@@ -816,7 +816,7 @@ func (s *Server) handleCreate(c *client, offer string) {
 // createRoom makes a room (code "" for a random one) with c as its first
 // player, the offerer, holding its early offer (if any) for the pairing.
 // Called with s.mu held.
-func (s *Server) createRoom(c *client, ref signaling.MsgType, code signaling.RoomCode, offer string) {
+func (s *Server) createRoom(c *client, ref signaling.MsgType, code signaling.RoomCode, offer earlyOffer) {
 	if !s.roomQuota(c, ref) {
 		if code != "" {
 			s.cl.releaseLater(string(code))
@@ -842,7 +842,7 @@ func (s *Server) createRoom(c *client, ref signaling.MsgType, code signaling.Roo
 // handleJoin joins c to the room code (or creates it, with create). The
 // room's creator is the offerer, unless only the joiner brought an early
 // offer (see the package doc, Roles).
-func (s *Server) handleJoin(c *client, code signaling.RoomCode, create bool, offer string, t0 time.Time) {
+func (s *Server) handleJoin(c *client, code signaling.RoomCode, create bool, offer earlyOffer, t0 time.Time) {
 	if s.busy(c, signaling.TypeJoin) {
 		return
 	}
@@ -878,12 +878,20 @@ func (s *Server) handleJoin(c *client, code signaling.RoomCode, create bool, off
 	s.pair(r, t0)
 }
 
+// earlyOffer is an early offer from create, join or quick: its SDP ("":
+// none) and whether it is spare (it yields to the other player's).
+type earlyOffer struct {
+	sdp   string
+	spare bool
+}
+
 // offererFirst orders the two players of a pairing, the offerer first:
-// first (who waited in the queue or created the room), unless only second
-// brought an early offer (offer); then second, keeping that offer for the
-// pairing (see the package doc, Roles).
-func offererFirst(first, second *client, offer string) [2]*client {
-	if offer != "" && first.offer == "" {
+// first (who waited in the queue or created the room), unless second
+// brought an early offer (offer) and first none, or second's is not spare
+// and first's is; then second, keeping its offer for the pairing (see the
+// package doc, Roles).
+func offererFirst(first, second *client, offer earlyOffer) [2]*client {
+	if offer.sdp != "" && (first.offer.sdp == "" || first.offer.spare && !offer.spare) {
 		second.offer = offer
 		return [2]*client{second, first}
 	}
@@ -893,7 +901,7 @@ func offererFirst(first, second *client, offer string) [2]*client {
 // handleQuick queues c, or pairs it with the player waiting. The offerer
 // is the waiting player, unless only c brought an early offer: then c is
 // (see the package doc, Roles).
-func (s *Server) handleQuick(c *client, offer string, t0 time.Time) {
+func (s *Server) handleQuick(c *client, offer earlyOffer, t0 time.Time) {
 	if s.busy(c, signaling.TypeQuick) {
 		return
 	}
@@ -958,13 +966,13 @@ func (s *Server) pair(r *room, t0 time.Time) {
 	}
 	// The offerer's early offer goes to the answerer right after paired,
 	// as if the offerer had sent it then. Each is used once.
-	if off := r.players[0].offer; off != "" {
+	if off := r.players[0].offer.sdp; off != "" {
 		r.noteCandidates(0, off, nil)
 		r.players[1].send(&signaling.Message{Type: signaling.TypeOffer, SDP: off})
 		s.relayed.Add(1)
 	}
-	early := r.players[0].offer != ""
-	r.players[0].offer, r.players[1].offer = "", ""
+	early := r.players[0].offer.sdp != ""
+	r.players[0].offer, r.players[1].offer = earlyOffer{}, earlyOffer{}
 	s.log.Info("signaling: paired", "room", r.code, "quick", r.quick, "offerer", r.players[0].id, "answerer", r.players[1].id, "early_offer", early)
 }
 

@@ -75,6 +75,11 @@ func TestTURNRelaysWebRTC(t *testing.T) {
 	leaktest.Check(t)
 	s, url := startServer(t, Config{TURN: turnConfig()})
 	a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+	// The welcome says paired will carry TURN servers (an early offer
+	// could not use them).
+	if !a.TURN() || !b.TURN() {
+		t.Error("the welcome does not say the server hands out TURN servers")
+	}
 	pa, pb := pairByCode(t, a, b)
 	// paired carries a TURN entry (udp and tcp) with per-player
 	// credentials, and a STUN entry.
