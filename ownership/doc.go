@@ -82,6 +82,15 @@
 //     the real victim) count too.
 //   - Each attack deals damage at most once, whichever way its hit came
 //     first; the other is a duplicate.
+//   - A copy that is only a guess lands and takes no hits: while no state
+//     of a remote fighter sent within the largest accepted delay
+//     (Config.MaxDelay) has arrived (an outage), BeforeStep switches its
+//     hits off (physics.Fighter.SetHitsEnabled), so neither world reports
+//     a hit between it and this peer's fighter. A report of a hit on it
+//     would be stale on the victim's side (below), and a hit by it would
+//     come from a fist its owner never threw there: either way one screen
+//     would show a hit the other never agrees to. The first state after
+//     the outage switches them back on.
 //
 // Everything is counted in Stats.Hits: Confirmed reports, Detected hits,
 // Duplicate, Repeats (a report's later copies), Stale (see below), Reported

@@ -591,7 +591,9 @@ func (r *Replicator) apply(o *replicated, os *physics.ObjectState, epoch uint32,
 // game time now, and feeds the divergence monitors. A remote fighter that
 // follows its owner (correction.MethodFollow) and has received no state for
 // longer than the correction's InputHold lets go of its controls and stands
-// idle until one comes. It sets the world's clock (physics.World.SetClock)
+// idle until one comes; a remote fighter whose newest state was sent longer
+// than MaxDelay ago lands and takes no hits until one comes (see the package
+// documentation, "Hits both players agree on"). It sets the world's clock (physics.World.SetClock)
 // to now, so both peers' fighters walk in step. Call it after the tick's
 // HandlePacket calls and before world.Step.
 func (r *Replicator) BeforeStep(now clocksync.GameTime) {
@@ -605,7 +607,13 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 	r.stats.Diverged = false
 	for _, o := range r.objs {
 		if o.mode != ModeRemote {
+			if o.fighter != nil && !o.fighter.HitsEnabled() {
+				o.fighter.SetHitsEnabled(true)
+			}
 			continue
+		}
+		if o.fighter != nil {
+			o.fighter.SetHitsEnabled(!r.guess(o, now))
 		}
 		if o.follow && !o.idle && o.corr.HasTarget() && now.Sub(o.heard) > r.inputHold {
 			r.letGo(o.fighter)
@@ -620,6 +628,22 @@ func (r *Replicator) BeforeStep(now clocksync.GameTime) {
 		}
 		r.stats.Diverged = r.stats.Diverged || o.mon.Disconnected()
 	}
+}
+
+// guess reports whether the copy of remote object o is only a guess at game
+// time now: no state of it yet, or none sent within the largest view age a
+// hit report may have to be judged (viewLimit; an outage). A hit on such a
+// copy would be stale on the rival's side (Stats.Hits.Stale: neither
+// confirmed nor refused), and a hit by it struck with a fighter its owner
+// did not see there, so BeforeStep switches a guessed fighter's hits off
+// (physics.Fighter.SetHitsEnabled): neither screen shows a hit that no
+// one's damage will follow.
+func (r *Replicator) guess(o *replicated, now clocksync.GameTime) bool {
+	if !o.corr.HasTarget() {
+		return true
+	}
+	_, at := o.corr.Target(0)
+	return now.Sub(at) > r.viewLimit()
 }
 
 // letGo makes a following fighter whose owner went quiet stand idle: no

@@ -696,3 +696,84 @@ func torsoOf(w *physics.World, id physics.ObjectID, i int) physics.Vec2 {
 	pos, _ := w.Object(id).Transform(i)
 	return pos
 }
+
+// Through an outage, both screens agree on the hits: a hit on a copy whose
+// newest state is still young enough to be judged (an outage shorter than
+// MaxDelay) is reported and, once the link is back, confirmed by the
+// victim's owner; on a copy older than that (a guess, whose hits the victim
+// would judge stale) no hit lands on the attacker's screen at all, and the
+// copy's hits are back on with the first state after the outage.
+func TestHitsThroughAnOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		outage int // ticks without packets either way
+		punch  int // tick of the outage A punches at
+		hit    bool
+	}{
+		{"short", 20, 2, true},   // 333 ms: A's newest state of B is at most 367 ms old
+		{"long", 180, 40, false}, // 3 s: A punches a copy 700 ms stale
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newPeer(t, peerA, peerB, following)
+			b := newPeer(t, peerB, peerA, following)
+			var now clocksync.GameTime
+			var toA, toB []byte
+			tick := func(link bool, in physics.Input) (hitsA int) {
+				a.w.Fighter(fighterA).SetInput(in)
+				pa := a.tick(t, now, nilIfEmpty(toA)...)
+				hitsA = len(a.w.Hits())
+				pb := b.tick(t, now, nilIfEmpty(toB)...)
+				toA, toB = nil, nil
+				if link {
+					toA, toB = pb, pa
+				}
+				now += tickUS
+				return hitsA
+			}
+			// A walks up to B (B stands still), on a good link.
+			for i := 0; torso(a.w, fighterB).X-torso(a.w, fighterA).X > 0.8; i++ {
+				if i > 600 {
+					t.Fatal("A never reached B")
+				}
+				tick(true, physics.InputRight)
+			}
+			for range 30 {
+				tick(true, 0)
+			}
+			copyB := a.w.Fighter(fighterB)
+			dealt := a.r.Stats().HitsDealt
+			seen := 0
+			for i := range tc.outage {
+				in := physics.Input(0)
+				if i == tc.punch {
+					in = physics.InputPunch
+				}
+				seen += tick(false, in)
+				// A's newest state of B is i+1 ticks old; MaxDelay is 500 ms.
+				if guess := clocksync.GameTime(i+1)*tickUS > 500_000; copyB.HitsEnabled() == guess {
+					t.Fatalf("outage tick %d: B's copy's hits on = %v", i, copyB.HitsEnabled())
+				}
+			}
+			for range 60 {
+				tick(true, 0)
+			}
+			if !copyB.HitsEnabled() {
+				t.Error("B's copy's hits still off after the outage")
+			}
+			st, sb := a.r.Stats(), b.r.Stats()
+			applied := sb.Hits.Confirmed + sb.Hits.Detected
+			if tc.hit {
+				if seen != 1 || st.HitsDealt != dealt+1 || sb.Hits.Confirmed != 1 || applied != 1 {
+					t.Errorf("A's screen saw %d hits (dealt %d→%d); B confirmed %d, applied %d; want 1 each",
+						seen, dealt, st.HitsDealt, sb.Hits.Confirmed, applied)
+				}
+			} else if seen != 0 || st.HitsDealt != dealt || applied != 0 || sb.Hits.Stale != 0 {
+				t.Errorf("A's screen saw %d hits on a guess (dealt %d→%d); B applied %d, stale %d; want none",
+					seen, dealt, st.HitsDealt, applied, sb.Hits.Stale)
+			}
+			if n := sb.Refused.Total(); n != 0 {
+				t.Errorf("B refused %d", n)
+			}
+		})
+	}
+}

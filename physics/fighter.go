@@ -31,6 +31,7 @@ type Fighter struct {
 	hp, maxHP  int
 	controlled bool
 	following  bool
+	noHits     bool // SetHitsEnabled(false)
 
 	input, prevInput Input
 	buffered         [3]int // ticks left for a pressed jump, punch, kick
@@ -149,6 +150,20 @@ func (f *Fighter) isFollowing() bool { return f.following }
 // owner's states as the owner's own fighter does, which a correction can use
 // as its prediction. It has no effect on a controlled fighter.
 func (f *Fighter) SetFollowing(on bool) { f.following = on }
+
+// SetHitsEnabled switches the fighter's hits on (the default) or off. Off,
+// the world reports no hit (HitEvent) that names the fighter, as attacker or
+// as victim: its bodies still collide and push as before, but nothing it
+// strikes, and nothing that strikes it, counts as a hit, and an attack that
+// touches it stays free to hit it once hits are on again. A game switches
+// off the copy of a remote fighter that is only a guess (no state of it for
+// longer than the rival would judge a hit on it by: ownership.Replicator
+// does this), so that neither screen shows a hit the victim's owner cannot
+// apply.
+func (f *Fighter) SetHitsEnabled(on bool) { f.noHits = !on }
+
+// HitsEnabled reports whether the fighter's hits are on (SetHitsEnabled).
+func (f *Fighter) HitsEnabled() bool { return !f.noHits }
 
 // FighterState is what a fighter is besides its bodies: what snapshots carry
 // for fighters, and what SetRemoteState applies to a fighter whose owner is

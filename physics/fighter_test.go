@@ -136,6 +136,56 @@ func strike(w *World, a *Fighter, in Input) []HitEvent {
 	return hits
 }
 
+// A fighter whose hits are off (SetHitsEnabled(false)) neither lands nor
+// takes a hit, though the punch still touches it; with hits on again, the
+// same attack may still hit.
+func TestHitsDisabled(t *testing.T) {
+	for _, off := range []string{"attacker", "victim"} {
+		t.Run(off, func(t *testing.T) {
+			w := newWorld(t)
+			a := addFighter(t, w, 1, -0.35)
+			b := addFighter(t, w, 2, 0.35)
+			steps(w, 30)
+			f := a
+			if off == "victim" {
+				f = b
+			}
+			f.SetHitsEnabled(false)
+			if f.HitsEnabled() {
+				t.Fatal("HitsEnabled after SetHitsEnabled(false)")
+			}
+			a.SetInput(InputPunch)
+			touched := false
+			for range 60 {
+				w.Step()
+				a.SetInput(0)
+				if len(w.Hits()) != 0 {
+					t.Fatalf("hit with the %s's hits off: %+v", off, w.Hits())
+				}
+				if a.State().Phase == PhaseActive {
+					for _, c := range w.Contacts() {
+						touched = touched || (c.A == 1 && c.B == 2)
+					}
+				}
+			}
+			if !touched {
+				t.Fatal("the punch never touched the rival: the test shows nothing")
+			}
+			f.SetHitsEnabled(true)
+			a.SetInput(InputPunch)
+			hits := 0
+			for range 60 {
+				w.Step()
+				a.SetInput(0)
+				hits += len(w.Hits())
+			}
+			if hits != 1 {
+				t.Errorf("with hits on again: %d hits, want 1", hits)
+			}
+		})
+	}
+}
+
 func TestPunchAndKickHitOnlyInReach(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -537,11 +537,11 @@ func (w *World) collectContacts() {
 
 // hitCandidate records a strike of attacker body att on victim body vic with
 // the given impulse, if att is the striking limb of an active attack that has
-// not hit this victim yet. One event per attacker and victim per step, keeping
-// the strongest contact.
+// not hit this victim yet and both fighters' hits are on (SetHitsEnabled).
+// One event per attacker and victim per step, keeping the strongest contact.
 func (w *World) hitCandidate(att, vic bodyRef, impulse float64) {
 	f := att.obj.fighter
-	if !f.striking(att.index) || impulse < f.tuning.MinHitImpulse || f.hasHit(vic.obj.id) {
+	if f.noHits || vic.obj.fighter.noHits || !f.striking(att.index) || impulse < f.tuning.MinHitImpulse || f.hasHit(vic.obj.id) {
 		return
 	}
 	for i := range w.pending {
