@@ -36,26 +36,36 @@ func TestEarlyOffer(t *testing.T) {
 		}
 	}
 
-	t.Run("quick", func(t *testing.T) {
-		var waiting *Session
+	// quick pairs a waiting player and an arriving one, each sending an
+	// early offer of its kind, and returns them once both run.
+	quick := func(t *testing.T, waitingKind, arrivingKind offerKind) (waiting, arriving *Session) {
 		var errW error
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), offerSpare)
+			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), waitingKind)
 		}()
 		waitUntil(t, "the first player queued", func() bool { return srv.Stats().Queued == 1 })
-		early, err := connect(ctx, url, QuickMatch, cfgWith(nil), offerFull)
+		arriving, err := connect(ctx, url, QuickMatch, cfgWith(nil), arrivingKind)
 		wg.Wait()
 		if err != nil || errW != nil {
-			t.Fatalf("connect: early %v, waiting %v", err, errW)
+			t.Fatalf("connect: arriving %v, waiting %v", err, errW)
 		}
-		t.Cleanup(func() { early.Close(); waiting.Close() })
-		check(t, early, waiting)
-		if rtc := early.tr.rtc.Load(); rtc == nil || rtc.early == nil {
+		t.Cleanup(func() { arriving.Close(); waiting.Close() })
+		return waiting, arriving
+	}
+	adopted := func(t *testing.T, s *Session) {
+		t.Helper()
+		if rtc := s.tr.rtc.Load(); rtc == nil || rtc.early == nil {
 			t.Error("the offerer's PeerConnection is not its early offer's")
 		}
+	}
+
+	t.Run("quick", func(t *testing.T) {
+		waiting, early := quick(t, offerSpare, offerFull)
+		check(t, early, waiting)
+		adopted(t, early)
 	})
 
 	t.Run("joiner", func(t *testing.T) {
@@ -78,30 +88,12 @@ func TestEarlyOffer(t *testing.T) {
 		}
 		t.Cleanup(func() { creator.Close(); joiner.Close() })
 		check(t, joiner, creator)
-		if rtc := joiner.tr.rtc.Load(); rtc == nil || rtc.early == nil {
-			t.Error("the joiner's PeerConnection is not its early offer's")
-		}
+		adopted(t, joiner)
 	})
 
 	t.Run("spare", func(t *testing.T) {
-		var waiting *Session
-		var errW error
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			waiting, errW = Connect(ctx, url, QuickMatch, cfgWith(nil))
-		}()
-		waitUntil(t, "the first player queued", func() bool { return srv.Stats().Queued == 1 })
-		second, err := Connect(ctx, url, QuickMatch, cfgWith(nil))
-		wg.Wait()
-		if err != nil || errW != nil {
-			t.Fatalf("connect: second %v, waiting %v", err, errW)
-		}
-		t.Cleanup(func() { second.Close(); waiting.Close() })
+		waiting, second := quick(t, offerSpare, offerSpare)
 		check(t, waiting, second)
-		if rtc := waiting.tr.rtc.Load(); rtc == nil || rtc.early == nil {
-			t.Error("the waiting offerer's PeerConnection is not its spare early offer's")
-		}
+		adopted(t, waiting)
 	})
 }

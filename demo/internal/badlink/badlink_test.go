@@ -49,7 +49,8 @@ const secret = "ragsync-bad-link-secret-0123456789abc"
 // (internal/linkshape: iptables statistic drop and an NFQUEUE delay). Ten
 // pairings, two at a time, each of two headless demos in a private room
 // through one cmd/signal: at least 9 must start a match. The time from
-// the second player's start to both playing is logged (FIGURE; the goal,
+// the second player's start (the first one waiting in its room) to both
+// playing is logged (FIGURE; the goal,
 // a median ≤ 8 s, is a wall-clock figure and not asserted), and the test
 // asserts the mechanism: on such a link something (a probe round, a
 // signaling dial, or a connection alongside a slow one) was tried again.
@@ -100,7 +101,10 @@ func TestPairingOnBadLink(t *testing.T) {
 		}
 		first := peer("first")
 		defer kill(first)
-		if _, ok := waitLog(first, 60*time.Second, "waiting in room"); !ok {
+		// The first player waits in its room, as a player does for a
+		// friend: the clock starts when the server has made the room
+		// (the demo's own "waiting in room" comes before its dial).
+		if _, ok := waitLog(server, 60*time.Second, "signaling: room created", "room="+room); !ok {
 			t.Logf("pairing %d: the first player never got into its room: %s", i, tail(first.Log()))
 			return
 		}
