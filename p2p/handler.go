@@ -33,6 +33,31 @@ type linkState struct {
 
 	// Initial probing.
 	probe probeRound
+	// probed are the t1s of the link's last probes, of every round, and
+	// late the round trip of the last answer to one of an earlier round
+	// (0: none): on a lossy relay a round's three probes may all be
+	// answered after the round ended, which still shows the path works.
+	probed  [9]time.Duration
+	nProbed int
+	late    time.Duration
+}
+
+// sentProbe records a probe's t1 (see linkState.probed).
+func (l *linkState) sentProbe(t1 time.Duration) {
+	l.probed[l.nProbed%len(l.probed)] = t1
+	l.nProbed++
+}
+
+// lateProbe reports whether t1 is one of the link's recent probes, and
+// then records its round trip as a late answer.
+func (l *linkState) lateProbe(t1, rtt time.Duration) bool {
+	for _, p := range l.probed[:min(l.nProbed, len(l.probed))] {
+		if p == t1 {
+			l.late = rtt
+			return true
+		}
+	}
+	return false
 }
 
 // probeRound is one round of three sequential probes on a link.
@@ -245,7 +270,7 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	}
 	// Probe again (or decide) now rather than at the next tick: the three
 	// probes are back-to-back round trips.
-	if (answered || pr.lateAnswer(pg.T1, rtt)) && (s.phase == phaseProbe || s.phase == phaseAwait) {
+	if (answered || pr.lateAnswer(pg.T1, rtt) || ls.lateProbe(pg.T1, rtt)) && (s.phase == phaseProbe || s.phase == phaseAwait) {
 		s.tickProbe(t4)
 	}
 }

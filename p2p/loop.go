@@ -262,6 +262,7 @@ func (s *Session) tickProbe(now time.Duration) {
 			pr.sentAt = now
 			pr.t1 = s.sendPing(ls.kind, now)
 			pr.sent[pr.n] = pr.t1
+			ls.sentProbe(pr.t1)
 		}
 	}
 	s.calibrateEarly(now)

@@ -227,7 +227,11 @@ func (o *offererRole) earlyChoice(links *[2]linkState) (TransportKind, string) {
 		return m, ok
 	}
 	if !w.up() {
-		if rtt, ok := answeredMax(t); ok && t.up() && o.cfg.Prefer != TransportWebRTC {
+		rtt, ok := answeredMax(t)
+		if !ok && t.late > 0 {
+			rtt, ok = t.late, true // answered after its round ended
+		}
+		if ok && t.up() && o.cfg.Prefer != TransportWebRTC {
 			return TransportTCP, fmt.Sprintf("tcp answered a probe (ping %v) while webrtc is %v: starting on tcp, judging webrtc once it opens", rtt, w.whyNot())
 		}
 		return TransportUnknown, ""

@@ -143,6 +143,19 @@ func TestOffererStartsOnTheRelayWhileWebRTCIsNotOpen(t *testing.T) {
 		if o := p.afterProbes(0, &links, false); o.k != TransportTCP {
 			t.Errorf("webrtc %v, relay answered late: %+v, want tcp", ws, o)
 		}
+		// A probe of an earlier round, answered after that round ended,
+		// counts too.
+		links[1].probe = probeRound{running: true, n: 1, lost: 1, outstanding: true}
+		if o := p.afterProbes(0, &links, false); o.k != TransportUnknown {
+			t.Errorf("webrtc %v, new round unanswered: %+v, want to wait", ws, o)
+		}
+		links[1].sentProbe(5)
+		if links[1].lateProbe(6, time.Second) || !links[1].lateProbe(5, 2*time.Second) {
+			t.Fatal("a late answer to an earlier round's probe was not told apart")
+		}
+		if o := p.afterProbes(0, &links, false); o.k != TransportTCP {
+			t.Errorf("webrtc %v, an earlier round's probe answered late: %+v, want tcp", ws, o)
+		}
 		cfg := testPolicyConfig()
 		cfg.Prefer = TransportWebRTC
 		p = newRolePolicy(signaling.RoleOfferer, cfg, 0)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/thintcp"
 	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
 
@@ -49,7 +50,7 @@ func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg Cli
 			host = net.JoinHostPort(u.Hostname(), "80")
 		}
 	}
-	dial := (&net.Dialer{}).DialContext
+	dial := (&net.Dialer{Control: thintcp.Control}).DialContext
 	var tlsConfig *tls.Config
 	if cfg.HTTPClient != nil {
 		if tr, ok := cfg.HTTPClient.Transport.(*http.Transport); ok {

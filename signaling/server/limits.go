@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/thintcp"
 	"github.com/ragsync/ragsync/signaling"
 )
 
@@ -468,6 +469,7 @@ func (l *trackListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		thintcp.Set(c)
 		ip := peerAddr(c.RemoteAddr().String())
 		if s.trusted(ip) {
 			return &trackedConn{Conn: c, s: s}, nil

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package thintcp
+
+func setThin(uintptr) {}
