@@ -64,7 +64,9 @@ type ClientConfig struct {
 	// retransmission timer (1 s, doubling, and 3 s for the first data
 	// after a retransmitted handshake), while a fresh connection gets
 	// through at its first try; on a good link the first completes well
-	// within DialHedge and nothing else is started. Zero means 500ms;
+	// within DialHedge and nothing else is started (a dial is two round
+	// trips: on a link slower than 150 ms each way a second connection
+	// starts, and the loser is closed). Zero means 300ms;
 	// negative, one connection at a time.
 	DialHedge time.Duration
 }
@@ -90,7 +92,7 @@ func (c ClientConfig) withDefaults() ClientConfig {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.DialHedge == 0 {
-		c.DialHedge = 500 * time.Millisecond
+		c.DialHedge = 300 * time.Millisecond
 	}
 	return c
 }

@@ -147,6 +147,11 @@ func TestPairingOnBadLink(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if logDir != "" {
+		if err := os.WriteFile(logDir+"/signal.log", []byte(server.Log()), 0o644); err != nil {
+			t.Log(err)
+		}
+	}
 	st, _ := link.Close()
 	slices.Sort(took)
 	median := time.Duration(0)
