@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragsync/ragsync/internal/hedge"
 	"github.com/ragsync/ragsync/internal/thintcp"
 	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
@@ -35,6 +36,16 @@ func DialRelay(ctx context.Context, baseURL string, token RelayToken, cfg Client
 	cfg.Logger = cfg.withDefaults().Logger
 	return withFallbacks(ctx, baseURL, &cfg, func(u string) (net.Conn, error) { return dialRelayOne(ctx, u, token, cfg) })
 }
+
+// relayConnectHedge: a relay's TCP connect not up within this long gets
+// another alongside it, up to relayConnectHedgeMost at once (see
+// internal/hedge): on a lossy link a lost SYN or SYN-ACK waits 1 s, then
+// 2, 4 s, and a relay dial then failed on its 10 s deadline, while a
+// fresh SYN gets through at its first try more often than not.
+const (
+	relayConnectHedge     = 300 * time.Millisecond
+	relayConnectHedgeMost = 4
+)
 
 func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg ClientConfig) (net.Conn, error) {
 	raw, err := endpointURL(baseURL, "/relay", false)
@@ -60,7 +71,12 @@ func dialRelayOne(ctx context.Context, baseURL string, token RelayToken, cfg Cli
 			tlsConfig = tr.TLSClientConfig
 		}
 	}
-	conn, err := dial(ctx, "tcp", host)
+	// The TCP connect is hedged (see relayConnectHedge); TLS and the
+	// relay request go over the first connection up, the others are
+	// closed before they send anything.
+	conn, err := hedge.Race(ctx, relayConnectHedge, relayConnectHedgeMost, func(ctx context.Context) (net.Conn, error) {
+		return dial(ctx, "tcp", host)
+	}, func(c net.Conn) { c.Close() })
 	if err != nil {
 		return nil, fmt.Errorf("signaling: relay dial %s: %w", host, err)
 	}

@@ -1,6 +1,8 @@
-// Package thintcp marks TCP connections as thin streams, for the
-// signaling WebSocket and the relay: a few small messages in flight, each
-// waited for. On Linux that is TCP_THIN_LINEAR_TIMEOUTS: while fewer than
+// Package thintcp marks TCP connections as thin streams, for the relay's
+// dials and the signaling server's accepted connections (so the server's
+// side of the signaling WebSocket: paired, the offer and the answer on
+// their way to a player): a few small messages in flight, each waited
+// for. On Linux that is TCP_THIN_LINEAR_TIMEOUTS: while fewer than
 // four segments are in flight, a retransmission timeout does not double
 // for the first six retransmissions. On a lossy link (at a 500 ms
 // timeout) a message whose segment is lost twice waits 1 s of timeouts
