@@ -168,6 +168,9 @@ type earlyOffer struct {
 	log *slog.Logger
 	b   *browserPC
 	sdp string // as sent: localSDP of the local description
+	// delivered: the server has the offer (sent with the join, or late
+	// before the pairing); else the transport sends it as its offer.
+	delivered bool
 
 	mu    sync.Mutex
 	t     *rtcTransport  // the transport that adopted it

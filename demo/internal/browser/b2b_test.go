@@ -144,6 +144,12 @@ func runB2BCase(t *testing.T, c string) {
 	}
 	base := strings.Fields(lines[0][strings.Index(lines[0], "url=http://")+4:])[0]
 	page := base + "/?autoplay=1&hud=1" + os.Getenv("RAGSYNC_B2B_QUERY")
+	// RAGSYNC_B2B_LOGS=1: debug logs of every peer, written out at the
+	// end of the run (a figure's timeline).
+	verbose := os.Getenv("RAGSYNC_B2B_LOGS") != ""
+	if verbose {
+		page += "&v=1"
+	}
 
 	// The pages, and in the native modes the native demo.
 	var pages []*chromium
@@ -160,8 +166,11 @@ func runB2BCase(t *testing.T, c string) {
 	}
 	var native *demotest.Proc
 	if mode != "b2b" {
-		native = demotest.Start(t, "native", exec.CommandContext(ctx, bins[1], "-headless", "-signal", base,
-			"-duration", "2m", "-log-summaries", "-connect-timeout", "2m"))
+		args := []string{"-headless", "-signal", base, "-duration", "2m", "-log-summaries", "-connect-timeout", "2m"}
+		if verbose {
+			args = append(args, "-v")
+		}
+		native = demotest.Start(t, "native", exec.CommandContext(ctx, bins[1], args...))
 	}
 
 	// Follow the pages' consoles.
@@ -196,6 +205,9 @@ func runB2BCase(t *testing.T, c string) {
 		}
 		if native != nil {
 			fmt.Fprintf(&b, "native:\n%s\n", native.Log())
+		}
+		if verbose {
+			fmt.Fprintf(&b, "signal:\n%s\n", sig.Log())
 		}
 		return b.String()
 	}
@@ -242,6 +254,9 @@ func runB2BCase(t *testing.T, c string) {
 		}
 	}
 
+	if verbose {
+		t.Logf("logs:\n%s", logs())
+	}
 	if fig {
 		var ms []string
 		worst := 0.0
@@ -344,6 +359,9 @@ func TestBrowserConnectFigures(t *testing.T) {
 				fails[m]++
 				t.Logf("run %d %s failed (%v):\n%s", i+1, m, err, out)
 				continue
+			}
+			if os.Getenv("RAGSYNC_B2B_LOGS") != "" {
+				t.Logf("run %d %s:\n%s", i+1, m, out)
 			}
 			l := out[j:]
 			l = l[:strings.IndexByte(l, '\n')]
