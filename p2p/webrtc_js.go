@@ -282,6 +282,7 @@ func (t *rtcTransport) opened(c *jsChannel) {
 	t.raw.Store(&rawChannel{rw: c, dc: c})
 	t.wg.Add(1)
 	t.mu.Unlock()
+	t.log.Debug("p2p: webrtc: data channel open", "role", t.role.String())
 	go t.readLoop(c)
 	t.h.onUp(TransportWebRTC)
 }
@@ -424,6 +425,7 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.sig.sendAnswer(ctx, ans); err != nil {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}
+	t.log.Debug("p2p: webrtc: answer sent")
 	t.sentDesc(ans)
 	return nil
 }
@@ -433,7 +435,12 @@ func (t *rtcTransport) handleAnswer(sdp string) error {
 	if t.role != signaling.RoleOfferer {
 		return fmt.Errorf("p2p: webrtc: unexpected answer for the %s", t.role)
 	}
-	return t.setRemote("answer", sdp)
+	t.log.Debug("p2p: webrtc: answer received")
+	if err := t.setRemote("answer", sdp); err != nil {
+		return err
+	}
+	t.log.Debug("p2p: webrtc: answer applied")
+	return nil
 }
 
 func (t *rtcTransport) setRemote(typ, sdp string) error {

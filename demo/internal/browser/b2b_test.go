@@ -45,6 +45,10 @@ const b2bBinsEnv = "RAGSYNC_B2B_BINS"
 // b2bPlay is how long both pages must play.
 const b2bPlay = 15 * time.Second
 
+// b2bGiveUp bounds a run in the namespace: the pages' start, their
+// pairing (again, if one failed) and b2bPlay.
+const b2bGiveUp = 3 * time.Minute
+
 func TestBrowserPlaysBrowser(t *testing.T) {
 	if c := os.Getenv(b2bEnv); c != "" {
 		runB2BCase(t, c)
@@ -215,8 +219,13 @@ func runB2BCase(t *testing.T, c string) {
 	if native != nil {
 		exited = native.Exited()
 	}
+	// A bound of its own, so a run that cannot pair fails in minutes,
+	// not at the end of make test's timeout.
+	giveUp := time.After(b2bGiveUp)
 	for !done() {
 		select {
+		case <-giveUp:
+			t.Fatalf("gave up after %v; logs:\n%s", b2bGiveUp, logs())
 		case l := <-lc:
 			if l.text == "\x00gone" {
 				t.Fatalf("page %d: the browser went away; logs:\n%s", l.page+1, logs())
@@ -225,9 +234,10 @@ func runB2BCase(t *testing.T, c string) {
 				strings.Contains(l.text, "level=WARN") || strings.Contains(l.text, "level=ERROR") || strings.Contains(l.text, "fast path") {
 				t.Logf("page %d: %s", l.page+1, l.text)
 			}
-			// Autoplay does not pair again after a failed pairing.
-			if strings.Contains(l.text, `msg="pairing failed"`) {
-				t.Fatalf("page %d: %s\nlogs:\n%s", l.page+1, l.text, logs())
+			// Autoplay pairs again after a failed pairing (2 s later):
+			// the run goes on, bounded by the test's deadline.
+			if strings.Contains(l.text, `msg="pairing failed"`) || strings.Contains(l.text, `msg="pairing again"`) {
+				t.Logf("page %d: %s", l.page+1, l.text)
 			}
 			if strings.Contains(l.text, "msg=connected") && connectedOn[l.page] == "" {
 				connectedOn[l.page] = logField(l.text, "transport")
