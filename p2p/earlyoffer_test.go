@@ -154,8 +154,11 @@ func TestLateEarlyOffer(t *testing.T) {
 			}
 			if rtc := early.tr.rtc.Load(); rtc == nil || rtc.early == nil {
 				t.Fatal("the offerer's PeerConnection is not its early offer's")
-			} else if rtc.early.delivered != c.beforePair {
-				t.Errorf("delivered by the server %v, want %v", rtc.early.delivered, c.beforePair)
+			} else if c.beforePair && !rtc.early.delivered {
+				// After the pairing it may still have gone late (sent
+				// before the client read paired: the server relayed it
+				// as the offer), or by the session: either is right.
+				t.Error("the late early offer was not delivered by the server")
 			}
 			if gotA, gotB := exchange(t, early, other, 50); gotA < 45 || gotB < 45 {
 				t.Errorf("received %d, %d of 50", gotA, gotB)

@@ -193,6 +193,12 @@ type rtcTransport struct {
 
 	early *earlyOffer // the adopted early offer, if any: start sends nothing
 
+	// setup is closed when this page's part of the WebRTC setup is done
+	// (the offerer applied the answer, the answerer sent it): the rest,
+	// ICE, DTLS and SCTP, is the browser's own, off the page's thread.
+	setup     chan struct{}
+	setupOnce sync.Once
+
 	raw      atomic.Pointer[rawChannel]
 	downOnce sync.Once
 	wg       sync.WaitGroup
@@ -220,7 +226,7 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 			return nil, err
 		}
 	}
-	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, b: b, id: id, early: early}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, b: b, id: id, early: early, setup: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if early != nil {
 		early.adopt(t)
@@ -288,6 +294,10 @@ func (t *rtcTransport) opened(c *jsChannel) {
 }
 
 func (t *rtcTransport) kind() TransportKind { return TransportWebRTC }
+
+// setupDone is closed when the page's part of the setup is done (see
+// setup).
+func (t *rtcTransport) setupDone() <-chan struct{} { return t.setup }
 
 // rawChannel is the open data channel.
 type rawChannel struct {
@@ -426,6 +436,7 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}
 	t.log.Debug("p2p: webrtc: answer sent")
+	t.setupOnce.Do(func() { close(t.setup) })
 	t.sentDesc(ans)
 	return nil
 }
@@ -440,6 +451,7 @@ func (t *rtcTransport) handleAnswer(sdp string) error {
 		return err
 	}
 	t.log.Debug("p2p: webrtc: answer applied")
+	t.setupOnce.Do(func() { close(t.setup) })
 	return nil
 }
 
