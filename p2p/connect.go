@@ -205,8 +205,8 @@ func (r *Room) Close() error {
 }
 
 // connectPaired waits for the pairing on cl, then builds the session. It
-// owns cl and offer (the early offer sent with the join, or nil): on error
-// it closes them, on success the session does.
+// owns cl and offer (the early offer, made or being made, or nil): on
+// error it closes them, on success the session does.
 func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *pendingOffer) (*Session, error) {
 	nudge := startNudging(cl)
 	defer nudge.stop()
