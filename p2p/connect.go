@@ -318,6 +318,7 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 		return nil, err
 	}
 	s.seat, s.resumed = string(pairing.Token), cfg.Resume != ""
+	cfg.Logger.Debug("p2p: session made")
 	s.life.wg.Add(1)
 	go s.pumpSignaling(sig, early)
 	if err := s.life.waitReady(ctx); err != nil {
