@@ -168,6 +168,9 @@ type earlyOffer struct {
 	log *slog.Logger
 	b   *browserPC
 	sdp string // as sent: localSDP of the local description
+	// delivered: the server has the offer (sent with the join, or late
+	// before the pairing); else the transport sends it as its offer.
+	delivered bool
 
 	mu    sync.Mutex
 	t     *rtcTransport  // the transport that adopted it
@@ -270,4 +273,13 @@ const earlyOffers = offerFull
 // has its relay ready by the time the session stops waiting for WebRTC (a
 // fifth of Config.WebRTCTimeout after the pairing, 1 s): with UDP blocked
 // on loopback it runs on the relay about 1.1 s after pairing.
-const relayTLSDefer = 700 * time.Millisecond
+//
+// Once the page's own part of WebRTC's setup is done (the offerer applied
+// the answer, the answerer sent it), what remains (ICE, DTLS, SCTP) is
+// the browser's, off the page's thread: the handshake then waits only
+// relayTLSAfterSetup more (on a LAN the data channel opens within it),
+// so that with UDP blocked the relay is up sooner.
+const (
+	relayTLSDefer      = 700 * time.Millisecond
+	relayTLSAfterSetup = 250 * time.Millisecond
+)

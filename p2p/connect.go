@@ -79,9 +79,10 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early o
 	}
 	backoff, failingSince := dialRetryMin, time.Time{}
 	for attempt := 1; ; attempt++ {
-		cl, id, eo, err := dialOffering(ctx, signalingURL, c, early)
+		cl, id, po, err := dialOffering(ctx, signalingURL, c, early)
 		if err == nil {
 			nudge := startNudging(cl)
+			po.withJoin(cl) // if it came meanwhile
 			switch {
 			case c.Resume != "":
 				err = rejoinSeat(ctx, cl, c.Resume)
@@ -94,16 +95,17 @@ func connect(ctx context.Context, signalingURL, room string, cfg Config, early o
 			var pre []signaling.Event
 			if err == nil {
 				failingSince, backoff = time.Time{}, dialRetryMin
-				pairing, pre, err = waitPairing(ctx, cl, c)
+				po.sendLate(ctx, cl, c.Logger)
+				pairing, pre, err = waitPairing(ctx, cl, c, po)
 			}
 			if err == nil {
 				nudge.setPaired()
-				s, err := newPairedSession(ctx, cl, signalingURL, c, id, eo, pairing, pre)
+				s, err := newPairedSession(ctx, cl, signalingURL, c, id, po, pairing, pre)
 				nudge.stop()
 				return s, err
 			}
 			nudge.stop()
-			eo.close()
+			po.discard()
 			cl.Close()
 		}
 		if failingSince.IsZero() {
@@ -156,7 +158,7 @@ type Room struct {
 	cfg   Config
 	cl    *signaling.Client
 	id    func() (*identity, error)
-	early *earlyOffer // sent with the create (nil: none)
+	early *pendingOffer // the early offer (nil: none)
 
 	mu   sync.Mutex
 	used bool
@@ -176,12 +178,14 @@ func CreateRoom(ctx context.Context, signalingURL string, cfg Config) (*Room, er
 	if err != nil {
 		return nil, err
 	}
+	early.withJoin(cl)
 	code, err := cl.CreateRoom(ctx)
 	if err != nil {
-		early.close()
+		early.discard()
 		cl.Close()
 		return nil, err
 	}
+	early.sendLate(context.Background(), cl, c.Logger)
 	return &Room{code: code, url: signalingURL, cfg: c, cl: cl, id: id, early: early}, nil
 }
 
@@ -210,19 +214,19 @@ func (r *Room) Close() error {
 		return nil
 	}
 	r.used = true
-	r.early.close()
+	r.early.discard()
 	return r.cl.Close()
 }
 
 // connectPaired waits for the pairing on cl, then builds the session. It
-// owns cl and offer (the early offer sent with the join, or nil): on error
-// it closes them, on success the session does.
-func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer) (*Session, error) {
+// owns cl and offer (the early offer, made or being made, or nil): on
+// error it closes them, on success the session does.
+func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *pendingOffer) (*Session, error) {
 	nudge := startNudging(cl)
 	defer nudge.stop()
-	pairing, early, err := waitPairing(ctx, cl, cfg)
+	pairing, early, err := waitPairing(ctx, cl, cfg, offer)
 	if err != nil {
-		offer.close()
+		offer.discard()
 		cl.Close()
 		return nil, err
 	}
@@ -231,8 +235,9 @@ func connectPaired(ctx context.Context, cl *signaling.Client, url string, cfg Co
 }
 
 // waitPairing waits for the pairing on cl; it returns the negotiation
-// that raced ahead of it too (none expected).
-func waitPairing(ctx context.Context, cl *signaling.Client, cfg Config) (signaling.Pairing, []signaling.Event, error) {
+// that raced ahead of it too (none expected). An error about offer
+// before it is the refusal of offer's late early offer.
+func waitPairing(ctx context.Context, cl *signaling.Client, cfg Config, offer *pendingOffer) (signaling.Pairing, []signaling.Event, error) {
 	var pairing signaling.Pairing
 	var early []signaling.Event
 	for pairing.Role == signaling.RoleUnknown {
@@ -245,6 +250,9 @@ func waitPairing(ctx context.Context, cl *signaling.Client, cfg Config) (signali
 			pairing = ev.Pairing
 		case signaling.EventError:
 			cfg.Logger.Debug("p2p: signaling error while waiting for a peer", "err", ev.Err)
+			if ev.Err.Ref == signaling.TypeOffer {
+				offer.refusedLate()
+			}
 		case signaling.EventOffer, signaling.EventCandidate:
 			early = append(early, ev)
 		case signaling.EventPeerLeft:
@@ -260,12 +268,22 @@ func waitPairing(ctx context.Context, cl *signaling.Client, cfg Config) (signali
 }
 
 // newPairedSession builds the session of pairing on cl and waits until it
-// runs. It owns cl and offer as connectPaired does.
-func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), offer *earlyOffer, pairing signaling.Pairing, early []signaling.Event) (*Session, error) {
+// runs. It owns cl and po as connectPaired does.
+func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg Config, id func() (*identity, error), po *pendingOffer, pairing signaling.Pairing, early []signaling.Event) (*Session, error) {
+	delivered := po.setPaired()
+	var offer *earlyOffer
 	if pairing.Role != signaling.RoleOfferer {
 		// The peer offers (its own early offer, or one it makes now).
-		offer.close()
-		offer = nil
+		po.discard()
+	} else if po != nil {
+		// The early offer is this session's PeerConnection, even one
+		// still being made: a second one would only compete with it.
+		offer = po.wait(ctx, earlyOfferFor)
+		if offer == nil {
+			po.discard()
+		} else {
+			offer.delivered = delivered
+		}
 	}
 	// The STUN/TURN servers the signaling server offers for this pairing
 	// (its embedded TURN), unless the configuration names its own. An
@@ -274,7 +292,7 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 	if cfg.ICEServers == nil {
 		cfg.ICEServers = append(cfg.ICEServers, pairing.ICEServers...)
 	}
-	cfg.Logger.Debug("p2p: paired", "room", pairing.Room, "role", pairing.Role.String())
+	cfg.Logger.Debug("p2p: paired", "room", pairing.Room, "role", pairing.Role.String(), "early_offer", offer != nil, "delivered", offer != nil && delivered)
 	ident, err := id()
 	if err != nil {
 		offer.close()
@@ -314,6 +332,7 @@ func newPairedSession(ctx context.Context, cl *signaling.Client, url string, cfg
 		return nil, err
 	}
 	s.seat, s.resumed = string(pairing.Token), cfg.Resume != ""
+	cfg.Logger.Debug("p2p: session made")
 	s.life.wg.Add(1)
 	go s.pumpSignaling(sig, early)
 	if err := s.life.waitReady(ctx); err != nil {
@@ -345,64 +364,30 @@ func prepareIdentity() func() (*identity, error) {
 }
 
 // dialOffering connects to the signaling server while the session's key,
-// and an early offer if early (see earlyOffers), are made; the offer, if
-// any, goes with the client's next join (signaling.Client.SetOffer).
-func dialOffering(ctx context.Context, url string, cfg Config, early offerKind) (*signaling.Client, func() (*identity, error), *earlyOffer, error) {
+// and an early offer of kind early (see earlyOffers), are made, and waits
+// for the offer at most earlyOfferWait since it started; the caller hands
+// it to the join (pendingOffer.withJoin), or sends it late. A spare offer
+// is dropped if the server hands out TURN servers, which it could not
+// carry.
+func dialOffering(ctx context.Context, url string, cfg Config, early offerKind) (*signaling.Client, func() (*identity, error), *pendingOffer, error) {
 	id := prepareIdentity()
-	offer := startEarlyOffer(ctx, cfg, id, early != offerNone)
+	start := time.Now()
+	po := startEarlyOffer(ctx, cfg, id, early)
 	cl, err := signaling.Dial(ctx, url, cfg.Signaling)
 	if err != nil {
-		offer().close()
+		po.discard()
 		return nil, nil, nil, err
 	}
-	eo := offer()
-	switch {
-	case eo == nil:
-	case early == offerFull:
-		cl.SetOffer(eo.sdp)
-	case cl.TURN():
+	if early == offerSpare && cl.TURN() {
 		// The pairing brings TURN servers the offer could not carry: the
 		// offerer makes its offer with them after paired.
-		eo.close()
-		eo = nil
-	default:
-		cl.SetSpareOffer(eo.sdp)
+		po.discard()
+		po = nil
 	}
-	return cl, id, eo, nil
-}
-
-// earlyOfferWait bounds how long Connect and CreateRoom wait for the early
-// offer (see earlyOffers) before they join without one.
-const earlyOfferWait = 3 * time.Second
-
-// startEarlyOffer makes the early offer in the background, if on (where
-// the build sends one, see earlyOffers) and WebRTC is on, and returns the
-// function that waits for it: nil if there is none, it failed, or it took
-// longer than earlyOfferWait (it is closed when it comes).
-func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, error), on bool) func() *earlyOffer {
-	if !on || cfg.DisableWebRTC {
-		return func() *earlyOffer { return nil }
+	if po.wait(ctx, earlyOfferWait-time.Since(start)); po != nil && !po.made() {
+		cfg.Logger.Info("p2p: joining before the early offer is ready: it follows when it is", "waited", time.Since(start))
 	}
-	ch := make(chan *earlyOffer, 1)
-	ctx, cancel := context.WithTimeout(ctx, earlyOfferWait)
-	go func() {
-		e, err := prepareOffer(ctx, &cfg, id)
-		if err != nil {
-			cfg.Logger.Warn("p2p: joining without an early offer: pairing will take longer", "err", err)
-		}
-		ch <- e
-	}()
-	return sync.OnceValue(func() *earlyOffer {
-		defer cancel()
-		select {
-		case e := <-ch:
-			return e
-		case <-ctx.Done():
-			cfg.Logger.Warn("p2p: joining without an early offer: pairing will take longer", "err", "not ready within "+earlyOfferWait.String())
-			go func() { (<-ch).close() }()
-			return nil
-		}
-	})
+	return cl, id, po, nil
 }
 
 // sigLink is the session's signaling connection. It stays open for the

@@ -1,8 +1,10 @@
 package p2p
 
 import (
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ragsync/ragsync/internal/leaktest"
 	"github.com/ragsync/ragsync/signaling"
@@ -96,4 +98,87 @@ func TestEarlyOffer(t *testing.T) {
 		check(t, waiting, second)
 		adopted(t, waiting)
 	})
+}
+
+// TestLateEarlyOffer: an early offer that is not ready when its player
+// joins is not lost. The player joins without it (after earlyOfferWait)
+// and either sends it while it waits, so the server delivers it with the
+// pairing ("late"), or, paired before it is made, waits for it and sends
+// it as its offer ("after the pairing"). Either way WebRTC connects on
+// the early offer's PeerConnection, with no renegotiation.
+func TestLateEarlyOffer(t *testing.T) {
+	leaktest.Check(t)
+	url, srv, _ := startSignalingServer(t)
+	ctx := testCtx(t)
+	defer func(w time.Duration) { earlyOfferWait, earlyOfferHook, lateOfferHook = w, nil, nil }(earlyOfferWait)
+	earlyOfferWait = 20 * time.Millisecond
+	for _, c := range []struct {
+		name       string
+		beforePair bool // the offer is made before the other player comes
+	}{{"late", true}, {"after the pairing", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			release := make(chan struct{})
+			earlyOfferHook = func() { <-release }
+			sent := make(chan struct{})
+			lateOfferHook = func(cl *signaling.Client) {
+				// The server handles a connection's messages in order:
+				// once it refuses a second quick, it has the offer.
+				var se *signaling.Error
+				if err := cl.QuickMatch(ctx); !errors.As(err, &se) || se.Code != signaling.ErrWrongState {
+					t.Errorf("second quick = %v, want wrong_state", err)
+				}
+				close(sent)
+			}
+			var early *Session
+			var errE error
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				early, errE = connect(ctx, url, QuickMatch, cfgWith(nil), offerFull)
+			}()
+			waitUntil(t, "the early player queued", func() bool { return srv.Stats().Queued == 1 })
+			if c.beforePair {
+				close(release)
+				<-sent
+			}
+			pairings := srv.Stats().Pairings
+			var other *Session
+			var err error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				other, err = connect(ctx, url, QuickMatch, cfgWith(nil), offerNone)
+			}()
+			if !c.beforePair {
+				waitUntil(t, "the pairing", func() bool { return srv.Stats().Pairings > pairings })
+				close(release)
+			}
+			wg.Wait()
+			if err != nil || errE != nil {
+				t.Fatalf("connect: other %v, early %v", err, errE)
+			}
+			t.Cleanup(func() { early.Close(); other.Close() })
+			if early.Role() != signaling.RoleOfferer {
+				t.Fatalf("the early player is the %v", early.Role())
+			}
+			for _, s := range []*Session{early, other} {
+				waitUntil(t, "webrtc up", func() bool { return s.Stats().WebRTC.State == LinkUp })
+				if n := s.Stats().WebRTCRenewals; n != 0 {
+					t.Errorf("%v: %d webrtc renewals, want none", s.Role(), n)
+				}
+			}
+			if rtc := early.tr.rtc.Load(); rtc == nil || rtc.early == nil {
+				t.Fatal("the offerer's PeerConnection is not its early offer's")
+			} else if c.beforePair && !rtc.early.delivered {
+				// After the pairing it may still have gone late (sent
+				// before the client read paired: the server relayed it
+				// as the offer), or by the session: either is right.
+				t.Error("the late early offer was not delivered by the server")
+			}
+			if gotA, gotB := exchange(t, early, other, 50); gotA < 45 || gotB < 45 {
+				t.Errorf("received %d, %d of 50", gotA, gotB)
+			}
+		})
+	}
 }

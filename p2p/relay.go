@@ -80,9 +80,22 @@ func (s *Session) dialRelay(ctx context.Context, dial func(context.Context) (net
 	}
 	if relayTLSDefer > 0 {
 		t := time.NewTimer(relayTLSDefer)
+		var setup <-chan struct{}
+		if rtc := s.tr.rtc.Load(); rtc != nil {
+			setup = rtc.setupDone()
+		}
 		select {
 		case <-s.life.ready:
 		case <-t.C:
+		case <-setup:
+			after := time.NewTimer(relayTLSAfterSetup)
+			select {
+			case <-s.life.ready:
+			case <-after.C:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			after.Stop()
 		case <-ctx.Done():
 		}
 		t.Stop()

@@ -444,6 +444,7 @@ const (
 func (s *Session) pumpSignaling(l *sigLink, early []signaling.Event) {
 	defer s.life.wg.Done()
 	cl := l.cl.Load()
+	s.log.Debug("p2p: signaling pump started", "queued", len(early))
 	for _, ev := range early {
 		s.signalEvent(cl, ev)
 	}

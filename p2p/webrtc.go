@@ -230,6 +230,9 @@ type earlyOffer struct {
 	pc  *webrtc.PeerConnection
 	dc  *webrtc.DataChannel
 	sdp string // as sent: localSDP of the local description
+	// delivered: the server has the offer (sent with the join, or late
+	// before the pairing); else the transport sends it as its offer.
+	delivered bool
 
 	gather gathering
 
@@ -445,8 +448,14 @@ func sdpSessionID(sdp string) string {
 // start sends the offer (offerer only); with an early offer, the server
 // has delivered it and only the candidates gathered since are sent.
 func (t *rtcTransport) start(ctx context.Context) error {
-	if t.early != nil {
-		t.sentDesc(t.early.sdp)
+	if e := t.early; e != nil {
+		if !e.delivered {
+			t.log.Debug("p2p: webrtc: sending the early offer, which the server did not take")
+			if err := t.sig.sendOffer(ctx, e.sdp); err != nil {
+				return fmt.Errorf("p2p: webrtc: send offer: %w", err)
+			}
+		}
+		t.sentDesc(e.sdp)
 		return nil
 	}
 	offer, err := t.pc.CreateOffer(nil)

@@ -193,6 +193,12 @@ type rtcTransport struct {
 
 	early *earlyOffer // the adopted early offer, if any: start sends nothing
 
+	// setup is closed when this page's part of the WebRTC setup is done
+	// (the offerer applied the answer, the answerer sent it): the rest,
+	// ICE, DTLS and SCTP, is the browser's own, off the page's thread.
+	setup     chan struct{}
+	setupOnce sync.Once
+
 	raw      atomic.Pointer[rawChannel]
 	downOnce sync.Once
 	wg       sync.WaitGroup
@@ -220,7 +226,7 @@ func newRTCTransport(cfg *Config, role signaling.Role, sig signaler, h linkHandl
 			return nil, err
 		}
 	}
-	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, b: b, id: id, early: early}
+	t := &rtcTransport{cfg: cfg, role: role, sig: sig, h: h, log: cfg.Logger, b: b, id: id, early: early, setup: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if early != nil {
 		early.adopt(t)
@@ -282,11 +288,16 @@ func (t *rtcTransport) opened(c *jsChannel) {
 	t.raw.Store(&rawChannel{rw: c, dc: c})
 	t.wg.Add(1)
 	t.mu.Unlock()
+	t.log.Debug("p2p: webrtc: data channel open", "role", t.role.String())
 	go t.readLoop(c)
 	t.h.onUp(TransportWebRTC)
 }
 
 func (t *rtcTransport) kind() TransportKind { return TransportWebRTC }
+
+// setupDone is closed when the page's part of the setup is done (see
+// setup).
+func (t *rtcTransport) setupDone() <-chan struct{} { return t.setup }
 
 // rawChannel is the open data channel.
 type rawChannel struct {
@@ -383,8 +394,14 @@ func setLocal(pc, p js.Value, id *identity) (string, error) {
 // start sends the offer (offerer only); with an early offer, the server
 // has delivered it and only the candidates gathered since are sent.
 func (t *rtcTransport) start(ctx context.Context) error {
-	if t.early != nil {
-		t.sentDesc(t.early.sdp)
+	if e := t.early; e != nil {
+		if !e.delivered {
+			t.log.Debug("p2p: webrtc: sending the early offer, which the server did not take")
+			if err := t.sig.sendOffer(ctx, e.sdp); err != nil {
+				return fmt.Errorf("p2p: webrtc: send offer: %w", err)
+			}
+		}
+		t.sentDesc(e.sdp)
 		return nil
 	}
 	sdp, err := t.localDescription(t.b.pc.Call("createOffer"))
@@ -418,6 +435,8 @@ func (t *rtcTransport) handleOffer(ctx context.Context, sdp string) error {
 	if err := t.sig.sendAnswer(ctx, ans); err != nil {
 		return fmt.Errorf("p2p: webrtc: send answer: %w", err)
 	}
+	t.log.Debug("p2p: webrtc: answer sent")
+	t.setupOnce.Do(func() { close(t.setup) })
 	t.sentDesc(ans)
 	return nil
 }
@@ -427,7 +446,13 @@ func (t *rtcTransport) handleAnswer(sdp string) error {
 	if t.role != signaling.RoleOfferer {
 		return fmt.Errorf("p2p: webrtc: unexpected answer for the %s", t.role)
 	}
-	return t.setRemote("answer", sdp)
+	t.log.Debug("p2p: webrtc: answer received")
+	if err := t.setRemote("answer", sdp); err != nil {
+		return err
+	}
+	t.log.Debug("p2p: webrtc: answer applied")
+	t.setupOnce.Do(func() { close(t.setup) })
+	return nil
 }
 
 func (t *rtcTransport) setRemote(typ, sdp string) error {

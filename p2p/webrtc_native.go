@@ -161,4 +161,11 @@ const earlyOffers = offerSpare
 
 // relayTLSDefer: natively the relay's TLS handshake does not wait for the
 // session to run (see the browser's, in webrtc_js.go).
-const relayTLSDefer = 0
+const (
+	relayTLSDefer      = 0
+	relayTLSAfterSetup = 0
+)
+
+// setupDone: natively nothing waits for WebRTC's setup (see
+// relayTLSDefer); a nil channel.
+func (t *rtcTransport) setupDone() <-chan struct{} { return nil }

@@ -48,7 +48,9 @@
 //	rejoin     token, proof    take your place in your pairing back, with     reply: joined, then paired to both
 //	                           your relay token and a proof of possession        once both are there
 //	                           of its seat key (see Rejoining)
-//	offer      sdp             offerer only, when paired: relayed to the peer as offer
+//	offer      sdp             offerer only, when paired: relayed to the peer as offer.
+//	                           While waiting (queued, or alone in a room): a late early offer
+//	                           (see Early offers); no reply
 //	answer     sdp             answerer only, when paired: relayed to the peer as answer
 //	candidate  candidate       when paired: relayed to the peer as candidate
 //	ice_servers                when paired: fresh TURN credentials.           reply: ice_servers
@@ -119,6 +121,19 @@
 // that needs them renegotiates with a new offer (see offer above). A
 // welcome with "turn":true says paired will carry TURN servers; p2p then
 // sends no spare early offer.
+//
+// Late early offers: a player whose early offer is not ready when it
+// joins (a loaded machine) may join without it and send it as an offer
+// message while it waits (after queued or joined, before paired): the
+// server keeps it as if it had come with the join. An offer that reaches
+// the server after the pairing is an ordinary offer: relayed if the
+// sender is the offerer, refused (wrong_state) if it is the answerer.
+// Either way, a player that sent its offer before it got paired, and is
+// the offerer, must not send another: the answerer gets that one. A
+// server older than this refuses an offer before the pairing with
+// wrong_state (ref "offer") at once, so before paired: a client that got
+// that error before paired, and is the offerer, sends its offer again
+// after paired.
 //
 // Errors: {"type":"error","code":"room_full","message":"room 7KQ2MX already
 // has two players","ref":"join"}. code is stable (the ErrorCode constants, ErrX),

@@ -402,7 +402,7 @@ const (
 	ErrRateLimited        ErrorCode = "rate_limited"          // message dropped; fatal if the client keeps flooding
 	ErrIdleTimeout        ErrorCode = "idle_timeout"          // fatal: nothing received for Config.IdleTimeout
 	ErrUnsupportedVersion ErrorCode = "unsupported_version"   // fatal: ?v= missing or not ProtocolVersion
-	ErrWrongState         ErrorCode = "wrong_state"           // e.g. offer before paired, join while in a room
+	ErrWrongState         ErrorCode = "wrong_state"           // e.g. answer before paired, join while in a room
 	ErrBadRoomCode        ErrorCode = "bad_room_code"         // malformed room code
 	ErrRoomNotFound       ErrorCode = "room_not_found"        // no room with that code
 	ErrRoomFull           ErrorCode = "room_full"             // the room already has two players

@@ -36,7 +36,7 @@ type client struct {
 	room     *room
 	queued   bool
 	queuedAt time.Time
-	offer    earlyOffer // from create, join or quick, until the pairing
+	offer    earlyOffer // from create, join or quick, or late (an offer while waiting), until the pairing
 
 	closedNormally bool // the client closed its WebSocket with status 1000 (read loop)
 

@@ -148,3 +148,84 @@ func TestEarlyOffer(t *testing.T) {
 		}
 	})
 }
+
+// TestLateEarlyOffer: an offer sent while waiting (queued, or alone in a
+// room) counts as an early offer that came with the join: it makes its
+// sender the offerer (over a joiner's early offer too) and the answerer
+// gets it right after paired.
+func TestLateEarlyOffer(t *testing.T) {
+	leaktest.Check(t)
+	_, url := startServer(t, Config{})
+	const offA, offB = "v=0 late offer of A", "v=0 offer of B"
+	// sendLate sends a's late offer and waits until the server has it: a
+	// second quick is refused after it (a connection's messages are
+	// handled in order).
+	sendLate := func(t *testing.T, a *signaling.Client) {
+		t.Helper()
+		if err := a.SendOffer(ctxT(t), offA); err != nil {
+			t.Fatal(err)
+		}
+		var se *signaling.Error
+		if err := a.QuickMatch(ctxT(t)); !errors.As(err, &se) || se.Code != signaling.ErrWrongState {
+			t.Fatalf("second quick = %v, want wrong_state", err)
+		}
+	}
+	for _, bOffer := range []string{"", offB} {
+		t.Run("quick/b brings "+map[bool]string{true: "one", false: "none"}[bOffer != ""], func(t *testing.T) {
+			a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+			if err := a.QuickMatch(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			sendLate(t, a)
+			b.SetOffer(bOffer)
+			if err := b.QuickMatch(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			if p := next(t, a, signaling.EventPaired).Pairing; p.Role != signaling.RoleOfferer {
+				t.Fatalf("a paired as %v", p.Role)
+			}
+			next(t, b, signaling.EventPaired)
+			if ev := next(t, b, signaling.EventOffer); ev.SDP != offA {
+				t.Fatalf("answerer got offer %q, want a's late one", ev.SDP)
+			}
+			exchange(t, a, b)
+		})
+	}
+	t.Run("room", func(t *testing.T) {
+		// Without its late offer the creator would be the answerer of a
+		// joiner bringing one.
+		a, b := dial(t, url, signaling.ClientConfig{}), dial(t, url, signaling.ClientConfig{})
+		code, err := a.CreateRoom(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SendOffer(ctxT(t), offA); err != nil {
+			t.Fatal(err)
+		}
+		var se *signaling.Error
+		if _, err := a.CreateRoom(ctxT(t)); !errors.As(err, &se) || se.Code != signaling.ErrWrongState {
+			t.Fatalf("second create = %v, want wrong_state", err)
+		}
+		b.SetOffer(offB)
+		if role, err := b.JoinOrCreateRoom(ctxT(t), string(code)); err != nil || role != signaling.RoleAnswerer {
+			t.Fatalf("join: %v %v, want the answerer", role, err)
+		}
+		next(t, a, signaling.EventPaired)
+		next(t, b, signaling.EventPaired)
+		if ev := next(t, b, signaling.EventOffer); ev.SDP != offA {
+			t.Fatalf("joiner got %q", ev.SDP)
+		}
+		exchange(t, a, b)
+	})
+	t.Run("not waiting", func(t *testing.T) {
+		// An offer from a player who is nowhere is still refused.
+		a := dial(t, url, signaling.ClientConfig{})
+		if err := a.SendOffer(ctxT(t), offA); err != nil {
+			t.Fatal(err)
+		}
+		ev := next(t, a, signaling.EventError)
+		if ev.Err.Code != signaling.ErrWrongState || ev.Err.Ref != signaling.TypeOffer {
+			t.Fatalf("got %v", ev.Err)
+		}
+	})
+}

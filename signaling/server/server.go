@@ -1040,6 +1040,12 @@ func (s *Server) handleSignal(c *client, m *signaling.Message) {
 		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: fmt.Sprintf("cannot send %s: the other player's connection dropped; wait for paired when it is back", m.Type), Ref: m.Type})
 		return
 	}
+	if m.Type == signaling.TypeOffer && (c.queued || r != nil && r.players[1] == nil) {
+		// A late early offer: kept for the pairing as if it had come
+		// with the join (see the package doc, Early offers).
+		c.offer = earlyOffer{sdp: m.SDP}
+		return
+	}
 	if r == nil || r.players[1] == nil {
 		c.sendError(&signaling.Error{Code: signaling.ErrWrongState, Message: fmt.Sprintf("cannot send %s: not paired yet (you are %s); wait for paired", m.Type, c.where()), Ref: m.Type})
 		return

@@ -392,8 +392,11 @@ func TestBadInput(t *testing.T) {
 	// Messages in the wrong state once in a room.
 	r.send(`{"type":"create"}`)
 	joined := r.expect(signaling.TypeJoined)
-	r.send(`{"type":"offer","sdp":"v=0"}`) // not paired yet
+	r.send(`{"type":"candidate","candidate":{"candidate":"c"}}`) // not paired yet
 	r.expectError(signaling.ErrWrongState)
+	// An offer while waiting is a late early offer: kept, no reply (the
+	// errors below come after it), and delivered with the pairing.
+	r.send(`{"type":"offer","sdp":"v=0 late"}`)
 	r.send(`{"type":"join","room":"` + string(pa.Room) + `"}`)
 	r.expectError(signaling.ErrWrongState)
 	r.send(`{"type":"quick"}`)
@@ -404,6 +407,9 @@ func TestBadInput(t *testing.T) {
 	r2.expect(signaling.TypeJoined)
 	r2.expect(signaling.TypePaired)
 	r.expect(signaling.TypePaired)
+	if m := r2.expect(signaling.TypeOffer); m.SDP != "v=0 late" {
+		t.Fatalf("the answerer got %q, want the late early offer", m.SDP)
+	}
 	r2.send(`{"type":"offer","sdp":"v=0"}`)
 	r2.expectError(signaling.ErrWrongState)
 	r.send(`{"type":"answer","sdp":"v=0"}`)

@@ -45,17 +45,14 @@ const b2bBinsEnv = "RAGSYNC_B2B_BINS"
 // b2bPlay is how long both pages must play.
 const b2bPlay = 15 * time.Second
 
+// b2bGiveUp bounds a run in the namespace: the pages' start, their
+// pairing (again, if one failed) and b2bPlay.
+const b2bGiveUp = 3 * time.Minute
+
 func TestBrowserPlaysBrowser(t *testing.T) {
 	if c := os.Getenv(b2bEnv); c != "" {
 		runB2BCase(t, c)
 		return
-	}
-	if os.Getenv("RAGSYNC_B2B") == "" {
-		// Two pages on one loaded machine still fail to pair now and
-		// then (2 of 4 runs passed at load 10-18: early offers missed
-		// their 3 s and the slow path gave up); until that is fixed the
-		// test runs by hand, not in make test.
-		t.Skip("browser against browser still fails to pair under load now and then (issue 25); set RAGSYNC_B2B=1 to run it")
 	}
 	b2bSkip(t)
 	sig := demotest.Binary(t, demotest.SignalPkg, demotest.RaceOn)
@@ -144,6 +141,12 @@ func runB2BCase(t *testing.T, c string) {
 	}
 	base := strings.Fields(lines[0][strings.Index(lines[0], "url=http://")+4:])[0]
 	page := base + "/?autoplay=1&hud=1" + os.Getenv("RAGSYNC_B2B_QUERY")
+	// RAGSYNC_B2B_LOGS=1: debug logs of every peer, written out at the
+	// end of the run (a figure's timeline).
+	verbose := os.Getenv("RAGSYNC_B2B_LOGS") != ""
+	if verbose {
+		page += "&v=1"
+	}
 
 	// The pages, and in the native modes the native demo.
 	var pages []*chromium
@@ -160,8 +163,11 @@ func runB2BCase(t *testing.T, c string) {
 	}
 	var native *demotest.Proc
 	if mode != "b2b" {
-		native = demotest.Start(t, "native", exec.CommandContext(ctx, bins[1], "-headless", "-signal", base,
-			"-duration", "2m", "-log-summaries", "-connect-timeout", "2m"))
+		args := []string{"-headless", "-signal", base, "-duration", "2m", "-log-summaries", "-connect-timeout", "2m"}
+		if verbose {
+			args = append(args, "-v")
+		}
+		native = demotest.Start(t, "native", exec.CommandContext(ctx, bins[1], args...))
 	}
 
 	// Follow the pages' consoles.
@@ -197,14 +203,22 @@ func runB2BCase(t *testing.T, c string) {
 		if native != nil {
 			fmt.Fprintf(&b, "native:\n%s\n", native.Log())
 		}
+		if verbose {
+			fmt.Fprintf(&b, "signal:\n%s\n", sig.Log())
+		}
 		return b.String()
 	}
 	var exited <-chan struct{}
 	if native != nil {
 		exited = native.Exited()
 	}
+	// A bound of its own, so a run that cannot pair fails in minutes,
+	// not at the end of make test's timeout.
+	giveUp := time.After(b2bGiveUp)
 	for !done() {
 		select {
+		case <-giveUp:
+			t.Fatalf("gave up after %v; logs:\n%s", b2bGiveUp, logs())
 		case l := <-lc:
 			if l.text == "\x00gone" {
 				t.Fatalf("page %d: the browser went away; logs:\n%s", l.page+1, logs())
@@ -213,9 +227,10 @@ func runB2BCase(t *testing.T, c string) {
 				strings.Contains(l.text, "level=WARN") || strings.Contains(l.text, "level=ERROR") || strings.Contains(l.text, "fast path") {
 				t.Logf("page %d: %s", l.page+1, l.text)
 			}
-			// Autoplay does not pair again after a failed pairing.
-			if strings.Contains(l.text, `msg="pairing failed"`) {
-				t.Fatalf("page %d: %s\nlogs:\n%s", l.page+1, l.text, logs())
+			// Autoplay pairs again after a failed pairing (2 s later):
+			// the run goes on, bounded by the test's deadline.
+			if strings.Contains(l.text, `msg="pairing failed"`) || strings.Contains(l.text, `msg="pairing again"`) {
+				t.Logf("page %d: %s", l.page+1, l.text)
 			}
 			if strings.Contains(l.text, "msg=connected") && connectedOn[l.page] == "" {
 				connectedOn[l.page] = logField(l.text, "transport")
@@ -242,6 +257,9 @@ func runB2BCase(t *testing.T, c string) {
 		}
 	}
 
+	if verbose {
+		t.Logf("logs:\n%s", logs())
+	}
 	if fig {
 		var ms []string
 		worst := 0.0
@@ -344,6 +362,9 @@ func TestBrowserConnectFigures(t *testing.T) {
 				fails[m]++
 				t.Logf("run %d %s failed (%v):\n%s", i+1, m, err, out)
 				continue
+			}
+			if os.Getenv("RAGSYNC_B2B_LOGS") != "" {
+				t.Logf("run %d %s:\n%s", i+1, m, out)
 			}
 			l := out[j:]
 			l = l[:strings.IndexByte(l, '\n')]

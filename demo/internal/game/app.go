@@ -170,6 +170,10 @@ func (a *App) playerConfig(name string, room string, seed uint64, bot BotLevel) 
 	pc := PlayerConfig{Name: name, Signal: a.signal, Room: room, P2P: a.cfg.p2pConfig(), Impair: imp, Seed: seed,
 		Bot: bot, RoundLength: a.cfg.RoundLength, Log: a.log,
 		Feed: true, NoSpectators: a.cfg.NoSpectators, Rec: a.rec, RecOwn: a.cfg.Bot != BotOff}
+	if a.cfg.Autoplay && !a.cfg.Headless {
+		// Nobody is there to press a key: pair again by itself.
+		pc.RetryPairing = autoplayRetry
+	}
 	if a.cfg.Headless && a.cfg.ConnectTimeout > 0 {
 		// Headless gives up at -connect-timeout: the pairing may use all
 		// of it (on a lossy link a paired session keeps trying).
@@ -279,7 +283,10 @@ func (a *App) watchServer(wall time.Time) {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			err := healthy(a.ctx, url, 2*time.Second)
+			// Tried again for a few seconds: one check that times out
+			// on a loaded machine (a page's fetch waits for its busy
+			// thread) is no proof that the server is gone.
+			err := healthyRetry(a.ctx, url, 2*time.Second, 6*time.Second)
 			a.healthCh <- err != nil
 		}()
 	}

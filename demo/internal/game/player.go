@@ -101,7 +101,14 @@ type PlayerConfig struct {
 	// waits for a rival as long as the player does, and a paired session
 	// tries for p2p's default (20 s).
 	PairBy time.Time
+	// RetryPairing, if set, is how long after a failed pairing the player
+	// pairs again by itself (autoplay: nobody presses a key). Zero: it
+	// waits for Controls.Confirm.
+	RetryPairing time.Duration
 }
+
+// autoplayRetry is RetryPairing under -autoplay.
+const autoplayRetry = 2 * time.Second
 
 // nobodyAfter is how long a player waits in a room whose code it was given
 // before the demo says nobody was in it: a rival who held the room pairs
@@ -136,10 +143,12 @@ type Player struct {
 	pairCh chan pairResult
 	gen    uint64
 
-	status  Status
-	err     error  // why the pairing failed or the rival was lost
-	pairing string // the room of the pairing in progress ("", "new" or a code)
-	ownRoom string // the code of the private room this player created, kept for the next rival
+	status Status
+	err    error // why the pairing failed or the rival was lost
+	// failedAt: when the pairing failed (see RetryPairing).
+	failedAt time.Time
+	pairing  string // the room of the pairing in progress ("", "new" or a code)
+	ownRoom  string // the code of the private room this player created, kept for the next rival
 
 	sess   *p2p.Session
 	link   *link
@@ -320,7 +329,10 @@ func (p *Player) Update(c Controls) {
 	if p.sess == nil {
 		p.pollPairing()
 		if p.sess == nil {
-			if p.status == StatusFailed && c.Confirm {
+			if p.status == StatusFailed && (c.Confirm || p.cfg.RetryPairing > 0 && p.cfg.Now().Sub(p.failedAt) >= p.cfg.RetryPairing) {
+				if !c.Confirm {
+					p.log.Info("pairing again", "after", p.cfg.RetryPairing, "last_err", p.err)
+				}
 				p.StartRoom(p.nextRoom())
 			}
 			return
@@ -357,13 +369,13 @@ func (p *Player) pollPairing() {
 			return
 		}
 		if r.err != nil {
-			p.status, p.err = StatusFailed, r.err
+			p.status, p.err, p.failedAt = StatusFailed, r.err, p.cfg.Now()
 			p.log.Warn("pairing failed", "err", r.err)
 			return
 		}
 		if err := p.attach(r.s); err != nil {
 			r.s.Close()
-			p.status, p.err = StatusFailed, err
+			p.status, p.err, p.failedAt = StatusFailed, err, p.cfg.Now()
 			p.log.Error("starting the match", "err", err)
 		}
 	default:

@@ -186,3 +186,21 @@ func TestEmbeddedServerURLs(t *testing.T) {
 		})
 	}
 }
+
+// A player with RetryPairing (autoplay: nobody presses a key) pairs
+// again by itself after a failed pairing, and plays when a rival comes.
+func TestRetryPairing(t *testing.T) {
+	srv := testServer(t)
+	url := srv.LocalURL()
+	a := testPlayer("a", "http://127.0.0.1:1/%zz", "") // a URL p2p refuses: the pairing fails at once
+	a.cfg.RetryPairing = 50 * time.Millisecond
+	t.Cleanup(a.Close)
+	a.Start()
+	tickUntil(t, "a's pairing fails", func() bool { return a.Status() == StatusFailed }, a)
+	a.cfg.Signal = url // the next one reaches the server
+	tickUntil(t, "a pairs again", func() bool { return a.Status() == StatusWaiting || a.Status() == StatusConnecting }, a)
+	b := testPlayer("b", url, "")
+	t.Cleanup(b.Close)
+	b.Start()
+	tickUntil(t, "both play", func() bool { return playing(a) && playing(b) }, a, b)
+}
