@@ -52,7 +52,7 @@ func Connect(ctx context.Context, signalingURL, room string, cfg Config) (*Sessi
 	if cfg.Resume != "" {
 		kind = offerNone
 	}
-	return connect(ctx, signalingURL, room, cfg, kind)
+	return connect(ctx, signalingURL, room, cfg, defaultPlan(kind))
 }
 
 // offerKind is the early offer Connect and CreateRoom send with the join
@@ -72,7 +72,7 @@ const (
 // dialRetryMax) until ctx ends, or, if ctx has no deadline, until
 // dialRetryFor has passed without a connection; what the server refuses
 // (a *signaling.Error: a full room, a bad code, ...) is not retried.
-func connect(ctx context.Context, signalingURL, room string, cfg Config, early offerKind) (*Session, error) {
+func connect(ctx context.Context, signalingURL, room string, cfg Config, early earlyPlan) (*Session, error) {
 	c, err := cfg.withDefaults(signalingURL)
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func CreateRoom(ctx context.Context, signalingURL string, cfg Config) (*Room, er
 	if err != nil {
 		return nil, err
 	}
-	cl, id, early, err := dialOffering(ctx, signalingURL, c, earlyOffers)
+	cl, id, early, err := dialOffering(ctx, signalingURL, c, defaultPlan(earlyOffers))
 	if err != nil {
 		return nil, err
 	}
@@ -365,11 +365,11 @@ func prepareIdentity() func() (*identity, error) {
 
 // dialOffering connects to the signaling server while the session's key,
 // and an early offer of kind early (see earlyOffers), are made, and waits
-// for the offer at most earlyOfferWait since it started; the caller hands
+// for the offer at most early.wait since it started; the caller hands
 // it to the join (pendingOffer.withJoin), or sends it late. A spare offer
 // is dropped if the server hands out TURN servers, which it could not
 // carry.
-func dialOffering(ctx context.Context, url string, cfg Config, early offerKind) (*signaling.Client, func() (*identity, error), *pendingOffer, error) {
+func dialOffering(ctx context.Context, url string, cfg Config, early earlyPlan) (*signaling.Client, func() (*identity, error), *pendingOffer, error) {
 	id := prepareIdentity()
 	start := time.Now()
 	po := startEarlyOffer(ctx, cfg, id, early)
@@ -378,13 +378,13 @@ func dialOffering(ctx context.Context, url string, cfg Config, early offerKind) 
 		po.discard()
 		return nil, nil, nil, err
 	}
-	if early == offerSpare && cl.TURN() {
+	if early.kind == offerSpare && cl.TURN() {
 		// The pairing brings TURN servers the offer could not carry: the
 		// offerer makes its offer with them after paired.
 		po.discard()
 		po = nil
 	}
-	if po.wait(ctx, earlyOfferWait-time.Since(start)); po != nil && !po.made() {
+	if po.wait(ctx, early.wait-time.Since(start)); po != nil && !po.made() {
 		cfg.Logger.Info("p2p: joining before the early offer is ready: it follows when it is", "waited", time.Since(start))
 	}
 	return cl, id, po, nil

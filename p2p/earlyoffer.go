@@ -22,23 +22,31 @@ import (
 // before the pairing) is sent as the session's offer.
 
 // earlyOfferWait bounds how long Connect and CreateRoom wait for the early
-// offer before they join without one (it is sent later, see above). A
-// variable for tests.
-var earlyOfferWait = 3 * time.Second
+// offer before they join without one (it is sent later, see above).
+const earlyOfferWait = 3 * time.Second
 
-// earlyOfferHook, if set (tests), runs before an early offer is made;
-// lateOfferHook after a late one is sent on cl.
-var (
-	earlyOfferHook func()
-	lateOfferHook  func(cl *signaling.Client)
-)
+// earlyPlan is the early offer Connect makes: its kind, and how long the
+// join waits for it. Connect's is the build's (earlyOffers,
+// earlyOfferWait); connect takes another, whose gate (nil: none) the
+// offer's making waits for before it starts, and whose sentLate (nil:
+// none) is called once a late offer went out: the package's tests make
+// an offer late that way, and know when the server has it.
+type earlyPlan struct {
+	kind     offerKind
+	wait     time.Duration
+	gate     <-chan struct{}
+	sentLate func(*signaling.Client)
+}
+
+// defaultPlan is Connect's plan of kind.
+func defaultPlan(kind offerKind) earlyPlan { return earlyPlan{kind: kind, wait: earlyOfferWait} }
 
 // earlyOfferFor bounds the making of an early offer.
 const earlyOfferFor = 20 * time.Second
 
 // pendingOffer is an early offer being made (nil: none is).
 type pendingOffer struct {
-	kind   offerKind     // offerSpare or offerFull
+	plan   earlyPlan
 	done   chan struct{} // closed when e is set
 	e      *earlyOffer   // nil: it failed
 	cancel context.CancelFunc
@@ -53,17 +61,20 @@ type pendingOffer struct {
 
 // startEarlyOffer makes an early offer of kind in the background (where
 // the build sends one, see earlyOffers), if WebRTC is on.
-func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, error), kind offerKind) *pendingOffer {
-	if kind == offerNone || cfg.DisableWebRTC {
+func startEarlyOffer(ctx context.Context, cfg Config, id func() (*identity, error), plan earlyPlan) *pendingOffer {
+	if plan.kind == offerNone || cfg.DisableWebRTC {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), earlyOfferFor)
-	p := &pendingOffer{kind: kind, done: make(chan struct{}), cancel: cancel, stop: make(chan struct{})}
+	p := &pendingOffer{plan: plan, done: make(chan struct{}), cancel: cancel, stop: make(chan struct{})}
 	start := time.Now()
 	go func() {
 		defer cancel()
-		if earlyOfferHook != nil {
-			earlyOfferHook()
+		if plan.gate != nil {
+			select {
+			case <-plan.gate:
+			case <-ctx.Done():
+			}
 		}
 		e, err := prepareOffer(ctx, &cfg, id)
 		if err != nil {
@@ -122,7 +133,7 @@ func (p *pendingOffer) withJoin(cl *signaling.Client) {
 		p.mu.Lock()
 		p.joined = true
 		p.mu.Unlock()
-		if p.kind == offerSpare {
+		if p.plan.kind == offerSpare {
 			cl.SetSpareOffer(e.sdp)
 		} else {
 			cl.SetOffer(e.sdp)
@@ -137,7 +148,7 @@ func (p *pendingOffer) withJoin(cl *signaling.Client) {
 // and one that was not is adopted after the pairing, if this player
 // offers.
 func (p *pendingOffer) sendLate(ctx context.Context, cl *signaling.Client, log *slog.Logger) {
-	if p == nil || p.kind == offerSpare {
+	if p == nil || p.plan.kind == offerSpare {
 		return
 	}
 	p.mu.Lock()
@@ -171,8 +182,8 @@ func (p *pendingOffer) sendLate(ctx context.Context, cl *signaling.Client, log *
 		}
 		p.late = true
 		log.Debug("p2p: late early offer sent", "waited", time.Since(start))
-		if lateOfferHook != nil {
-			lateOfferHook(cl)
+		if p.plan.sentLate != nil {
+			p.plan.sentLate(cl)
 		}
 	}()
 }

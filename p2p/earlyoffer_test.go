@@ -46,10 +46,10 @@ func TestEarlyOffer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), waitingKind)
+			waiting, errW = connect(ctx, url, QuickMatch, cfgWith(nil), defaultPlan(waitingKind))
 		}()
 		waitUntil(t, "the first player queued", func() bool { return srv.Stats().Queued == 1 })
-		arriving, err := connect(ctx, url, QuickMatch, cfgWith(nil), arrivingKind)
+		arriving, err := connect(ctx, url, QuickMatch, cfgWith(nil), defaultPlan(arrivingKind))
 		wg.Wait()
 		if err != nil || errW != nil {
 			t.Fatalf("connect: arriving %v, waiting %v", err, errW)
@@ -83,7 +83,7 @@ func TestEarlyOffer(t *testing.T) {
 			defer wg.Done()
 			creator, errC = room.Connect(ctx)
 		}()
-		joiner, err := connect(ctx, url, room.Code(), cfgWith(nil), offerFull)
+		joiner, err := connect(ctx, url, room.Code(), cfgWith(nil), defaultPlan(offerFull))
 		wg.Wait()
 		if err != nil || errC != nil {
 			t.Fatalf("connect: joiner %v, creator %v", err, errC)
@@ -110,17 +110,15 @@ func TestLateEarlyOffer(t *testing.T) {
 	leaktest.Check(t)
 	url, srv, _ := startSignalingServer(t)
 	ctx := testCtx(t)
-	defer func(w time.Duration) { earlyOfferWait, earlyOfferHook, lateOfferHook = w, nil, nil }(earlyOfferWait)
-	earlyOfferWait = 20 * time.Millisecond
 	for _, c := range []struct {
 		name       string
 		beforePair bool // the offer is made before the other player comes
 	}{{"late", true}, {"after the pairing", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			release := make(chan struct{})
-			earlyOfferHook = func() { <-release }
 			sent := make(chan struct{})
-			lateOfferHook = func(cl *signaling.Client) {
+			plan := earlyPlan{kind: offerFull, wait: 20 * time.Millisecond, gate: release}
+			plan.sentLate = func(cl *signaling.Client) {
 				// The server handles a connection's messages in order:
 				// once it refuses a second quick, it has the offer.
 				var se *signaling.Error
@@ -135,7 +133,7 @@ func TestLateEarlyOffer(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				early, errE = connect(ctx, url, QuickMatch, cfgWith(nil), offerFull)
+				early, errE = connect(ctx, url, QuickMatch, cfgWith(nil), plan)
 			}()
 			waitUntil(t, "the early player queued", func() bool { return srv.Stats().Queued == 1 })
 			if c.beforePair {
@@ -148,7 +146,7 @@ func TestLateEarlyOffer(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				other, err = connect(ctx, url, QuickMatch, cfgWith(nil), offerNone)
+				other, err = connect(ctx, url, QuickMatch, cfgWith(nil), defaultPlan(offerNone))
 			}()
 			if !c.beforePair {
 				waitUntil(t, "the pairing", func() bool { return srv.Stats().Pairings > pairings })
