@@ -270,7 +270,8 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	}
 	// Probe again (or decide) now rather than at the next tick: the three
 	// probes are back-to-back round trips.
-	if (answered || pr.lateAnswer(pg.T1, rtt) || ls.lateProbe(pg.T1, rtt)) && (s.phase == phaseProbe || s.phase == phaseAwait) {
+	probing := s.phase == phaseProbe || s.phase == phaseAwait
+	if probing && (answered || pr.lateAnswer(pg.T1, rtt) || ls.lateProbe(pg.T1, rtt)) {
 		s.tickProbe(t4)
 	}
 }
