@@ -2,7 +2,6 @@ package p2p
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -230,19 +229,4 @@ func (p *pendingOffer) discard() {
 		<-p.done
 		p.e.close()
 	}()
-}
-
-// startEarly is rtcTransport.start with an adopted early offer: the server
-// delivered it with the pairing (only the candidates gathered since are
-// sent), or did not (an older server): then it is sent as the offer.
-func (t *rtcTransport) startEarly(ctx context.Context) error {
-	e := t.early
-	if !e.delivered {
-		t.log.Debug("p2p: webrtc: sending the early offer, which the server did not take")
-		if err := t.sig.sendOffer(ctx, e.sdp); err != nil {
-			return fmt.Errorf("p2p: webrtc: send offer: %w", err)
-		}
-	}
-	t.sentDesc(e.sdp)
-	return nil
 }

@@ -270,8 +270,7 @@ func (s *Session) pong(k TransportKind, pg clockwire.Pong, smp clocksync.Sample)
 	}
 	// Probe again (or decide) now rather than at the next tick: the three
 	// probes are back-to-back round trips.
-	probing := s.phase == phaseProbe || s.phase == phaseAwait
-	if probing && (answered || pr.lateAnswer(pg.T1, rtt) || ls.lateProbe(pg.T1, rtt)) {
+	if (answered || pr.lateAnswer(pg.T1, rtt) || ls.lateProbe(pg.T1, rtt)) && (s.phase == phaseProbe || s.phase == phaseAwait) {
 		s.tickProbe(t4)
 	}
 }

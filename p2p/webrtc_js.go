@@ -394,8 +394,15 @@ func setLocal(pc, p js.Value, id *identity) (string, error) {
 // start sends the offer (offerer only); with an early offer, the server
 // has delivered it and only the candidates gathered since are sent.
 func (t *rtcTransport) start(ctx context.Context) error {
-	if t.early != nil {
-		return t.startEarly(ctx)
+	if e := t.early; e != nil {
+		if !e.delivered {
+			t.log.Debug("p2p: webrtc: sending the early offer, which the server did not take")
+			if err := t.sig.sendOffer(ctx, e.sdp); err != nil {
+				return fmt.Errorf("p2p: webrtc: send offer: %w", err)
+			}
+		}
+		t.sentDesc(e.sdp)
+		return nil
 	}
 	sdp, err := t.localDescription(t.b.pc.Call("createOffer"))
 	if err != nil {
