@@ -133,13 +133,13 @@ fuzz: deps
 	done
 
 # The demo and its window program (demo/window, the only part that links
-# Ebiten), built into $(DEMO_BIN) (gitignored; go build relinks neither
-# when it is up to date); ./demo finds demo-window next to itself. No web
-# build: `make web` adds the browser demo.
+# Ebiten), built by one go build (so their common packages build once, in
+# parallel) into $(DEMO_BIN) as demo and window (gitignored; go build
+# relinks neither when it is up to date); ./demo finds window next to
+# itself. No web build: `make web` adds the browser demo.
 DEMO_BIN := $(CURDIR)/.bin
 demo: deps-demo
-	$(GO) build -o $(DEMO_BIN)/demo-window ./demo/window
-	$(GO) build -o $(DEMO_BIN)/demo ./demo
+	$(GO) build -o $(DEMO_BIN)/ ./demo ./demo/window
 	$(DEMO_BIN)/demo $(ARGS)
 
 clean:

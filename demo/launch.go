@@ -16,8 +16,9 @@ const windowEnv = "RAGSYNC_DEMO_WINDOW"
 // findWindow returns the command that runs the window program with args:
 //
 //  1. $RAGSYNC_DEMO_WINDOW, if set;
-//  2. demo-window next to this executable (go build -o DIR/demo ./demo and
-//     go build -o DIR/demo-window ./demo/window);
+//  2. demo-window, or window, next to this executable (go build -o DIR/demo
+//     ./demo and go build -o DIR/demo-window ./demo/window, or one
+//     go build -o DIR/ ./demo ./demo/window as make demo does);
 //  3. go run on the demo/window sources next to this file's source, when
 //     they and the go command are there (go run ./demo, make demo).
 func findWindow(args []string) (*exec.Cmd, error) {
@@ -25,9 +26,11 @@ func findWindow(args []string) (*exec.Cmd, error) {
 		return exec.Command(p, args...), nil
 	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "demo-window")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return exec.Command(p, args...), nil
+		for _, name := range []string{"demo-window", "window"} {
+			p := filepath.Join(filepath.Dir(exe), name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return exec.Command(p, args...), nil
+			}
 		}
 	}
 	_, file, _, ok := runtime.Caller(0)
