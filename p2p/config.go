@@ -86,7 +86,9 @@ type Config struct {
 	// UDP4Only restricts ICE to UDP over IPv4.
 	UDP4Only bool
 	// WebRTCTimeout is how long to wait for the data channel to open before
-	// settling on TCP. Zero means 5s. Once the relay is open, the offerer
+	// settling on TCP. Zero means 5s. A connection that is getting there
+	// (its answer applied, then ICE connected) has until WebRTCTimeout
+	// after its latest step instead. Once the relay is open, the offerer
 	// waits for WebRTC until a fifth of it (1 s) after the pairing at
 	// most. WebRTC keeps trying in the
 	// background (the offerer negotiates a new PeerConnection when one

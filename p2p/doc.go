@@ -181,7 +181,8 @@
 //
 // After pairing, both transports are opened at once. The offerer waits
 // until each is open, has failed, or has timed out (Config.WebRTCTimeout,
-// 5 s, and Config.TCPTimeout, 10 s; once one is open, the other is waited
+// 5 s, or 5 s after WebRTC's latest step, its answer applied or ICE
+// connected, and Config.TCPTimeout, 10 s; once one is open, the other is waited
 // for until a fifth of its timeout after the pairing, so on a long, lossy
 // link the session starts on the relay and moves to WebRTC when it opens; with Config.Prefer set,
 // it stops waiting as soon as the preferred one is open; a transport the

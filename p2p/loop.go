@@ -100,7 +100,8 @@ func (s *Session) tick(now time.Duration) {
 		// Once the session runs, a WebRTC that is still connecting keeps
 		// trying; the offerer renews it if it takes too long (see
 		// maybeRenewRTC).
-		if ls.state == LinkConnecting && now >= s.links[i].deadline && !(i == 0 && s.phase == phaseRunning) {
+		if ls.state == LinkConnecting && now >= s.links[i].deadline && !(i == 0 && s.phase == phaseRunning) &&
+			!(i == 0 && s.rtcProgressing(now)) {
 			ls.state = LinkDown
 			ls.err = fmt.Sprintf("did not connect within %v", s.links[i].deadline-s.start)
 			if i == 0 {
@@ -129,6 +130,49 @@ func (s *Session) tick(now time.Duration) {
 	case phaseRunning:
 		s.tickRunning(now)
 	}
+}
+
+// rtcProgress is the furthest step a connecting WebRTC transport has
+// made, and when the session saw it.
+type rtcProgress struct {
+	t     *rtcTransport
+	steps int // rtcTransport.steps
+	at    time.Duration
+}
+
+// rtcProgressing reports whether the connecting WebRTC transport made a
+// step (its remote description applied, then a candidate pair selected)
+// within Config.WebRTCTimeout: its data channel's open deadline is then
+// pushed back. On a long, lossy link the answer alone can take seconds
+// through the signaling server, and DTLS and SCTP each a few more
+// retransmissions; a PeerConnection that is getting there is worth more
+// than a new one, which starts over (renegotiation through the same
+// lossy signaling, ICE, DTLS, SCTP: 8 s and more at 30 % loss). A link
+// that makes no step fails at the deadline as before. Called with mu
+// held, from every tick.
+func (s *Session) rtcProgressing(now time.Duration) bool {
+	t := s.tr.rtc.Load()
+	if t == nil {
+		return false
+	}
+	if steps := t.steps(); t != s.rtcSeen.t || steps > s.rtcSeen.steps {
+		s.rtcSeen = rtcProgress{t: t, steps: steps, at: now}
+	}
+	return s.rtcSeen.steps > 0 && now-s.rtcSeen.at < s.cfg.WebRTCTimeout
+}
+
+// steps returns how far the connection got before its data channel
+// opens: 0, 1 once the remote description is applied, 2 once a
+// candidate pair is selected (natively when ICE connects; in a browser
+// when the connection, DTLS included, is up).
+func (t *rtcTransport) steps() int {
+	switch {
+	case t.localCand.Load() != uint32(CandidateUnknown):
+		return 2
+	case t.remoteDone.Load():
+		return 1
+	}
+	return 0
 }
 
 func (s *Session) tickLinks(now time.Duration) {

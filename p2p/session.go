@@ -100,6 +100,7 @@ type Session struct {
 	lastPingAt   time.Duration // when the newest ping (probe or calibration) was sent
 	giveUpAt     time.Duration // connecting: no transport open until then fails
 	choiceReason string
+	rtcSeen      rtcProgress // mu: the connecting WebRTC's last step (see rtcProgressing)
 }
 
 // sessionParams is what newSession needs besides the config; Connect fills

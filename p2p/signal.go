@@ -342,7 +342,7 @@ func (s *Session) maybeRenewRTC(now time.Duration) {
 	case LinkConnecting:
 		// pion's ICE gives up on its own after iceDisconnected+iceFailed
 		// (then the link is down); this is a safety net.
-		if now-s.sig.attemptAt >= s.sig.lastWait+rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout {
+		if now-s.sig.attemptAt >= s.sig.lastWait+rtcConnectFor && now-s.start >= s.cfg.WebRTCTimeout && !s.rtcProgressing(now) {
 			why = "did not connect"
 		}
 	case LinkUp:

@@ -205,6 +205,7 @@ type rtcTransport struct {
 
 	localCand  atomic.Uint32 // CandidateType
 	remoteCand atomic.Uint32
+	remoteDone atomic.Bool // the remote description is applied (remoteSet, lock-free)
 }
 
 // newRTCTransport makes the RTCPeerConnection and its data channel, or
@@ -459,6 +460,7 @@ func (t *rtcTransport) setRemote(typ, sdp string) error {
 	if _, err := await(t.b.pc.Call("setRemoteDescription", description(typ, sdp))); err != nil {
 		return fmt.Errorf("p2p: webrtc: set remote %s: %w", typ, err)
 	}
+	t.remoteDone.Store(true)
 	t.mu.Lock()
 	t.remoteSet = true
 	pend := t.pendingCands

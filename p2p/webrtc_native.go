@@ -50,8 +50,7 @@ func newPeerConnection(cfg *Config, id *identity, checkFor time.Duration) (*webr
 	se.DisableCloseByDTLS(true)
 	// DTLS retransmits a lost handshake flight after 1 s by default,
 	// doubling each time: on a lossy link the handshake alone took
-	// seconds. dtlsRetransmit is above the round trip of any link a game
-	// is played on.
+	// seconds. See dtlsRetransmit.
 	se.SetDTLSRetransmissionInterval(dtlsRetransmit)
 	// As the DTLS server, answer the first ClientHello with the
 	// ServerHello rather than a HelloVerifyRequest: the cookie exchange

@@ -29,7 +29,9 @@ var ErrServerUnresponsive = errors.New("signaling: server not responding to keep
 
 // ClientConfig configures Dial. The zero value is ready to use.
 type ClientConfig struct {
-	// HTTPClient makes the WebSocket handshake. Nil means http.DefaultClient.
+	// HTTPClient makes the WebSocket handshake. Nil means Go's default
+	// HTTP client with TCP tuned for small messages on a lossy link
+	// (short retransmission timeouts; see internal/thintcp).
 	HTTPClient *http.Client
 	// Header is added to the handshake request.
 	Header http.Header
@@ -76,9 +78,6 @@ type ClientConfig struct {
 const dialHedgeMost = 6
 
 func (c ClientConfig) withDefaults() ClientConfig {
-	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
-	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = 64
 	}
@@ -567,6 +566,7 @@ func (c *Client) send(ctx context.Context, m *Message) error {
 		}
 		return fmt.Errorf("signaling: send %s: %w", m.Type, err)
 	}
+	c.cfg.Logger.Debug("signaling client: sent", "type", m.Type)
 	return nil
 }
 
@@ -645,6 +645,7 @@ func (c *Client) readLoop() {
 			c.cfg.Logger.Debug("signaling client: bad message from server", "err", err)
 			continue
 		}
+		c.cfg.Logger.Debug("signaling client: received", "type", m.Type)
 		if !c.dispatch(m) {
 			return
 		}

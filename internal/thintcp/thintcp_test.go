@@ -3,6 +3,7 @@
 package thintcp
 
 import (
+	"errors"
 	"net"
 	"testing"
 
@@ -43,6 +44,19 @@ func TestThin(t *testing.T) {
 		}
 		if v != 1 {
 			t.Errorf("%s connection: TCP_THIN_LINEAR_TIMEOUTS = %d, want 1", name, v)
+		}
+		if err := rc.Control(func(fd uintptr) {
+			v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, tcpRTOMaxMS)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case errors.Is(gerr, unix.ENOPROTOOPT):
+			t.Logf("%s connection: this kernel has no TCP_RTO_MAX_MS (Linux 6.15)", name)
+		case gerr != nil:
+			t.Fatal(gerr)
+		case v != rtoMax:
+			t.Errorf("%s connection: TCP_RTO_MAX_MS = %d, want %d", name, v, rtoMax)
 		}
 	}
 }
