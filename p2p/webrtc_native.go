@@ -31,6 +31,16 @@ func newPeerConnection(cfg *Config, id *identity, checkFor time.Duration) (*webr
 	// which it overrides).
 	se.SetSCTPRTOMax(sctpRTOMax)
 	se.SetSCTPMinCwnd(sctpMinCwnd)
+	// SCTP's association handshake (INIT, INIT-ACK, COOKIE-ECHO,
+	// COOKIE-ACK: two round trips after DTLS) is skipped when both
+	// descriptions carry an sctp-init attribute (SNAP): each side's INIT
+	// travels in its offer or answer. A peer without it (a browser today)
+	// answers without one, and the handshake runs as before. On the bad
+	// link the handshake cost a second or more, and pion gives it up after
+	// eight retransmissions (4 s at sctpRTOMax): one PeerConnection whose
+	// DTLS finished 6 s later on the answerer's side than on the
+	// offerer's lost its association that way and had to be renegotiated.
+	se.EnableSctpSnap(true)
 	// ICE: a connected pair silent for iceDisconnected is disconnected,
 	// and failed iceFailed later (pion's defaults, 5 s and 25 s, would
 	// keep a dead PeerConnection for half a minute); an agent still

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,15 @@ func TestRTCTransportLoopback(t *testing.T) {
 	})
 	if l, r := a.candidates(); l != CandidateHost || r == CandidateUnknown {
 		t.Errorf("offerer candidate pair %v/%v, want host/host or prflx", l, r)
+	}
+	// SNAP (see newPeerConnection): the offer and the answer both carry
+	// an sctp-init, so the association started without its handshake.
+	for name, pc := range map[string]interface {
+		LocalDescription() *webrtc.SessionDescription
+	}{"offer": a.pc, "answer": b.pc} {
+		if d := pc.LocalDescription(); d == nil || !strings.Contains(d.SDP, "a=sctp-init:") {
+			t.Errorf("the %s has no sctp-init attribute (SNAP)", name)
+		}
 	}
 	for i := 0; i < 100; i++ {
 		if err := a.send([]byte{byte(i)}); err != nil {
