@@ -200,7 +200,7 @@
 // hundred µs of probe noise on a LAN must not decide. But WebRTC need not
 // wait for that: unless TCP is preferred, the offerer starts on WebRTC as
 // soon as its data channel opens if the relay is not open yet (the
-// channel's SCTP handshake crossed the path both ways), and, if the relay
+// channel's DTLS handshake crossed the path both ways), and, if the relay
 // is open and probing, as soon as WebRTC answers one probe unless the
 // relay answered one faster by the margin; the relay, probed as the
 // standby, then takes over only as in "Failover and switching back".

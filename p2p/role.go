@@ -197,8 +197,9 @@ func (a *answererRole) onSelect(now time.Duration, epoch uint32, k TransportKind
 // earlyChoice lets the offerer start on WebRTC before the probes are
 // done. When the relay is not being probed (still connecting, or down),
 // it has no evidence to compare with: the offerer starts on WebRTC as soon
-// as its data channel is open, whose SCTP handshake crossed the path both
-// ways, so a probe round trip would add only a ping figure, at the cost of
+// as its data channel is open, whose DTLS handshake (and, without SNAP,
+// SCTP's) crossed the path both ways, so a probe round trip would add
+// only a ping figure, at the cost of
 // a round trip through the peer (in a browser, through the page's one
 // thread, behind its frames). Waiting for the relay would cost its connect
 // time. Once running, the relay is probed as the standby when it opens,
