@@ -358,16 +358,39 @@ func (s *Session) calibrateEarly(now time.Duration) {
 // it has MinSamples answered pings, and on a lossy link (half the round
 // trips lost at 30 % loss each way) those took a second or more after
 // the choice. A few dozen extra pings, once.
-const followerSyncPing = 25 * time.Millisecond
+//
+// On WebRTC, whose pings do not queue behind one another, it pings every
+// followerSyncPingRTC (every tick) while fewer than followerSyncInFlight
+// pings are unanswered: on the bad-link test (300 ms round trip, about
+// half the round trips lost) the answerer played 0.6 to 0.9 s after the
+// session ran, most of it waiting to send the next ping. The in-flight
+// bound keeps the calibrator's ring of 64 outstanding pings from being
+// overwritten on a long path (at 10 ms, a 640 ms round trip would). On
+// the relay, a TCP stream, faster pings would only queue on a lossy link.
+const (
+	followerSyncPing     = 25 * time.Millisecond
+	followerSyncPingRTC  = tickInterval
+	followerSyncInFlight = 24
+)
 
 // calibrationDue reports whether a calibration ping is due: when the
 // calibrator wants one, and on the follower until synced every
-// followerSyncPing. Called with mu held.
+// followerSyncPing (or followerSyncPingRTC). Called with mu held.
 func (s *Session) calibrationDue(now time.Duration) bool {
 	if now >= s.ping.cal.NextPing() {
 		return true
 	}
-	return !s.pol.leader() && !s.ping.cal.Synced() && now-s.lastPingAt >= followerSyncPing
+	if s.pol.leader() || s.ping.cal.Synced() {
+		return false
+	}
+	every := followerSyncPing
+	if s.links[0].up() && (s.phase != phaseRunning || TransportKind(s.active.Load()) == TransportWebRTC) {
+		st := s.ping.cal.Stats()
+		if st.PingsSent-st.PongsReceived-st.PingsLost < followerSyncInFlight {
+			every = followerSyncPingRTC
+		}
+	}
+	return now-s.lastPingAt >= every
 }
 
 // decide makes k the active transport (again: a switch) and tells the
