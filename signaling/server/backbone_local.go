@@ -202,6 +202,7 @@ type localBucket struct {
 	rev    uint64 // the last revision written
 	m      map[string]localEntry
 	writes int // since the last sweep of expired entries
+	swept  int // entries left by the last sweep
 }
 
 type localEntry struct {
@@ -229,11 +230,14 @@ func (k *localBucket) set(key string, value []byte, now time.Time) uint64 {
 		e.expires = now.Add(k.ttl)
 	}
 	k.m[key] = e
-	if k.writes++; k.writes > max(64, len(k.m)) {
-		k.writes = 0
+	// A sweep every max(64, entries at the last sweep) writes: linear
+	// in the writes, and expired entries nobody reads are not kept
+	// for long.
+	if k.writes++; k.writes >= max(64, k.swept) {
 		for other := range k.m {
 			k.live(other, now) // deletes it if expired
 		}
+		k.writes, k.swept = 0, len(k.m)
 	}
 	return k.rev
 }
