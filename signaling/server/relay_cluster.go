@@ -14,9 +14,10 @@ import (
 // joined through the backbone (NATS: a single server has no other node):
 // each node runs the stream between its player's connection and a
 // natsConn, whose bytes go to the other node on the subject of the other
-// side (relaySubject) and come from the subject of its own. The relay bucket says which node holds each side's waiting
-// request; the node that finds the other side there sends that node a
-// hello (a request), and both then run their half. The bytes are the
+// side (relaySubject) and come from the subject of its own. The relay
+// bucket says which node holds each side's waiting request; the node
+// that finds the other side there sends that node a hello (a request),
+// and both then run their half. The bytes are the
 // players' own (TLS, with the pinned certificate, end to end): the
 // nodes neither read nor change them.
 
