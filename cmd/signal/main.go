@@ -46,6 +46,7 @@ import (
 
 	"github.com/ragsync/ragsync/demo/webdist"
 	"github.com/ragsync/ragsync/signaling/server"
+	"github.com/ragsync/ragsync/signaling/server/natsembed"
 )
 
 func main() {
@@ -286,12 +287,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	turnTTL := fs.Duration("turn-credential-ttl", 0, "how long TURN credentials stay valid after their pairing ended; players renew them while paired (0: 5m)")
 	origins := fs.String("origins", "", "comma-separated browser origin patterns allowed to connect (default: same origin only)")
 	web := fs.Bool("web", true, "serve the web demo at / (built into this binary by make web)")
-	fs.StringVar(&cfg.NATS.URL, "nats", "", "URL of an existing NATS deployment (with JetStream) to use instead of the embedded NATS server, e.g. nats://127.0.0.1:4222")
+	fs.StringVar(&cfg.NATS.URL, "nats", "", "URL of an existing NATS deployment (with JetStream) shared by the signaling servers of a cluster, e.g. nats://127.0.0.1:4222 (default: a single server, or the embedded NATS of -cluster-listen)")
 	fs.StringVar(&cfg.NATS.CredsFile, "nats-creds", "", "NATS credentials file (JWT and NKey seed) for -nats")
-	fs.StringVar(&cfg.NATS.ClusterListen, "cluster-listen", "", "host:port the embedded NATS server listens on for routes from the other signaling servers of a cluster (default: no cluster)")
+	fs.StringVar(&cfg.NATS.ClusterListen, "cluster-listen", "", "host:port an embedded NATS server listens on for routes from the other signaling servers of a cluster (default: no cluster, no NATS)")
 	fs.Var(stringList{&cfg.NATS.ClusterRoutes}, "cluster-routes", "comma-separated route URLs of the cluster's embedded NATS servers, nats://host:port (this node's own may be listed)")
 	fs.StringVar(&cfg.NATS.ClusterName, "cluster-name", "", "name of the NATS cluster (default ragsync)")
-	fs.StringVar(&cfg.NATS.StoreDir, "nats-store", "", "JetStream directory of the embedded NATS server (default: a temporary directory)")
+	fs.StringVar(&cfg.NATS.StoreDir, "nats-store", "", "JetStream directory of the embedded NATS server of -cluster-listen (default: a temporary directory)")
 	fs.IntVar(&cfg.NATS.Replicas, "nats-replicas", 0, "replicas of the cluster's key-value buckets (0: min(3, nodes))")
 	fs.IntVar(&cfg.NATS.Nodes, "cluster-nodes", 0, "signaling servers sharing the per-address limits, each enforcing its share (0: 1 + the routes to other nodes; 1 with -nats)")
 	if err := fs.Parse(args); err != nil {
@@ -383,6 +384,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 
+	cfg.NATS.Embed = natsembed.Start // used with -cluster-listen
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -6,64 +6,115 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	natsd "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats-server/v2/server/ats"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// NATSConfig is the NATS backbone of a server (see the package doc,
-// Clustering). The zero value runs an embedded NATS server in this
-// process with no listener and JetStream in memory: one machine needs
-// nothing else.
+// NATSConfig is the backbone of a server (see the package doc,
+// Clustering). The zero value is a single server: its room codes,
+// quick-match queue and relay requests in this process's memory, with no
+// NATS at all. URL (an existing NATS deployment) or ClusterListen (an
+// embedded NATS server, routed to the other nodes') make it one node of a
+// cluster.
 type NATSConfig struct {
 	// URL, if set, connects to an existing NATS deployment (with
-	// JetStream) instead of embedding a server, for example
-	// "nats://127.0.0.1:4222". The cluster fields below are then unused.
+	// JetStream) instead, for example "nats://127.0.0.1:4222". The
+	// cluster fields below are then unused.
 	URL string
 	// CredsFile is the credentials file (JWT and NKey seed) for URL.
+	// Empty: none.
 	CredsFile string
-	// ClusterListen, "host:port", makes the embedded server listen for
-	// routes from the other nodes' embedded servers. Empty: no cluster.
+	// ClusterListen, "host:port", runs an embedded NATS server (Embed)
+	// that listens there for routes from the other nodes' embedded
+	// servers. Empty: no cluster.
 	ClusterListen string
 	// ClusterRoutes are the other nodes' route URLs,
-	// "nats://host:port" (this node's own may be in the list).
+	// "nats://host:port" (this node's own may be in the list). They
+	// need ClusterListen.
 	ClusterRoutes []string
-	// ClusterName names the NATS cluster. Default "ragsync".
+	// ClusterName names the NATS cluster. Empty: "ragsync".
 	ClusterName string
-	// StoreDir is JetStream's directory. Empty: a temporary directory
-	// removed at Shutdown.
+	// StoreDir is the embedded server's JetStream directory. Empty: a
+	// temporary directory removed at Shutdown.
 	StoreDir string
-	// Replicas of the key-value buckets. Default min(3, nodes), the nodes
+	// Embed starts the embedded NATS server of a node with
+	// ClusterListen: natsembed.Start (package
+	// signaling/server/natsembed), kept out of this package so that a
+	// program not clustering (a game embedding a server) does not link
+	// nats-server. Nil: ClusterListen is an error.
+	Embed func(EmbedOptions) (EmbeddedNATS, error)
+	// Replicas of the key-value buckets. Zero: min(3, nodes), the nodes
 	// being 1 + the routes other than this node's own (1 with URL).
 	Replicas int
 	// Nodes is how many signaling servers share the per-address limits:
 	// each enforces its share, limit/Nodes rounded up (see the package
-	// doc, Limits in a cluster). Default the same count as Replicas'
+	// doc, Limits in a cluster). Zero: the same count as Replicas'
 	// nodes.
 	Nodes int
-	// ReadyTimeout bounds how long New waits for JetStream on a server
-	// that is not clustered (embedded without routes); a clustered one
-	// does not wait and reports JetStream in /healthz once it is ready.
-	// Default 10s.
-	ReadyTimeout time.Duration
 }
 
-// The embedded NATS server's access-time ticker is one goroutine per
-// process, started by the first store and stopped by the last. Started
-// with the package instead, it is one goroutine for the process's
-// lifetime: servers started and stopped one after another (tests, a
-// game's embedded server) neither start a goroutine nor leave one
-// behind, and none lands in a test's synctest bubble (where its ticker,
-// outside the bubble, would keep the bubble's clock from moving).
-func init() { ats.Register() }
+// EmbedOptions is what NATSConfig.Embed starts a node's NATS server with.
+// It is an alias of an unnamed struct type, as is natsembed.Options, so
+// that the two are one type and natsembed.Start is a NATSConfig.Embed
+// without either package importing the other.
+type EmbedOptions = struct {
+	// Name is the server's name in the NATS cluster: Config.Node if it is
+	// a valid subject token, else the node's random id.
+	Name string
+	// Listen is NATSConfig.ClusterListen, host:port.
+	Listen string
+	// Routes are NATSConfig.ClusterRoutes.
+	Routes []string
+	// ClusterName is NATSConfig.ClusterName, "ragsync" if empty.
+	ClusterName string
+	// StoreDir is NATSConfig.StoreDir: empty, a temporary directory the
+	// server removes at Shutdown.
+	StoreDir string
+}
+
+// EmbeddedNATS is a NATS server running in this process, ready for
+// connections, as NATSConfig.Embed returns it (an alias of an unnamed
+// interface type, like EmbedOptions, that natsembed.Server is too).
+type EmbeddedNATS = interface {
+	// InProcessConn connects to the server without a listener
+	// (nats.InProcessConnProvider).
+	InProcessConn() (net.Conn, error)
+	// Peers names the servers of other nodes it has routes to.
+	Peers() []string
+	// Shutdown stops the server and returns once it has stopped.
+	Shutdown()
+}
+
+// validate checks the NATS fields that need no connection.
+func (c *NATSConfig) validate() error {
+	if c.URL != "" {
+		return nil
+	}
+	if c.ClusterListen == "" {
+		if len(c.ClusterRoutes) > 0 {
+			return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterRoutes %q need NATSConfig.ClusterListen", c.ClusterRoutes)
+		}
+		return nil
+	}
+	if c.Embed == nil {
+		return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterListen %q needs NATSConfig.Embed (natsembed.Start)", c.ClusterListen)
+	}
+	if _, port, err := net.SplitHostPort(c.ClusterListen); err != nil {
+		return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterListen %q: %w", c.ClusterListen, err)
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterListen %q: port %q is not a number", c.ClusterListen, port)
+	}
+	for _, r := range c.ClusterRoutes {
+		if u, err := url.Parse(r); err != nil || u.Host == "" {
+			return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterRoutes: %q is not nats://host:port", r)
+		}
+	}
+	return nil
+}
 
 // Key-value bucket names and their entries' lifetimes.
 const (
@@ -81,17 +132,14 @@ const (
 // errNotReady is returned while JetStream's buckets are not ready.
 var errNotReady = errors.New("signaling: the cluster's store (NATS JetStream) is not ready yet")
 
-// cluster is a server's NATS side.
+// cluster is a server's side of the backbone its nodes share: a single
+// server's in memory, or NATS.
 type cluster struct {
-	s         *Server
-	id        string // this node in subjects and buckets
-	ns        *natsd.Server
-	nc        *nats.Conn
-	js        jetstream.JetStream
-	tmpDir    string
-	replicas  int
-	nodes     int
-	clustered bool
+	s        *Server
+	id       string // this node in subjects and buckets
+	bb       backbone
+	replicas int
+	nodes    int
 
 	rooms, quick, relay atomic.Pointer[kvHandle]
 	ready               chan struct{}
@@ -99,12 +147,12 @@ type cluster struct {
 	stop                chan struct{}
 	wg                  sync.WaitGroup
 	work                chan func()
-	sub                 *nats.Subscription
+	unsub               func()
 
-	msgsOut, msgsIn atomic.Uint64 // NATS messages published and received by signaling
+	msgsOut, msgsIn atomic.Uint64 // backbone messages published and received by signaling
 }
 
-type kvHandle struct{ jetstream.KeyValue }
+type kvHandle struct{ kvBucket }
 
 func (cl *cluster) isReady() bool {
 	select {
@@ -115,8 +163,9 @@ func (cl *cluster) isReady() bool {
 	}
 }
 
-// startCluster starts (or connects to) NATS and, in the background, binds
-// the buckets.
+// startCluster starts the server's backbone: in memory for a single
+// server, else NATS (connecting to URL, or starting the embedded server)
+// with the buckets bound in the background.
 func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 	cl := &cluster{
 		s:     s,
@@ -125,85 +174,15 @@ func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 		stop:  make(chan struct{}),
 		work:  make(chan func(), 4096),
 	}
-	others := 0
-	if cfg.URL == "" {
-		opts := &natsd.Options{
-			ServerName: cl.id,
-			DontListen: true,
-			NoSigs:     true,
-			NoLog:      true,
-			JetStream:  true,
-			StoreDir:   cfg.StoreDir,
-			// The in-process client's messages may be large (SDP).
-			MaxPayload: 1 << 20,
-		}
-		if s.cfg.Node != "" && validSubjectToken(s.cfg.Node) {
-			opts.ServerName = s.cfg.Node
-		}
-		if opts.StoreDir == "" {
-			d, err := os.MkdirTemp("", "ragsync-signal-js-")
-			if err != nil {
-				return nil, fmt.Errorf("signaling: JetStream store: %w", err)
-			}
-			cl.tmpDir, opts.StoreDir = d, d
-		}
-		if cfg.ClusterListen != "" {
-			host, port, err := net.SplitHostPort(cfg.ClusterListen)
-			if err != nil {
-				cl.cleanupDir()
-				return nil, fmt.Errorf("signaling: cluster listen address %q: %w", cfg.ClusterListen, err)
-			}
-			p, err := strconv.Atoi(port)
-			if err != nil {
-				cl.cleanupDir()
-				return nil, fmt.Errorf("signaling: cluster listen port %q: %w", port, err)
-			}
-			opts.Cluster.Name = cfg.ClusterName
-			if opts.Cluster.Name == "" {
-				opts.Cluster.Name = "ragsync"
-			}
-			opts.Cluster.Host, opts.Cluster.Port = host, p
-			// The routes start only once the client listener is up
-			// (nats-server's Start), so a clustered server has one: on
-			// loopback, a random port.
-			opts.DontListen = false
-			opts.Host, opts.Port = "127.0.0.1", natsd.RANDOM_PORT
-			for _, r := range cfg.ClusterRoutes {
-				u, err := url.Parse(r)
-				if err != nil || u.Host == "" {
-					cl.cleanupDir()
-					return nil, fmt.Errorf("signaling: cluster route %q is not nats://host:port", r)
-				}
-				opts.Routes = append(opts.Routes, u)
-				if u.Host != cfg.ClusterListen {
-					others++
-				}
-			}
-			cl.clustered = true
-		} else if len(cfg.ClusterRoutes) > 0 {
-			cl.cleanupDir()
-			return nil, errors.New("signaling: cluster routes need a cluster listen address")
-		}
-		ns, err := natsd.NewServer(opts)
-		if err != nil {
-			cl.cleanupDir()
-			return nil, fmt.Errorf("signaling: embedded NATS: %w", err)
-		}
-		go ns.Start()
-		if !ns.ReadyForConnections(10 * time.Second) {
-			ns.Shutdown()
-			cl.cleanupDir()
-			return nil, errors.New("signaling: embedded NATS did not start")
-		}
-		cl.ns = ns
-		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("ragsync-signal "+cl.id), nats.MaxReconnects(-1))
-		if err != nil {
-			cl.shutdownNATS()
-			return nil, fmt.Errorf("signaling: connecting to the embedded NATS: %w", err)
-		}
-		cl.nc = nc
-	} else {
-		o := []nats.Option{nats.Name("ragsync-signal " + cl.id), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	cl.replicas = cfg.Replicas
+	if cl.replicas == 0 {
+		cl.replicas = min(3, 1+otherNodes(cfg))
+	}
+	cl.nodes = natsNodes(cfg)
+	name := nats.Name("ragsync-signal " + cl.id)
+	switch {
+	case cfg.URL != "":
+		o := []nats.Option{name, nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
 		if cfg.CredsFile != "" {
 			o = append(o, nats.UserCredentials(cfg.CredsFile))
 		}
@@ -211,45 +190,56 @@ func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("signaling: connecting to NATS at %s: %w", cfg.URL, err)
 		}
-		cl.nc = nc
+		if cl.bb, err = newNATSBackbone(nc, nil, cl.replicas); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("signaling: JetStream: %w", err)
+		}
+	case cfg.ClusterListen != "":
+		o := EmbedOptions{
+			Name:        cl.id,
+			Listen:      cfg.ClusterListen,
+			Routes:      cfg.ClusterRoutes,
+			ClusterName: cfg.ClusterName,
+			StoreDir:    cfg.StoreDir,
+		}
+		if validSubjectToken(s.cfg.Node) {
+			o.Name = s.cfg.Node
+		}
+		ns, err := cfg.Embed(o)
+		if err != nil {
+			return nil, fmt.Errorf("signaling: embedded NATS: %w", err)
+		}
+		nc, err := nats.Connect("", nats.InProcessServer(ns), name, nats.MaxReconnects(-1))
+		if err != nil {
+			ns.Shutdown()
+			return nil, fmt.Errorf("signaling: connecting to the embedded NATS: %w", err)
+		}
+		if cl.bb, err = newNATSBackbone(nc, ns, cl.replicas); err != nil {
+			nc.Close()
+			ns.Shutdown()
+			return nil, fmt.Errorf("signaling: JetStream: %w", err)
+		}
+	default:
+		// The local store's clock is the one watch refreshes keys by.
+		cl.bb = newLocalBackbone(time.Now)
+		if !cl.bindOnce(map[string]kvBucket{}) {
+			cl.bb.Close()
+			return nil, errors.New("signaling: the local store did not start")
+		}
 	}
-	cl.replicas = cfg.Replicas
-	if cl.replicas == 0 {
-		cl.replicas = min(3, 1+others)
-	}
-	cl.nodes = cfg.Nodes
-	if cl.nodes == 0 {
-		cl.nodes = 1 + others
-	}
-	js, err := jetstream.New(cl.nc)
+	unsub, err := cl.bb.Subscribe(subjectRoot+cl.id, 256<<20, cl.receive)
 	if err != nil {
-		cl.shutdownNATS()
-		return nil, fmt.Errorf("signaling: JetStream: %w", err)
-	}
-	cl.js = js
-	sub, err := cl.nc.Subscribe(subjectRoot+cl.id, cl.receive)
-	if err != nil {
-		cl.shutdownNATS()
+		cl.bb.Close()
 		return nil, fmt.Errorf("signaling: subscribing: %w", err)
 	}
-	sub.SetPendingLimits(-1, 256<<20)
-	cl.sub = sub
-	cl.wg.Add(3)
-	go cl.bind()
+	cl.unsub = unsub
+	if !cl.isReady() {
+		cl.wg.Add(1)
+		go cl.bind()
+	}
+	cl.wg.Add(2)
 	go cl.worker()
 	go cl.watch()
-	if !cl.clustered && cfg.URL == "" {
-		wait := cfg.ReadyTimeout
-		if wait == 0 {
-			wait = 10 * time.Second
-		}
-		select {
-		case <-cl.ready:
-		case <-time.After(wait):
-			cl.close()
-			return nil, errors.New("signaling: JetStream did not become ready in " + wait.String())
-		}
-	}
 	return cl, nil
 }
 
@@ -262,51 +252,13 @@ func validSubjectToken(s string) bool {
 	return s != ""
 }
 
-func (cl *cluster) cleanupDir() {
-	if cl.tmpDir != "" {
-		os.RemoveAll(cl.tmpDir)
-	}
-}
-
-func (cl *cluster) shutdownNATS() {
-	if cl.nc != nil {
-		cl.nc.Close()
-	}
-	if cl.ns != nil {
-		cl.ns.Shutdown()
-		cl.ns.WaitForShutdown()
-	}
-	cl.cleanupDir()
-}
-
-// bind creates or binds the buckets, retrying until they are there: a
-// clustered JetStream has no meta leader until a quorum of its nodes is
-// up, and the buckets cannot be made before.
+// bind binds the buckets, retrying until they are there: a clustered
+// JetStream has no meta leader until a quorum of its nodes is up, and the
+// buckets cannot be made before.
 func (cl *cluster) bind() {
 	defer cl.wg.Done()
-	made := map[string]jetstream.KeyValue{}
-	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		for _, b := range []string{roomsBucket, quickBucket, relayBucket} {
-			if made[b] != nil {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-			kv, err := cl.bindBucket(ctx, b)
-			cancel()
-			if err != nil {
-				cl.s.log.Debug("signaling: JetStream bucket not ready", "bucket", b, "err", err)
-				continue
-			}
-			made[b] = kv
-		}
-		if len(made) == 3 {
-			cl.rooms.Store(&kvHandle{made[roomsBucket]})
-			cl.quick.Store(&kvHandle{made[quickBucket]})
-			cl.relay.Store(&kvHandle{made[relayBucket]})
-			cl.readyOnce.Do(func() { close(cl.ready) })
-			cl.s.log.Info("signaling: JetStream ready", "node", cl.id, "replicas", cl.replicas)
-			return
-		}
+	made := map[string]kvBucket{}
+	for delay := 50 * time.Millisecond; !cl.bindOnce(made); delay = min(2*delay, time.Second) {
 		select {
 		case <-cl.stop:
 			return
@@ -315,35 +267,33 @@ func (cl *cluster) bind() {
 	}
 }
 
-// bindBucket binds bucket b, making it if it is not there, with reads
-// served by its stream's leader only: a replica's direct get may lag a
-// create made a moment before on another node, and a join must find the
-// room its creator has just been told about.
-func (cl *cluster) bindBucket(ctx context.Context, b string) (jetstream.KeyValue, error) {
-	kv, err := cl.js.KeyValue(ctx, b)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = cl.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:   b,
-			TTL:      roomTTL,
-			Storage:  jetstream.MemoryStorage,
-			Replicas: cl.replicas,
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	st, err := cl.js.Stream(ctx, "KV_"+b)
-	if err != nil {
-		return nil, err
-	}
-	if c := st.CachedInfo().Config; c.AllowDirect {
-		c.AllowDirect = false
-		if _, err := cl.js.UpdateStream(ctx, c); err != nil {
-			return nil, err
+// bindOnce binds the buckets not yet in made, reporting whether all of
+// them are there now: then the cluster is ready.
+func (cl *cluster) bindOnce(made map[string]kvBucket) bool {
+	for _, b := range []string{roomsBucket, quickBucket, relayBucket} {
+		if made[b] != nil {
+			continue
 		}
-		return cl.js.KeyValue(ctx, b)
+		ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+		kv, err := cl.bb.Bucket(ctx, b, roomTTL)
+		cancel()
+		if err != nil {
+			cl.s.log.Debug("signaling: bucket not ready", "bucket", b, "err", err)
+			continue
+		}
+		made[b] = kv
 	}
-	return kv, nil
+	if len(made) < 3 {
+		return false
+	}
+	cl.rooms.Store(&kvHandle{made[roomsBucket]})
+	cl.quick.Store(&kvHandle{made[quickBucket]})
+	cl.relay.Store(&kvHandle{made[relayBucket]})
+	cl.readyOnce.Do(func() { close(cl.ready) })
+	if _, local := cl.bb.(*localBackbone); !local {
+		cl.s.log.Info("signaling: JetStream ready", "node", cl.id, "replicas", cl.replicas)
+	}
+	return true
 }
 
 // worker runs the bucket updates that need not hold up a client: closed
@@ -378,29 +328,19 @@ func (cl *cluster) close() {
 	}
 	close(cl.stop)
 	cl.wg.Wait()
-	if cl.nc != nil {
-		// Not Drain: its flush takes a timer from nats.go's
-		// process-wide pool, which must not cross synctest bubbles in
-		// the tests; what this node still had to send is moot.
-		cl.nc.Close()
-	}
-	if cl.ns != nil {
-		cl.ns.Shutdown()
-		cl.ns.WaitForShutdown()
-	}
-	cl.cleanupDir()
+	cl.bb.Close()
 }
 
 func kvctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), kvTimeout)
 }
 
-func (cl *cluster) kv(p *atomic.Pointer[kvHandle]) (jetstream.KeyValue, error) {
+func (cl *cluster) kv(p *atomic.Pointer[kvHandle]) (kvBucket, error) {
 	h := p.Load()
 	if h == nil {
 		return nil, errNotReady
 	}
-	return h.KeyValue, nil
+	return h.kvBucket, nil
 }
 
 // owner is a key's entry: the node named and the entry's revision.
@@ -418,13 +358,13 @@ func (cl *cluster) getOwner(p *atomic.Pointer[kvHandle], key string) (owner, err
 	ctx, cancel := kvctx()
 	defer cancel()
 	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, errKeyNotFound) {
 		return owner{}, nil
 	}
 	if err != nil {
 		return owner{}, err
 	}
-	return owner{string(e.Value()), e.Revision()}, nil
+	return owner{string(e.Value), e.Revision}, nil
 }
 
 // claim makes this node key's owner: creating the key, or taking it over
@@ -440,33 +380,16 @@ func (cl *cluster) claim(p *atomic.Pointer[kvHandle], key string, old owner) (ui
 	var rev uint64
 	if old.rev == 0 {
 		rev, err = kv.Create(ctx, key, []byte(cl.id))
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return 0, false, nil
-		}
 	} else {
 		rev, err = kv.Update(ctx, key, []byte(cl.id), old.rev)
-		if isRevMismatch(err) {
-			return 0, false, nil
-		}
+	}
+	if errors.Is(err, errKeyExists) || errors.Is(err, errWrongRevision) {
+		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
 	return rev, true, nil
-}
-
-func isRevMismatch(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-		return true
-	}
-	return strings.Contains(err.Error(), "wrong last sequence")
 }
 
 // release deletes key of bucket p if it is still this node's at rev.
@@ -478,45 +401,41 @@ func (cl *cluster) release(p *atomic.Pointer[kvHandle], key string, rev uint64) 
 		}
 		ctx, cancel := kvctx()
 		defer cancel()
-		if err := kv.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !isRevMismatch(err) {
+		if err := kv.Delete(ctx, key, rev); err != nil && !errors.Is(err, errWrongRevision) {
 			cl.s.log.Debug("signaling: releasing a key", "key", key, "err", err)
 		}
 	})
 }
 
-// NATSStats is the NATS part of /healthz.
+// NATSStats is the backbone's part of /healthz (see NATSConfig): NATS,
+// or a single server's local store.
 type NATSStats struct {
 	Node      string   `json:"node"`      // this node's id in the cluster's subjects and buckets
-	Connected bool     `json:"connected"` // the server's NATS connection is up
-	Server    string   `json:"server"`    // "embedded" or the URL
+	Connected bool     `json:"connected"` // the server's NATS connection is up (always, local)
+	Server    string   `json:"server"`    // "local" (a single server), "embedded" or the URL
 	Routes    int      `json:"routes"`    // routes of the embedded server to other nodes
-	JetStream bool     `json:"jetstream"` // the key-value buckets are ready
+	JetStream bool     `json:"jetstream"` // the key-value buckets are ready (at once, local)
 	Replicas  int      `json:"replicas"`
 	Nodes     int      `json:"nodes"` // nodes sharing the per-address limits
 	Peers     []string `json:"peers,omitempty"`
-	MsgsOut   uint64   `json:"msgs_out"` // NATS messages signaling published
-	MsgsIn    uint64   `json:"msgs_in"`  // NATS messages signaling received
+	MsgsOut   uint64   `json:"msgs_out"` // backbone messages signaling published
+	MsgsIn    uint64   `json:"msgs_in"`  // backbone messages signaling received
 }
 
 func (cl *cluster) stats() *NATSStats {
-	st := &NATSStats{Node: cl.id, Connected: cl.nc.IsConnected(), JetStream: cl.isReady(), Replicas: cl.replicas, Nodes: cl.nodes, MsgsOut: cl.msgsOut.Load(), MsgsIn: cl.msgsIn.Load()}
-	if cl.ns != nil {
-		st.Server = "embedded"
-		st.Routes = cl.ns.NumRoutes()
-		if rz, err := cl.ns.Routez(nil); err == nil {
-			seen := map[string]bool{}
-			for _, r := range rz.Routes {
-				if !seen[r.RemoteName] {
-					seen[r.RemoteName] = true
-					st.Peers = append(st.Peers, r.RemoteName)
-				}
-			}
-			st.Routes = len(st.Peers)
-		}
-	} else {
-		st.Server = cl.nc.ConnectedUrlRedacted()
+	bs := cl.bb.Status()
+	return &NATSStats{
+		Node:      cl.id,
+		Connected: bs.connected,
+		Server:    bs.server,
+		Routes:    len(bs.peers),
+		JetStream: cl.isReady(),
+		Replicas:  cl.replicas,
+		Nodes:     cl.nodes,
+		Peers:     bs.peers,
+		MsgsOut:   cl.msgsOut.Load(),
+		MsgsIn:    cl.msgsIn.Load(),
 	}
-	return st
 }
 
 // natsNodes is how many nodes share the per-address limits.
@@ -524,14 +443,20 @@ func natsNodes(cfg NATSConfig) int {
 	if cfg.Nodes > 0 {
 		return cfg.Nodes
 	}
-	n := 1
+	return 1 + otherNodes(cfg)
+}
+
+// otherNodes is how many nodes other than this one cfg routes to: 0
+// with URL (where they are not known).
+func otherNodes(cfg NATSConfig) int {
+	if cfg.URL != "" {
+		return 0
+	}
+	n := 0
 	for _, r := range cfg.ClusterRoutes {
 		if u, err := url.Parse(r); err == nil && u.Host != cfg.ClusterListen {
 			n++
 		}
-	}
-	if cfg.URL != "" {
-		n = 1
 	}
 	return n
 }
@@ -564,8 +489,8 @@ func (cl *cluster) releaseLater(code string) {
 		}
 		ctx, cancel := kvctx()
 		defer cancel()
-		if e, err := kv.Get(ctx, code); err == nil && string(e.Value()) == cl.id {
-			kv.Delete(ctx, code, jetstream.LastRevision(e.Revision()))
+		if e, err := kv.Get(ctx, code); err == nil && string(e.Value) == cl.id {
+			kv.Delete(ctx, code, e.Revision)
 		}
 	})
 }

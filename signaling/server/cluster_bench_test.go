@@ -16,6 +16,7 @@ import (
 
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server/natsembed"
 )
 
 // startTestCluster starts n servers in this process whose embedded NATS
@@ -44,7 +45,7 @@ func startTestCluster(tb testing.TB, n int, base Config) []*Running {
 		cfg := base
 		cfg.Secret = []byte("0123456789abcdef0123456789abcdef")
 		cfg.Node = fmt.Sprintf("n%d", i+1)
-		cfg.NATS = NATSConfig{ClusterListen: fmt.Sprintf("127.0.0.1:%d", p), ClusterRoutes: routes}
+		cfg.NATS = NATSConfig{ClusterListen: fmt.Sprintf("127.0.0.1:%d", p), ClusterRoutes: routes, Embed: natsembed.Start}
 		r, err := Start("127.0.0.1:0", cfg)
 		if err != nil {
 			tb.Fatal(err)
@@ -69,7 +70,7 @@ func startTestCluster(tb testing.TB, n int, base Config) []*Running {
 func natsOut(rs []*Running) uint64 {
 	var n uint64
 	for _, r := range rs {
-		n += r.cl.nc.Stats().OutMsgs
+		n += r.cl.bb.(*natsBackbone).nc.Stats().OutMsgs
 	}
 	return n
 }

@@ -2,14 +2,13 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ragsync/ragsync/signaling"
 	"github.com/ragsync/ragsync/signaling/internal/wire"
 )
@@ -56,8 +55,8 @@ func (cl *cluster) publish(node string, e *envelope) {
 		return
 	}
 	cl.msgsOut.Add(1)
-	if err := cl.nc.Publish(subjectRoot+node, b); err != nil {
-		cl.s.log.Debug("signaling: NATS publish failed", "node", node, "err", err)
+	if err := cl.bb.Publish(subjectRoot+node, b); err != nil {
+		cl.s.log.Debug("signaling: publish failed", "node", node, "err", err)
 	}
 }
 
@@ -118,7 +117,7 @@ func (s *Server) attach(c *client, node string, m *signaling.Message, verified b
 	s.mu.Unlock()
 	b, _ := json.Marshal(s.cl.msgEnvelope(c, m, verified))
 	s.cl.msgsOut.Add(1)
-	_, err := s.cl.nc.Request(subjectRoot+node, b, reqTimeout)
+	_, err := s.cl.bb.Request(subjectRoot+node, b, reqTimeout)
 	if err == nil {
 		return true
 	}
@@ -127,7 +126,7 @@ func (s *Server) attach(c *client, node string, m *signaling.Message, verified b
 		c.away, c.awayMsg = "", nil
 	}
 	s.mu.Unlock()
-	if err != nats.ErrNoResponders {
+	if !errors.Is(err, errNoResponders) {
 		s.log.Info("signaling: node did not answer", "node", node, "err", err)
 		c.sendError(unavailable(m.Type, err))
 		return true
@@ -309,7 +308,7 @@ func (cl *cluster) releaseNow(p *atomic.Pointer[kvHandle], key string) {
 	}
 	ctx, cancel := kvctx()
 	defer cancel()
-	h.Delete(ctx, key)
+	h.Delete(ctx, key, 0)
 }
 
 // register records a room made here in the rooms bucket (a room of a
@@ -327,11 +326,11 @@ func (s *Server) register(r *room) {
 		rev, err := kv.Create(ctx, code, []byte(s.cl.id))
 		if err != nil {
 			e, gerr := kv.Get(ctx, code)
-			if gerr != nil || string(e.Value()) != s.cl.id {
+			if gerr != nil || string(e.Value) != s.cl.id {
 				s.log.Info("signaling: room code held by another node", "room", code, "err", err)
 				return
 			}
-			rev = e.Revision()
+			rev = e.Revision
 		}
 		s.mu.Lock()
 		if s.rooms[r.code] == r {
@@ -340,7 +339,7 @@ func (s *Server) register(r *room) {
 			return
 		}
 		s.mu.Unlock()
-		kv.Delete(ctx, code, jetstream.LastRevision(rev))
+		kv.Delete(ctx, code, rev)
 	})
 }
 
@@ -353,7 +352,7 @@ func (s *Server) roomClosed(r *room) {
 }
 
 // receive handles what other nodes send this one.
-func (cl *cluster) receive(msg *nats.Msg) {
+func (cl *cluster) receive(msg *busMsg) {
 	cl.msgsIn.Add(1)
 	var e envelope
 	if err := json.Unmarshal(msg.Data, &e); err != nil {
@@ -364,9 +363,7 @@ func (cl *cluster) receive(msg *nats.Msg) {
 		s.relayIn(&e, msg)
 		return
 	}
-	if msg.Reply != "" {
-		msg.Respond(nil)
-	}
+	msg.Respond(nil)
 	switch e.K {
 	case kindMsg:
 		s.proxyMsg(&e)
@@ -515,8 +512,8 @@ func (cl *cluster) watch() {
 
 func (cl *cluster) aliveNoCount(node string) bool {
 	b, _ := json.Marshal(envelope{K: kindPing, N: cl.id})
-	_, err := cl.nc.Request(subjectRoot+node, b, reqTimeout)
-	return err != nats.ErrNoResponders
+	_, err := cl.bb.Request(subjectRoot+node, b, reqTimeout)
+	return !errors.Is(err, errNoResponders)
 }
 
 // ownerGone takes the local clients whose room or queue place was on the

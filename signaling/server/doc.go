@@ -12,23 +12,26 @@
 //
 // # Clustering
 //
-// Every server runs on NATS (Config.NATS): by default an embedded
-// nats-server in the process, with no client listener and JetStream in
-// memory, so one machine needs nothing installed and a single server
-// runs the same code as a cluster. Several servers become one population
-// either with their embedded servers routed into one NATS cluster
-// (NATSConfig.ClusterListen, ClusterRoutes) or by connecting to an
-// existing NATS deployment (NATSConfig.URL). NATS does all the
-// distributed work: there is no gossip or consensus of ours.
+// The cluster logic runs on a backbone (Config.NATS): key-value buckets
+// and messages between nodes. A single server (the zero NATSConfig) keeps
+// them in its own memory, so it needs nothing installed and links no NATS
+// server, yet runs the same code as a cluster. Several servers become one
+// population on NATS with JetStream: either each embeds a nats-server,
+// routed into one NATS cluster (NATSConfig.ClusterListen, ClusterRoutes,
+// and Embed set to natsembed.Start, the one package that links
+// nats-server), or they connect to an existing NATS deployment
+// (NATSConfig.URL). NATS does all the distributed work: there is no
+// gossip or consensus of ours.
 //
 // The design, and why:
 //
 //   - A room lives on one node, its owner: the node of the player who
 //     made it (or, for a quick-match pairing, the node holding the queue).
-//     The JetStream key-value bucket ragsync_rooms maps each room code to
-//     its owner; a code is taken with the bucket's atomic Create, so two
-//     nodes never make the same room, and keys have a TTL (10 min,
-//     refreshed by their owner) so a dead node's rooms fade out. The room
+//     The key-value bucket ragsync_rooms (JetStream's, on NATS) maps
+//     each room code to its owner; a code is taken with the bucket's
+//     atomic Create, so two nodes never make the same room, and keys have
+//     a TTL (10 min, refreshed by their owner) so a dead node's rooms fade
+//     out. The room
 //     itself (players, pairing, kept places) is the owner's memory, as on
 //     one server, so one code path decides everything about a room and no
 //     state needs merging.
@@ -59,7 +62,8 @@
 //   - Until JetStream is ready (a clustered JetStream needs a quorum of
 //     its nodes for a meta leader), a node serves, reports "starting" in
 //     /healthz (503), and answers creates, joins, quick matches and
-//     rejoins with the error unavailable rather than waiting.
+//     rejoins with the error unavailable rather than waiting. A single
+//     server's store is ready at once.
 //
 // Limits in a cluster: each of n nodes (NATSConfig.Nodes, by default one
 // per route) enforces limit/n of every per-address limit, rounded up, so
@@ -67,5 +71,6 @@
 // stated tolerance), with no per-message coordination; the cost is that
 // an address whose players all reach one node gets that node's share
 // only. /metrics carries the node label (Config.Node); /healthz has a
-// nats object: connected, routes, JetStream ready.
+// nats object: connected, routes, JetStream ready (server "local" on a
+// single server).
 package server

@@ -8,18 +8,16 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A relay stream whose two players' requests reached different nodes is
-// joined through NATS: each node runs the stream between its player's
-// connection and a natsConn, whose bytes go to the other node on the
-// subject of the other side (relaySubject) and come from the subject of
-// its own. The relay bucket says which node holds each side's waiting
-// request; the node that finds the other side there sends that node a
-// hello (a request), and both then run their half. The bytes are the
+// joined through the backbone (NATS: a single server has no other node):
+// each node runs the stream between its player's connection and a
+// natsConn, whose bytes go to the other node on the subject of the other
+// side (relaySubject) and come from the subject of its own. The relay
+// bucket says which node holds each side's waiting request; the node
+// that finds the other side there sends that node a hello (a request),
+// and both then run their half. The bytes are the
 // players' own (TLS, with the pinned certificate, end to end): the
 // nodes neither read nor change them.
 
@@ -35,8 +33,8 @@ func relayBucketKey(key relayKey, side int) string {
 type natsConn struct {
 	cl      *cluster
 	out     string // the other side's subject
-	sub     *nats.Subscription
-	in      chan *nats.Msg
+	unsub   func()
+	in      chan []byte
 	buf     []byte
 	closeMu sync.Mutex
 	closed  bool
@@ -44,24 +42,30 @@ type natsConn struct {
 }
 
 func (cl *cluster) newNatsConn(key relayKey, side int) (*natsConn, error) {
-	c := &natsConn{cl: cl, out: relaySubject(key, 1-side), in: make(chan *nats.Msg, 1024), done: make(chan struct{})}
-	sub, err := cl.nc.ChanSubscribe(relaySubject(key, side), c.in)
+	c := &natsConn{cl: cl, out: relaySubject(key, 1-side), in: make(chan []byte, 1024), done: make(chan struct{})}
+	// A reader slower than the other side's writes holds the messages
+	// up in the subscription's queue (up to its limit), not here.
+	unsub, err := cl.bb.Subscribe(relaySubject(key, side), 64<<20, func(m *busMsg) {
+		select {
+		case c.in <- m.Data:
+		case <-c.done:
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	sub.SetPendingLimits(-1, 64<<20)
-	c.sub = sub
+	c.unsub = unsub
 	return c, nil
 }
 
 func (c *natsConn) Read(b []byte) (int, error) {
 	for len(c.buf) == 0 {
 		select {
-		case m := <-c.in:
-			if len(m.Data) == 0 {
+		case data := <-c.in:
+			if len(data) == 0 {
 				return 0, io.EOF // the other node closed its end
 			}
-			c.buf = m.Data
+			c.buf = data
 		case <-c.done:
 			return 0, net.ErrClosed
 		}
@@ -79,7 +83,7 @@ func (c *natsConn) Write(b []byte) (int, error) {
 	}
 	for off := 0; off < len(b); off += 32 << 10 {
 		end := min(len(b), off+32<<10)
-		if err := c.cl.nc.Publish(c.out, append([]byte(nil), b[off:end]...)); err != nil {
+		if err := c.cl.bb.Publish(c.out, append([]byte(nil), b[off:end]...)); err != nil {
 			return off, err
 		}
 	}
@@ -87,15 +91,23 @@ func (c *natsConn) Write(b []byte) (int, error) {
 }
 
 func (c *natsConn) Close() error {
+	if c.drop() {
+		c.cl.bb.Publish(c.out, nil) // the end, for the other node
+	}
+	return nil
+}
+
+// drop ends the subscription, reporting whether it was still on.
+func (c *natsConn) drop() bool {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.closed {
-		return nil
+		return false
 	}
 	c.closed = true
 	close(c.done)
-	c.cl.nc.Publish(c.out, nil) // the end, for the other node
-	return c.sub.Unsubscribe()
+	c.unsub()
+	return true
 }
 
 type natsAddr struct{}
@@ -156,7 +168,7 @@ func (s *Server) relayCrossNode(rv *relayRendezvous, side int, wt *relayWaiter) 
 			}
 			e, err := kv.Get(ctx, relayBucketKey(rv.key, 1-side))
 			cancel()
-			if !put || err != nil || string(e.Value()) == s.cl.id {
+			if !put || err != nil || string(e.Value) == s.cl.id {
 				continue
 			}
 			// Subscribed before the hello: the other node's bytes may
@@ -167,11 +179,11 @@ func (s *Server) relayCrossNode(rv *relayRendezvous, side int, wt *relayWaiter) 
 			}
 			b, _ := json.Marshal(&envelope{K: kindRelay, N: s.cl.id, ID: rv.key.pairing, T: strconv.FormatUint(rv.key.instance, 16), S: side})
 			s.cl.msgsOut.Add(1)
-			reply, err := s.cl.nc.Request(subjectRoot+string(e.Value()), b, reqTimeout)
-			if err == nil && string(reply.Data) == "ok" && s.joinCrossNode(rv.key, side, nc) {
+			reply, err := s.cl.bb.Request(subjectRoot+string(e.Value), b, reqTimeout)
+			if err == nil && string(reply) == "ok" && s.joinCrossNode(rv.key, side, nc) {
 				return
 			}
-			nc.sub.Unsubscribe()
+			nc.drop()
 		}
 	}()
 	return func() {
@@ -184,8 +196,8 @@ func (s *Server) relayCrossNode(rv *relayRendezvous, side int, wt *relayWaiter) 
 			}
 			ctx, cancel := kvctx()
 			defer cancel()
-			if e, err := kv.Get(ctx, bk); err == nil && string(e.Value()) == s.cl.id {
-				kv.Delete(ctx, bk, jetstream.LastRevision(e.Revision()))
+			if e, err := kv.Get(ctx, bk); err == nil && string(e.Value) == s.cl.id {
+				kv.Delete(ctx, bk, e.Revision)
 			}
 		})
 	}
@@ -231,14 +243,11 @@ func (s *Server) joinCrossNode(key relayKey, side int, nc *natsConn) bool {
 
 // relayIn answers another node's hello: its side S's request of the
 // pairing found this node's request of the other side waiting.
-func (s *Server) relayIn(e *envelope, msg *nats.Msg) {
+func (s *Server) relayIn(e *envelope, msg *busMsg) {
 	inst, err := strconv.ParseUint(e.T, 16, 64)
-	ok := err == nil && s.joinCrossNode(relayKey{inst, e.ID}, 1-e.S, nil)
-	if msg.Reply != "" {
-		if ok {
-			msg.Respond([]byte("ok"))
-		} else {
-			msg.Respond([]byte("no"))
-		}
+	if err == nil && s.joinCrossNode(relayKey{inst, e.ID}, 1-e.S, nil) {
+		msg.Respond([]byte("ok"))
+	} else {
+		msg.Respond([]byte("no"))
 	}
 }

@@ -189,8 +189,8 @@ type Config struct {
 	// expiry. Nil means time.Now.
 	Now func() time.Time
 	// NATS is the backbone that makes several servers one (see the
-	// package doc, Clustering). The zero value embeds a NATS server with
-	// no listener: a single server, on the same code path.
+	// package doc, Clustering). The zero value is a single server, its
+	// shared state in memory, on the same code path.
 	NATS NATSConfig
 }
 
@@ -312,6 +312,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
+	if err := c.NATS.validate(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -335,7 +338,7 @@ type Stats struct {
 	LimitViolations uint64 `json:"limit_violations"` // oversize, rate and slow-consumer closes
 	RateLimited     uint64 `json:"rate_limited"`     // messages dropped by the rate limit
 	// NATS is the cluster's health as this node sees it: connected,
-	// routes, JetStream ready.
+	// routes, JetStream ready (server "local" for a single server).
 	NATS *NATSStats `json:"nats,omitempty"`
 }
 
@@ -350,7 +353,7 @@ type Server struct {
 	lim *addrLimiter
 	met *metrics
 	trn *turnServer // nil without TURN
-	cl  *cluster    // the NATS side (cluster.go)
+	cl  *cluster    // the backbone side (cluster.go)
 
 	instance     uint64 // this process's id in relay tokens
 	tokenKey     []byte // relay token HMAC key
