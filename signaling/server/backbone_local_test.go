@@ -294,11 +294,11 @@ func TestNATSConfigValidate(t *testing.T) {
 		{NATSConfig{}, ""},
 		{NATSConfig{URL: "nats://127.0.0.1:4222", ClusterListen: "127.0.0.1:6222"}, ""},
 		{NATSConfig{ClusterListen: "127.0.0.1:6222"}, `ClusterListen "127.0.0.1:6222" needs NATSConfig.Embed`},
-		{NATSConfig{ClusterRoutes: []string{"nats://10.0.0.2:6222"}}, "need NATSConfig.ClusterListen"},
+		{NATSConfig{ClusterRoutes: []string{"nats://127.0.0.2:6222"}}, "need NATSConfig.ClusterListen"},
 		{NATSConfig{ClusterListen: "6222", Embed: embed}, `ClusterListen "6222"`},
 		{NATSConfig{ClusterListen: "127.0.0.1:http", Embed: embed}, `port "http" is not a number`},
-		{NATSConfig{ClusterListen: "127.0.0.1:6222", ClusterRoutes: []string{"10.0.0.2"}, Embed: embed}, `"10.0.0.2" is not nats://host:port`},
-		{NATSConfig{ClusterListen: "127.0.0.1:6222", ClusterRoutes: []string{"nats://10.0.0.2:6222"}, Embed: embed}, ""},
+		{NATSConfig{ClusterListen: "127.0.0.1:6222", ClusterRoutes: []string{"127.0.0.2"}, Embed: embed}, `"127.0.0.2" is not nats://host:port`},
+		{NATSConfig{ClusterListen: "127.0.0.1:6222", ClusterRoutes: []string{"nats://127.0.0.2:6222"}, Embed: embed}, ""},
 	} {
 		_, err := Config{NATS: tc.cfg}.withDefaults()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
