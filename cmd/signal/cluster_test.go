@@ -42,9 +42,28 @@ func freePorts(t *testing.T, n int) []int {
 
 // startCluster starts three cmd/signal processes whose embedded NATS
 // servers form one cluster, and waits until each reports its JetStream
-// ready.
+// ready. The route ports are picked free and then released, so another
+// process (or one of the nodes' own random ports) may take one before
+// its node listens there: then the cluster starts again on new ports.
 func startCluster(t *testing.T, extra ...string) []*proc {
 	t.Helper()
+	for try := 0; ; try++ {
+		ps, err := tryStartCluster(t, extra...)
+		if err == nil {
+			ctx := testwait.Context(t)
+			for _, p := range ps {
+				waitJetStream(ctx, t, p)
+			}
+			return ps
+		}
+		if try == 4 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("cluster start again: %v", err)
+	}
+}
+
+func tryStartCluster(t *testing.T, extra ...string) ([]*proc, error) {
 	ports := freePorts(t, 3)
 	var routes []string
 	for _, p := range ports {
@@ -54,13 +73,16 @@ func startCluster(t *testing.T, extra ...string) []*proc {
 	for i, p := range ports {
 		args := append([]string{"-secret", clusterSecret, "-node", fmt.Sprintf("n%d", i+1),
 			"-cluster-listen", fmt.Sprintf("127.0.0.1:%d", p), "-cluster-routes", strings.Join(routes, ",")}, extra...)
-		ps = append(ps, startProc(t, args...))
+		pr, err := tryStartProc(t, args...)
+		if err != nil {
+			for _, q := range ps {
+				q.kill()
+			}
+			return nil, err
+		}
+		ps = append(ps, pr)
 	}
-	ctx := testwait.Context(t)
-	for _, p := range ps {
-		waitJetStream(ctx, t, p)
-	}
-	return ps
+	return ps, nil
 }
 
 type health struct {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/ragsync/ragsync/internal/testwait"
@@ -37,17 +39,33 @@ type proc struct {
 // returns once it is ready; the test's end kills it.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
+	p, err := tryStartProc(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tryStartProc is startProc, returning the error of a process that did
+// not start (its logs in the error).
+func tryStartProc(t *testing.T, args ...string) (*proc, error) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	p := &proc{cmd: cmd, logs: &syncBuf{}}
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("logs of %s (%s):\n%s", p.url, strings.Join(args, " "), p.logs)
+		}
+	})
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		p.logs.Write(append(sc.Bytes(), '\n'))
@@ -58,10 +76,11 @@ func startProc(t *testing.T, args ...string) *proc {
 		}
 	}
 	if p.url == "" {
-		t.Fatalf("cmd/signal did not start:\n%s", p.logs)
+		p.kill()
+		return nil, fmt.Errorf("cmd/signal did not start:\n%s", p.logs)
 	}
 	go io.Copy(p.logs, stderr)
-	return p
+	return p, nil
 }
 
 // kill ends the process at once, as a crash does: no shutdown, no close

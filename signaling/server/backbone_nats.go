@@ -55,9 +55,13 @@ func (b *natsBackbone) Bucket(ctx context.Context, name string, ttl time.Duratio
 		if _, err := b.js.UpdateStream(ctx, c); err != nil {
 			return nil, err
 		}
-		if kv, err = b.js.KeyValue(ctx, name); err != nil {
-			return nil, err
-		}
+	}
+	// Bound again, now that the stream is known to refuse direct gets:
+	// the handle reads the way the stream's config said when it was
+	// bound. Bound above while another node's update was under way, it
+	// would make direct gets that no one answers, for good.
+	if kv, err = b.js.KeyValue(ctx, name); err != nil {
+		return nil, err
 	}
 	return natsBucket{kv}, nil
 }

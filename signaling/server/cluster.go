@@ -222,7 +222,7 @@ func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 	default:
 		// The local store's clock is the one watch refreshes keys by.
 		cl.bb = newLocalBackbone(time.Now)
-		if !cl.bindOnce(map[string]kvBucket{}) {
+		if !cl.bindOnce(map[string]kvBucket{}, kvTimeout) {
 			cl.bb.Close()
 			return nil, errors.New("signaling: the local store did not start")
 		}
@@ -254,11 +254,16 @@ func validSubjectToken(s string) bool {
 
 // bind binds the buckets, retrying until they are there: a clustered
 // JetStream has no meta leader until a quorum of its nodes is up, and the
-// buckets cannot be made before.
+// buckets cannot be made before. A request made before then gets no
+// answer at all, so the first tries wait 1 s for one, not kvTimeout:
+// three nodes started together were ready after 15 s with 5 s tries, as
+// each try waited out its timeout.
 func (cl *cluster) bind() {
 	defer cl.wg.Done()
 	made := map[string]kvBucket{}
-	for delay := 50 * time.Millisecond; !cl.bindOnce(made); delay = min(2*delay, time.Second) {
+	timeout := time.Second
+	for delay := 50 * time.Millisecond; !cl.bindOnce(made, timeout); delay = min(2*delay, time.Second) {
+		timeout = min(2*timeout, kvTimeout)
 		select {
 		case <-cl.stop:
 			return
@@ -267,14 +272,17 @@ func (cl *cluster) bind() {
 	}
 }
 
-// bindOnce binds the buckets not yet in made, reporting whether all of
-// them are there now: then the cluster is ready.
-func (cl *cluster) bindOnce(made map[string]kvBucket) bool {
+// bindOnce binds the buckets not yet in made, each try bounded by
+// timeout, reporting whether all of them are there and answer a read:
+// then the cluster is ready. The read goes to each bucket's stream
+// leader (see natsBackbone.Bucket), which a replicated bucket just made
+// may not have elected yet.
+func (cl *cluster) bindOnce(made map[string]kvBucket, timeout time.Duration) bool {
 	for _, b := range []string{roomsBucket, quickBucket, relayBucket} {
 		if made[b] != nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		kv, err := cl.bb.Bucket(ctx, b, roomTTL)
 		cancel()
 		if err != nil {
@@ -286,6 +294,17 @@ func (cl *cluster) bindOnce(made map[string]kvBucket) bool {
 	if len(made) < 3 {
 		return false
 	}
+	for b, kv := range made {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_, err := kv.Get(ctx, readyProbeKey)
+		cancel()
+		if err != nil && !errors.Is(err, errKeyNotFound) {
+			// Bound again next time, in case the handle is what fails.
+			cl.s.log.Debug("signaling: bucket does not answer", "bucket", b, "err", err)
+			delete(made, b)
+			return false
+		}
+	}
 	cl.rooms.Store(&kvHandle{made[roomsBucket]})
 	cl.quick.Store(&kvHandle{made[quickBucket]})
 	cl.relay.Store(&kvHandle{made[relayBucket]})
@@ -295,6 +314,9 @@ func (cl *cluster) bindOnce(made map[string]kvBucket) bool {
 	}
 	return true
 }
+
+// readyProbeKey is read, never written, to see that a bucket answers.
+const readyProbeKey = "ready-probe"
 
 // worker runs the bucket updates that need not hold up a client: closed
 // rooms' keys, refreshes.

@@ -182,10 +182,12 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 	if ok, _ := s.lim.canGuess(c.addr); !ok {
 		return false // refused here
 	}
+	var last error // the store's latest error, if any
 	for try := range routeTries {
 		backoff(try)
 		o, err := s.cl.getOwner(&s.cl.rooms, string(m.Room))
 		if err != nil {
+			last = err
 			continue
 		}
 		switch o.node {
@@ -193,8 +195,12 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 			if !m.Create {
 				return false // room_not_found, here
 			}
-			if _, ok, _ := s.cl.claim(&s.cl.rooms, string(m.Room), owner{}); ok {
+			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), owner{})
+			if ok {
 				return false // creates it here
+			}
+			if err != nil {
+				last = err
 			}
 		case s.cl.id:
 			// Ours, but not here: a room that just closed (its key's
@@ -209,15 +215,23 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 				s.cl.releaseNow(&s.cl.rooms, string(m.Room))
 				return false
 			}
-			if _, ok, _ := s.cl.claim(&s.cl.rooms, string(m.Room), o); ok {
+			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), o)
+			if ok {
 				return false
+			}
+			if err != nil {
+				last = err
 			}
 		default:
 			if s.attach(c, o.node, m, false) {
 				return true
 			}
 			// Its node is gone: so is the room.
-			if _, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), o); err == nil && ok && m.Create {
+			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), o)
+			if err != nil {
+				last = err
+			}
+			if ok && m.Create {
 				return false
 			}
 			if !m.Create {
@@ -226,15 +240,26 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 			}
 		}
 	}
-	c.sendError(unavailable(m.Type, fmt.Errorf("room %s changed hands too often", m.Room)))
+	c.sendError(unavailable(m.Type, exhausted("room "+string(m.Room), last)))
 	return true
 }
 
+// exhausted is why a route ran out of tries: the store's latest error,
+// or else a key that kept changing hands.
+func exhausted(what string, last error) error {
+	if last != nil {
+		return fmt.Errorf("%s: the store failed %d tries, lastly: %w", what, routeTries, last)
+	}
+	return fmt.Errorf("%s changed hands too often", what)
+}
+
 func (s *Server) routeQuick(c *client, m *signaling.Message) bool {
+	var last error
 	for try := range routeTries {
 		backoff(try)
 		o, err := s.cl.getOwner(&s.cl.quick, quickKey)
 		if err != nil {
+			last = err
 			continue
 		}
 		switch o.node {
@@ -247,11 +272,15 @@ func (s *Server) routeQuick(c *client, m *signaling.Message) bool {
 			}
 		}
 		// No queue, or its node is gone: this node holds it.
-		if _, ok, _ := s.cl.claim(&s.cl.quick, quickKey, o); ok {
+		_, ok, err := s.cl.claim(&s.cl.quick, quickKey, o)
+		if ok {
 			return false
 		}
+		if err != nil {
+			last = err
+		}
 	}
-	c.sendError(unavailable(m.Type, fmt.Errorf("the quick-match queue changed hands too often")))
+	c.sendError(unavailable(m.Type, exhausted("the quick-match queue", last)))
 	return true
 }
 
@@ -285,10 +314,12 @@ func (s *Server) rejoinAt(c *client, m *signaling.Message, code signaling.RoomCo
 	if here {
 		return local()
 	}
+	var last error
 	for try := range routeTries {
 		backoff(try)
 		o, err := s.cl.getOwner(&s.cl.rooms, string(code))
 		if err != nil {
+			last = err
 			continue
 		}
 		if o.node != "" && o.node != s.cl.id && s.attach(c, o.node, m, true) {
@@ -297,11 +328,15 @@ func (s *Server) rejoinAt(c *client, m *signaling.Message, code signaling.RoomCo
 		if o.node == s.cl.id {
 			return local()
 		}
-		if _, ok, _ := s.cl.claim(&s.cl.rooms, string(code), o); ok {
+		_, ok, err := s.cl.claim(&s.cl.rooms, string(code), o)
+		if ok {
 			return local()
 		}
+		if err != nil {
+			last = err
+		}
 	}
-	c.sendError(unavailable(m.Type, fmt.Errorf("room %s changed hands too often", code)))
+	c.sendError(unavailable(m.Type, exhausted("room "+string(code), last)))
 	return true
 }
 

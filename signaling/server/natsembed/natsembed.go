@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	natsd "github.com/nats-io/nats-server/v2/server"
@@ -114,13 +115,54 @@ func Start(o Options) (Server, error) {
 		return nil, fmt.Errorf("natsembed: %w", err)
 	}
 	s.ns = ns
+	var log failLog
+	ns.SetLogger(&log, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(readyTimeout) {
-		s.Shutdown()
-		return nil, errors.New("natsembed: the NATS server did not start in " + readyTimeout.String())
+	// Ready, or a fatal error (a listener that could not start), or the
+	// timeout; polled so that a fatal error ends the wait at once.
+	for deadline := time.Now().Add(readyTimeout); !ns.ReadyForConnections(50 * time.Millisecond); {
+		fatal, last := log.get()
+		if fatal || time.Now().After(deadline) {
+			s.Shutdown()
+			if last != "" {
+				return nil, fmt.Errorf("natsembed: the NATS server did not start: %s", last)
+			}
+			return nil, errors.New("natsembed: the NATS server did not start in " + readyTimeout.String())
+		}
 	}
 	return s, nil
 }
+
+// failLog keeps the embedded server's latest error or fatal message (a
+// route port already in use, say), for Start's error; the rest of its
+// log is dropped.
+type failLog struct {
+	mu    sync.Mutex
+	last  string
+	fatal bool
+}
+
+func (l *failLog) set(fatal bool, format string, v ...any) {
+	l.mu.Lock()
+	if !l.fatal { // the first fatal message is the cause
+		l.last = fmt.Sprintf(format, v...)
+		l.fatal = fatal
+	}
+	l.mu.Unlock()
+}
+
+func (l *failLog) get() (fatal bool, last string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatal, l.last
+}
+
+func (l *failLog) Fatalf(format string, v ...any) { l.set(true, format, v...) }
+func (l *failLog) Errorf(format string, v ...any) { l.set(false, format, v...) }
+func (*failLog) Noticef(string, ...any)           {}
+func (*failLog) Warnf(string, ...any)             {}
+func (*failLog) Debugf(string, ...any)            {}
+func (*failLog) Tracef(string, ...any)            {}
 
 // embedded is a running server and its temporary store.
 type embedded struct {
