@@ -46,6 +46,7 @@ import (
 
 	"github.com/ragsync/ragsync/demo/webdist"
 	"github.com/ragsync/ragsync/signaling/server"
+	"github.com/ragsync/ragsync/signaling/server/natsclient"
 	"github.com/ragsync/ragsync/signaling/server/natsembed"
 )
 
@@ -384,7 +385,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 
-	cfg.NATS.Embed = natsembed.Start // used with -cluster-listen
+	cfg.NATS.Connect, cfg.NATS.Embed = natsclient.Connect, natsembed.Start // used with -nats and -cluster-listen
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func (b *localBackbone) Publish(subject string, data []byte) error {
 
 func (b *localBackbone) Request(subject string, data []byte, timeout time.Duration) ([]byte, error) {
 	answer := make(chan []byte, 1)
-	m := &busMsg{Data: data, reply: func(data []byte) {
+	m := &busMsg{Data: data, Reply: func(data []byte) {
 		select {
 		case answer <- data:
 		default: // answered already (more than one subscriber)
@@ -116,7 +116,7 @@ func (b *localBackbone) Subscribe(subject string, maxPending int, f func(*busMsg
 func (b *localBackbone) Status() backboneStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return backboneStatus{connected: !b.closed, server: "local"}
+	return backboneStatus{Connected: !b.closed, Server: "local"}
 }
 
 func (b *localBackbone) Close() {
@@ -249,7 +249,7 @@ func (k *localBucket) Get(ctx context.Context, key string) (kvEntry, error) {
 	if !ok {
 		return kvEntry{}, errKeyNotFound
 	}
-	return kvEntry{append([]byte(nil), e.value...), e.rev}, nil
+	return kvEntry{Value: append([]byte(nil), e.value...), Revision: e.rev}, nil
 }
 
 func (k *localBucket) Create(ctx context.Context, key string, value []byte) (uint64, error) {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	bbk "github.com/ragsync/ragsync/signaling/server/internal/backbone"
 )
 
 // NATSConfig is the backbone of a server (see the package doc,
@@ -41,12 +41,18 @@ type NATSConfig struct {
 	// StoreDir is the embedded server's JetStream directory. Empty: a
 	// temporary directory removed at Shutdown.
 	StoreDir string
+	// Connect connects a node to NATS, with URL or to its embedded
+	// server: natsclient.Connect (package signaling/server/natsclient).
 	// Embed starts the embedded NATS server of a node with
 	// ClusterListen: natsembed.Start (package
-	// signaling/server/natsembed), kept out of this package so that a
-	// program not clustering (a game embedding a server) does not link
-	// nats-server. Nil: ClusterListen is an error.
-	Embed func(EmbedOptions) (EmbeddedNATS, error)
+	// signaling/server/natsembed). Both are kept out of this package so
+	// that a program not clustering (a game or the demo embedding a
+	// single server) links neither NATS nor nats-server. Nil: URL needs
+	// Connect, and ClusterListen both.
+	//
+	//	cfg.NATS.Connect, cfg.NATS.Embed = natsclient.Connect, natsembed.Start
+	Connect func(NATSConnectOptions) (Backbone, error)
+	Embed   func(EmbedOptions) (EmbeddedNATS, error)
 	// Replicas of the key-value buckets. Zero: min(3, nodes), the nodes
 	// being 1 + the routes other than this node's own (1 with URL).
 	Replicas int
@@ -78,20 +84,30 @@ type EmbedOptions = struct {
 
 // EmbeddedNATS is a NATS server running in this process, ready for
 // connections, as NATSConfig.Embed returns it (an alias of an unnamed
-// interface type, like EmbedOptions, that natsembed.Server is too).
-type EmbeddedNATS = interface {
-	// InProcessConn connects to the server without a listener
-	// (nats.InProcessConnProvider).
-	InProcessConn() (net.Conn, error)
-	// Peers names the servers of other nodes it has routes to.
-	Peers() []string
-	// Shutdown stops the server and returns once it has stopped.
-	Shutdown()
-}
+// interface type, like EmbedOptions, that natsembed.Server is too):
+// InProcessConn connects to it without a listener, Peers names the
+// servers of other nodes it has routes to, Shutdown stops it and returns
+// once it has stopped.
+type EmbeddedNATS = bbk.Embedded
+
+// NATSConnectOptions is what NATSConfig.Connect makes a node's backbone
+// with: an external NATS at URL (with CredsFile), or else the node's
+// Embedded server (which the backbone then owns, and shuts down when it
+// closes or fails to connect); Name is the connection's name in NATS
+// monitoring; Replicas is of the buckets this node makes.
+type NATSConnectOptions = bbk.ConnectOptions
+
+// Backbone is a node's connection to what the nodes of a cluster share,
+// as NATSConfig.Connect returns it. Its methods are used by this
+// package only; natsclient implements them.
+type Backbone = bbk.Backbone
 
 // validate checks the NATS fields that need no connection.
 func (c *NATSConfig) validate() error {
 	if c.URL != "" {
+		if c.Connect == nil {
+			return fmt.Errorf("signaling: invalid config: NATSConfig.URL %q needs NATSConfig.Connect (natsclient.Connect)", c.URL)
+		}
 		return nil
 	}
 	if c.ClusterListen == "" {
@@ -100,8 +116,8 @@ func (c *NATSConfig) validate() error {
 		}
 		return nil
 	}
-	if c.Embed == nil {
-		return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterListen %q needs NATSConfig.Embed (natsembed.Start)", c.ClusterListen)
+	if c.Embed == nil || c.Connect == nil {
+		return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterListen %q needs NATSConfig.Embed and Connect (natsembed.Start, natsclient.Connect)", c.ClusterListen)
 	}
 	if _, port, err := net.SplitHostPort(c.ClusterListen); err != nil {
 		return fmt.Errorf("signaling: invalid config: NATSConfig.ClusterListen %q: %w", c.ClusterListen, err)
@@ -179,21 +195,14 @@ func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 		cl.replicas = min(3, 1+otherNodes(cfg))
 	}
 	cl.nodes = natsNodes(cfg)
-	name := nats.Name("ragsync-signal " + cl.id)
+	name := "ragsync-signal " + cl.id
 	switch {
 	case cfg.URL != "":
-		o := []nats.Option{name, nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
-		if cfg.CredsFile != "" {
-			o = append(o, nats.UserCredentials(cfg.CredsFile))
-		}
-		nc, err := nats.Connect(cfg.URL, o...)
+		bb, err := cfg.Connect(NATSConnectOptions{URL: cfg.URL, CredsFile: cfg.CredsFile, Name: name, Replicas: cl.replicas})
 		if err != nil {
 			return nil, fmt.Errorf("signaling: connecting to NATS at %s: %w", cfg.URL, err)
 		}
-		if cl.bb, err = newNATSBackbone(nc, nil, cl.replicas); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("signaling: JetStream: %w", err)
-		}
+		cl.bb = bb
 	case cfg.ClusterListen != "":
 		o := EmbedOptions{
 			Name:        cl.id,
@@ -209,16 +218,11 @@ func startCluster(s *Server, cfg NATSConfig) (*cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("signaling: embedded NATS: %w", err)
 		}
-		nc, err := nats.Connect("", nats.InProcessServer(ns), name, nats.MaxReconnects(-1))
+		bb, err := cfg.Connect(NATSConnectOptions{Embedded: ns, Name: name, Replicas: cl.replicas})
 		if err != nil {
-			ns.Shutdown()
 			return nil, fmt.Errorf("signaling: connecting to the embedded NATS: %w", err)
 		}
-		if cl.bb, err = newNATSBackbone(nc, ns, cl.replicas); err != nil {
-			nc.Close()
-			ns.Shutdown()
-			return nil, fmt.Errorf("signaling: JetStream: %w", err)
-		}
+		cl.bb = bb
 	default:
 		// The local store's clock is the one watch refreshes keys by.
 		cl.bb = newLocalBackbone(time.Now)
@@ -448,13 +452,13 @@ func (cl *cluster) stats() *NATSStats {
 	bs := cl.bb.Status()
 	return &NATSStats{
 		Node:      cl.id,
-		Connected: bs.connected,
-		Server:    bs.server,
-		Routes:    len(bs.peers),
+		Connected: bs.Connected,
+		Server:    bs.Server,
+		Routes:    len(bs.Peers),
 		JetStream: cl.isReady(),
 		Replicas:  cl.replicas,
 		Nodes:     cl.nodes,
-		Peers:     bs.peers,
+		Peers:     bs.Peers,
 		MsgsOut:   cl.msgsOut.Load(),
 		MsgsIn:    cl.msgsIn.Load(),
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ragsync/ragsync/internal/testwait"
 	"github.com/ragsync/ragsync/signaling"
+	"github.com/ragsync/ragsync/signaling/server/natsclient"
 	"github.com/ragsync/ragsync/signaling/server/natsembed"
 )
 
@@ -45,7 +46,7 @@ func startTestCluster(tb testing.TB, n int, base Config) []*Running {
 		cfg := base
 		cfg.Secret = []byte("0123456789abcdef0123456789abcdef")
 		cfg.Node = fmt.Sprintf("n%d", i+1)
-		cfg.NATS = NATSConfig{ClusterListen: fmt.Sprintf("127.0.0.1:%d", p), ClusterRoutes: routes, Embed: natsembed.Start}
+		cfg.NATS = NATSConfig{ClusterListen: fmt.Sprintf("127.0.0.1:%d", p), ClusterRoutes: routes, Embed: natsembed.Start, Connect: natsclient.Connect}
 		r, err := Start("127.0.0.1:0", cfg)
 		if err != nil {
 			tb.Fatal(err)
@@ -70,7 +71,7 @@ func startTestCluster(tb testing.TB, n int, base Config) []*Running {
 func natsOut(rs []*Running) uint64 {
 	var n uint64
 	for _, r := range rs {
-		n += r.cl.bb.(*natsBackbone).nc.Stats().OutMsgs
+		n += r.cl.bb.Status().Sent
 	}
 	return n
 }

@@ -15,13 +15,15 @@
 // The cluster logic runs on a backbone (Config.NATS): key-value buckets
 // and messages between nodes. A single server (the zero NATSConfig) keeps
 // them in its own memory, so it needs nothing installed and links no NATS
-// server, yet runs the same code as a cluster. Several servers become one
-// population on NATS with JetStream: either each embeds a nats-server,
-// routed into one NATS cluster (NATSConfig.ClusterListen, ClusterRoutes,
-// and Embed set to natsembed.Start, the one package that links
-// nats-server), or they connect to an existing NATS deployment
-// (NATSConfig.URL). NATS does all the distributed work: there is no
-// gossip or consensus of ours.
+// server, yet runs the same code as a cluster, and links no NATS at all.
+// Several servers become one population on NATS with JetStream: either
+// each embeds a nats-server, routed into one NATS cluster
+// (NATSConfig.ClusterListen, ClusterRoutes), or they connect to an
+// existing NATS deployment (NATSConfig.URL). Either way the program sets
+// NATSConfig.Connect to natsclient.Connect (the one package that links the
+// NATS client) and, to embed, NATSConfig.Embed to natsembed.Start (the
+// one that links nats-server), as cmd/signal does. NATS does all the
+// distributed work: there is no gossip or consensus of ours.
 //
 // The design, and why:
 //

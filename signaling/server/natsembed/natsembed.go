@@ -1,10 +1,11 @@
 // Package natsembed runs the NATS server a clustered signaling server
 // embeds: Start is the NATSConfig.Embed of package signaling/server, and
 // the only part of ragsync that links nats-server. A single server (a
-// game's, the demo's) needs none of it; cmd/signal sets it so that its
-// -cluster-listen and -cluster-routes flags work:
+// game's, the demo's) needs none of it; cmd/signal sets it, with
+// natsclient.Connect, so that its -cluster-listen and -cluster-routes
+// flags work:
 //
-//	cfg.NATS.Embed = natsembed.Start
+//	cfg.NATS.Connect, cfg.NATS.Embed = natsclient.Connect, natsembed.Start
 package natsembed
 
 import (

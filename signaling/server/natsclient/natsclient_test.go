@@ -1,4 +1,4 @@
-package server
+package natsclient
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	bbk "github.com/ragsync/ragsync/signaling/server/internal/backbone"
+	"github.com/ragsync/ragsync/signaling/server/internal/backbone/backbonetest"
 	"github.com/ragsync/ragsync/signaling/server/natsembed"
 )
 
@@ -30,7 +32,7 @@ func TestNATSBackbone(t *testing.T) {
 	}
 	var bs []*natsBackbone
 	for i, a := range addrs {
-		ns, err := natsembed.Start(EmbedOptions{Name: fmt.Sprint("t", i), Listen: a, Routes: routes, StoreDir: t.TempDir()})
+		ns, err := natsembed.Start(natsembed.Options{Name: fmt.Sprint("t", i), Listen: a, Routes: routes, StoreDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +41,7 @@ func TestNATSBackbone(t *testing.T) {
 			ns.Shutdown()
 			t.Fatal(err)
 		}
-		b, err := newNATSBackbone(nc, ns, 1)
+		b, err := newBackbone(nc, ns, 1)
 		if err != nil {
 			nc.Close()
 			ns.Shutdown()
@@ -50,19 +52,19 @@ func TestNATSBackbone(t *testing.T) {
 	}
 
 	// The bucket is made on one node, once JetStream has its meta leader.
-	var kv kvBucket
+	var kv bbk.Bucket
 	for deadline := time.Now().Add(30 * time.Second); kv == nil; time.Sleep(50 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var err error
-		kv, err = bs[0].Bucket(ctx, roomsBucket, roomTTL)
+		kv, err = bs[0].Bucket(ctx, "ragsync_rooms", 10*time.Minute)
 		cancel()
 		if err != nil && time.Now().After(deadline) {
 			t.Fatalf("bucket: %v", err)
 		}
 	}
-	if st := bs[0].Status(); !st.connected || st.server != "embedded" || len(st.peers) != 1 || st.peers[0] != "t1" {
+	if st := bs[0].Status(); !st.Connected || st.Server != "embedded" || len(st.Peers) != 1 || st.Peers[0] != "t1" {
 		t.Errorf("status: %+v, want embedded with peer t1", st)
 	}
-	t.Run("bucket", func(t *testing.T) { testBucket(t, kv) })
-	t.Run("bus", func(t *testing.T) { testBus(t, bs[0]) })
+	t.Run("bucket", func(t *testing.T) { backbonetest.Bucket(t, kv) })
+	t.Run("bus", func(t *testing.T) { backbonetest.Bus(t, bs[0]) })
 }

@@ -1,27 +1,77 @@
-package server
+// Package natsclient is the NATS backbone of a clustered signaling
+// server: Connect is the NATSConfig.Connect of package signaling/server,
+// and the only part of ragsync that links the NATS client. A single
+// server (a game's, the demo's) needs none of it; cmd/signal sets it, with
+// natsembed.Start, so that its -nats, -cluster-listen and -cluster-routes
+// flags work:
+//
+//	cfg.NATS.Connect, cfg.NATS.Embed = natsclient.Connect, natsembed.Start
+//
+// The nodes share JetStream key-value buckets (in memory, replicated,
+// read from each stream's leader only) and core NATS subjects.
+package natsclient
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	bbk "github.com/ragsync/ragsync/signaling/server/internal/backbone"
 )
 
+// Connect connects to the NATS of o: o.URL, or else the embedded server
+// o.Embedded, in process. The backbone it returns owns the connection and
+// the embedded server; a failed Connect shuts the embedded server down.
+// Reconnections (to an external NATS) are retried for ever, every 250 ms.
+func Connect(o bbk.ConnectOptions) (bbk.Backbone, error) {
+	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1)}
+	url := o.URL
+	switch {
+	case o.URL != "":
+		opts = append(opts, nats.ReconnectWait(250*time.Millisecond))
+		if o.CredsFile != "" {
+			opts = append(opts, nats.UserCredentials(o.CredsFile))
+		}
+	case o.Embedded != nil:
+		opts = append(opts, nats.InProcessServer(o.Embedded))
+	default:
+		return nil, errors.New("natsclient: neither a URL nor an embedded server")
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		if o.Embedded != nil {
+			o.Embedded.Shutdown()
+		}
+		return nil, err
+	}
+	b, err := newBackbone(nc, o.Embedded, o.Replicas)
+	if err != nil {
+		nc.Close()
+		if o.Embedded != nil {
+			o.Embedded.Shutdown()
+		}
+		return nil, fmt.Errorf("JetStream: %w", err)
+	}
+	return b, nil
+}
+
 // natsBackbone is the backbone of a cluster: NATS, with JetStream's
-// key-value buckets, on an external deployment (NATSConfig.URL) or a
-// clustered node's embedded server (NATSConfig.Embed).
+// key-value buckets, on an external deployment or a clustered node's
+// embedded server.
 type natsBackbone struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
-	ns       EmbeddedNATS // nil with an external NATS
+	ns       bbk.Embedded // nil with an external NATS
 	replicas int          // of the buckets this node makes
 }
 
-// newNATSBackbone takes over nc (and ns, if not nil): Close closes them.
-func newNATSBackbone(nc *nats.Conn, ns EmbeddedNATS, replicas int) (*natsBackbone, error) {
+// newBackbone takes over nc (and ns, if not nil): Close closes them.
+func newBackbone(nc *nats.Conn, ns bbk.Embedded, replicas int) (*natsBackbone, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -33,7 +83,7 @@ func newNATSBackbone(nc *nats.Conn, ns EmbeddedNATS, replicas int) (*natsBackbon
 // served by its stream's leader only: a replica's direct get may lag a
 // create made a moment before on another node, and a join must find the
 // room its creator has just been told about.
-func (b *natsBackbone) Bucket(ctx context.Context, name string, ttl time.Duration) (kvBucket, error) {
+func (b *natsBackbone) Bucket(ctx context.Context, name string, ttl time.Duration) (bbk.Bucket, error) {
 	kv, err := b.js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -73,7 +123,7 @@ func (b *natsBackbone) Publish(subject string, data []byte) error {
 func (b *natsBackbone) Request(subject string, data []byte, timeout time.Duration) ([]byte, error) {
 	m, err := b.nc.Request(subject, data, timeout)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, errNoResponders
+		return nil, bbk.ErrNoResponders
 	}
 	if err != nil {
 		return nil, err
@@ -81,11 +131,11 @@ func (b *natsBackbone) Request(subject string, data []byte, timeout time.Duratio
 	return m.Data, nil
 }
 
-func (b *natsBackbone) Subscribe(subject string, maxPending int, f func(*busMsg)) (func(), error) {
+func (b *natsBackbone) Subscribe(subject string, maxPending int, f func(*bbk.Msg)) (func(), error) {
 	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
-		bm := &busMsg{Data: m.Data}
+		bm := &bbk.Msg{Data: m.Data}
 		if m.Reply != "" {
-			bm.reply = func(data []byte) { m.Respond(data) }
+			bm.Reply = func(data []byte) { m.Respond(data) }
 		}
 		f(bm)
 	})
@@ -96,13 +146,13 @@ func (b *natsBackbone) Subscribe(subject string, maxPending int, f func(*busMsg)
 	return func() { sub.Unsubscribe() }, nil
 }
 
-func (b *natsBackbone) Status() backboneStatus {
-	st := backboneStatus{connected: b.nc.IsConnected()}
+func (b *natsBackbone) Status() bbk.Status {
+	st := bbk.Status{Connected: b.nc.IsConnected(), Sent: b.nc.Stats().OutMsgs}
 	if b.ns != nil {
-		st.server = "embedded"
-		st.peers = b.ns.Peers()
+		st.Server = "embedded"
+		st.Peers = b.ns.Peers()
 	} else {
-		st.server = b.nc.ConnectedUrlRedacted()
+		st.Server = b.nc.ConnectedUrlRedacted()
 	}
 	return st
 }
@@ -118,24 +168,24 @@ func (b *natsBackbone) Close() {
 }
 
 // natsBucket is a JetStream key-value bucket, its errors those of
-// kvBucket.
+// bbk.Bucket.
 type natsBucket struct{ kv jetstream.KeyValue }
 
-func (k natsBucket) Get(ctx context.Context, key string) (kvEntry, error) {
+func (k natsBucket) Get(ctx context.Context, key string) (bbk.Entry, error) {
 	e, err := k.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return kvEntry{}, errKeyNotFound
+		return bbk.Entry{}, bbk.ErrKeyNotFound
 	}
 	if err != nil {
-		return kvEntry{}, err
+		return bbk.Entry{}, err
 	}
-	return kvEntry{e.Value(), e.Revision()}, nil
+	return bbk.Entry{Value: e.Value(), Revision: e.Revision()}, nil
 }
 
 func (k natsBucket) Create(ctx context.Context, key string, value []byte) (uint64, error) {
 	rev, err := k.kv.Create(ctx, key, value)
 	if isRevMismatch(err) {
-		return 0, errKeyExists
+		return 0, bbk.ErrKeyExists
 	}
 	return rev, err
 }
@@ -143,7 +193,7 @@ func (k natsBucket) Create(ctx context.Context, key string, value []byte) (uint6
 func (k natsBucket) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	rev, err := k.kv.Update(ctx, key, value, rev)
 	if isRevMismatch(err) {
-		return 0, errWrongRevision
+		return 0, bbk.ErrWrongRevision
 	}
 	return rev, err
 }
@@ -160,7 +210,7 @@ func (k natsBucket) Delete(ctx context.Context, key string, rev uint64) error {
 		err = k.kv.Delete(ctx, key, jetstream.LastRevision(rev))
 	}
 	if isRevMismatch(err) {
-		return errWrongRevision
+		return bbk.ErrWrongRevision
 	}
 	return err
 }
