@@ -262,6 +262,13 @@ func (c *Calibrator) GameTimeAt(local time.Duration) (GameTime, bool) {
 	return GameTimeOf(c.game.At(local)), c.Synced()
 }
 
+// Unanswered is how many pings are in flight: sent, and neither answered
+// by a valid pong nor given up as lost. It is Stats' PingsSent −
+// PongsReceived − PingsLost, without the cost of Stats.
+func (c *Calibrator) Unanswered() uint64 {
+	return c.stats.PingsSent - c.stats.PongsReceived - c.stats.PingsLost
+}
+
 // Stats returns the counters and current figures.
 func (c *Calibrator) Stats() Stats {
 	s := c.stats

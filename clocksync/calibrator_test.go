@@ -166,12 +166,18 @@ func TestCalibratorPingLoss(t *testing.T) {
 	if s := d.follower.Stats(); s.PingsLost != 10 || s.PingsSent != 11 {
 		t.Errorf("stats %+v", s)
 	}
+	if n := d.follower.Unanswered(); n != 1 {
+		t.Errorf("unanswered %d, want the 1 ping in flight", n)
+	}
 	// More than 64 outstanding: the oldest count as lost when overwritten.
 	for range 100 {
 		d.follower.AppendPing(nil)
 	}
 	if s := d.follower.Stats(); s.PingsLost != 11+100-outstanding {
 		t.Errorf("PingsLost %d", s.PingsLost)
+	}
+	if n := d.follower.Unanswered(); n != outstanding {
+		t.Errorf("unanswered %d, want %d (the ring)", n, outstanding)
 	}
 }
 

@@ -385,8 +385,7 @@ func (s *Session) calibrationDue(now time.Duration) bool {
 	}
 	every := followerSyncPing
 	if s.links[0].up() && (s.phase != phaseRunning || TransportKind(s.active.Load()) == TransportWebRTC) {
-		st := s.ping.cal.Stats()
-		if st.PingsSent-st.PongsReceived-st.PingsLost < followerSyncInFlight {
+		if s.ping.cal.Unanswered() < followerSyncInFlight {
 			every = followerSyncPingRTC
 		}
 	}
