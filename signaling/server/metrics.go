@@ -1,21 +1,24 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/subtle"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/ragsync/ragsync/internal/promtext"
 	"github.com/ragsync/ragsync/signaling"
 )
 
 // Prometheus metrics, served at /metrics from a registry of the Server's
 // own (nothing is registered globally, so several servers can run in one
-// process). Names start with ragsync_signal_; the Go runtime's go_* and
-// the process's process_* metrics are included. With Config.Node, every
-// metric also has the label node.
+// process). Names start with ragsync_signal_; a few go_* metrics of the Go
+// runtime and process_* metrics of the process are included (below). With
+// Config.Node, every metric also has the label node.
 //
 //	ragsync_signal_clients                   gauge      open WebSocket connections
 //	ragsync_signal_rooms                     gauge      rooms with one or two players
@@ -39,17 +42,46 @@ import (
 //	ragsync_signal_turn_refusals_total{reason} counter  TURN requests refused: auth, quota, peer (a permission
 //	                                                    refused, or a relayed packet to or from the
 //	                                                    server's own addresses dropped)
+//
+// Of the Go runtime and the process: a subset of what the Go and process
+// collectors of Prometheus's Go client wrote, under the same names and
+// types (internal/promtext's Registry.GoAndProcessMetrics; go_* from
+// runtime/metrics, which does not stop the world):
+//
+//	go_info{version}                         gauge      1, labelled with the Go version
+//	go_goroutines                            gauge      goroutines
+//	go_threads                               gauge      OS threads of the process
+//	go_sched_gomaxprocs_threads              gauge      GOMAXPROCS
+//	go_memstats_heap_alloc_bytes             gauge      bytes of heap objects
+//	go_memstats_alloc_bytes_total            counter    bytes allocated on the heap
+//	go_memstats_sys_bytes                    gauge      bytes the Go runtime has mapped
+//	go_memstats_next_gc_bytes                gauge      heap size the next GC starts at
+//	go_gc_cycles_total                       counter    GC cycles completed
+//	process_cpu_seconds_total                counter    user and system CPU time (the process_*
+//	process_resident_memory_bytes            gauge      metrics on Linux only, from /proc/self)
+//	process_virtual_memory_bytes             gauge
+//	process_open_fds                         gauge
+//	process_max_fds                          gauge
+//	process_start_time_seconds               gauge
+//
+// They are written by internal/promtext in the Prometheus text format
+// 0.0.4, served at most maxScrapes scrapes at a time (503 beyond) and
+// gzipped when the scraper accepts it, as Prometheus does.
 type metrics struct {
-	reg *prometheus.Registry
+	reg     *promtext.Registry
+	scrapes chan struct{} // a token per scrape being served
 
-	pairings       *prometheus.CounterVec
-	pairingWait    *prometheus.HistogramVec
-	pairingLatency prometheus.Histogram
-	refusals       *prometheus.CounterVec
-	turnAllocs     prometheus.Gauge
-	turnAllocsTot  prometheus.Counter
-	turnRefusals   *prometheus.CounterVec
+	pairings       *promtext.CounterVec
+	pairingWait    *promtext.HistogramVec
+	pairingLatency *promtext.Histogram
+	refusals       *promtext.CounterVec
+	turnAllocs     atomic.Int64
+	turnAllocsTot  *promtext.Counter
+	turnRefusals   *promtext.CounterVec
 }
+
+// maxScrapes is how many /metrics requests are served at once.
+const maxScrapes = 4
 
 // Refusal reasons (the reason label of ragsync_signal_refusals_total).
 const (
@@ -79,18 +111,16 @@ func defaultReason(code signaling.ErrorCode) string {
 }
 
 func newMetrics(s *Server) *metrics {
-	const ns = "ragsync_signal"
-	m := &metrics{reg: prometheus.NewRegistry()}
-	var reg prometheus.Registerer = m.reg
+	const ns = "ragsync_signal_"
+	m := &metrics{scrapes: make(chan struct{}, maxScrapes)}
 	if s.cfg.Node != "" {
-		reg = prometheus.WrapRegistererWith(prometheus.Labels{"node": s.cfg.Node}, reg)
+		m.reg = promtext.NewRegistry("node", s.cfg.Node)
+	} else {
+		m.reg = promtext.NewRegistry()
 	}
-	gauge := func(name, help string, f func() float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f))
-	}
-	counter := func(name, help string, f func() float64) {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, f))
-	}
+	reg := m.reg
+	gauge := func(name, help string, f func() float64) { reg.GaugeFunc(ns+name, help, f) }
+	counter := func(name, help string, f func() float64) { reg.CounterFunc(ns+name, help, f) }
 	locked := func(f func() int) func() float64 {
 		return func() float64 {
 			s.mu.Lock()
@@ -109,39 +139,91 @@ func newMetrics(s *Server) *metrics {
 	counter("relay_streams_total", "Relay streams established, re-attachments included.", func() float64 { return float64(s.relaysTotal.Load()) })
 	counter("relay_bytes_total", "Bytes carried by relay streams, both directions.", func() float64 { return float64(s.relayBytes.Load()) })
 
-	m.pairings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pairings_total", Help: "Pairings made, by kind (code or quick)."}, []string{"kind"})
-	m.pairingWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: ns, Name: "pairing_wait_seconds",
-		Help:    "How long the first player of a pairing waited for the second (room created or queued to paired).",
-		Buckets: prometheus.ExponentialBuckets(0.1, 2.5, 10), // 0.1 s … 6.4 min
-	}, []string{"kind"})
-	m.pairingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: ns, Name: "pairing_latency_seconds",
-		Help:    "Server latency of a pairing: from reading the request that completes it to each player's paired message being written.",
-		Buckets: prometheus.ExponentialBuckets(0.0002, 2.5, 12), // 0.2 ms … 12 s
-	})
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "refusals_total", Help: "Error replies and refused connections, by error code and reason."}, []string{"code", "reason"})
-	m.turnAllocs = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "turn_allocations", Help: "TURN allocations open."})
-	m.turnAllocsTot = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "turn_allocations_total", Help: "TURN allocations made."})
-	m.turnRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "turn_refusals_total", Help: "TURN requests refused, by reason (auth, quota, peer)."}, []string{"reason"})
+	m.pairings = reg.CounterVec(ns+"pairings_total", "Pairings made, by kind (code or quick).", "kind")
+	m.pairingWait = reg.HistogramVec(ns+"pairing_wait_seconds",
+		"How long the first player of a pairing waited for the second (room created or queued to paired).",
+		promtext.ExponentialBuckets(0.1, 2.5, 10), // 0.1 s … 6.4 min
+		"kind")
+	m.pairingLatency = reg.Histogram(ns+"pairing_latency_seconds",
+		"Server latency of a pairing: from reading the request that completes it to each player's paired message being written.",
+		promtext.ExponentialBuckets(0.0002, 2.5, 12)) // 0.2 ms … 12 s
+	m.refusals = reg.CounterVec(ns+"refusals_total", "Error replies and refused connections, by error code and reason.", "code", "reason")
+	reg.GaugeFunc(ns+"turn_allocations", "TURN allocations open.", func() float64 { return float64(m.turnAllocs.Load()) })
+	m.turnAllocsTot = reg.Counter(ns+"turn_allocations_total", "TURN allocations made.")
+	m.turnRefusals = reg.CounterVec(ns+"turn_refusals_total", "TURN requests refused, by reason (auth, quota, peer).", "reason")
 	for _, k := range []string{"code", "quick"} {
-		m.pairings.WithLabelValues(k)
+		m.pairings.With(k)
 	}
-	reg.MustRegister(m.pairings, m.pairingWait, m.pairingLatency, m.refusals, m.turnAllocs, m.turnAllocsTot, m.turnRefusals,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.GoAndProcessMetrics()
 	return m
 }
 
 // refusal counts an error reply or refused connection.
 func (s *Server) refusal(code signaling.ErrorCode, reason string) {
-	s.met.refusals.WithLabelValues(string(code), reason).Inc()
+	s.met.refusals.With(string(code), reason).Inc()
 }
 
 // MetricsHandler serves the server's Prometheus metrics (what /metrics
 // serves), for mounting on an address of your own when Config.HideMetrics
 // keeps them off the public one; behind Config.MetricsToken if set.
 func (s *Server) MetricsHandler() http.Handler {
-	return bearer(s.cfg.MetricsToken, promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{ErrorLog: nil, MaxRequestsInFlight: 4}))
+	return bearer(s.cfg.MetricsToken, s.met)
+}
+
+// gzips are gzip writers for the scrapes that accept gzip.
+var gzips sync.Pool
+
+// ServeHTTP serves the metrics in the text format, gzipped if the request
+// accepts gzip, unless maxScrapes are being served already.
+func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case m.scrapes <- struct{}{}:
+		defer func() { <-m.scrapes }()
+	default:
+		writeHTTPError(w, http.StatusServiceUnavailable, &signaling.Error{Code: signaling.ErrUnavailable,
+			Message: "/metrics is serving " + strconv.Itoa(maxScrapes) + " scrapes already; try again later"})
+		return
+	}
+	var body bytes.Buffer
+	m.reg.WriteTo(&body) // a bytes.Buffer does not fail
+	h := w.Header()
+	h.Set("Content-Type", promtext.ContentType)
+	h.Add("Vary", "Accept-Encoding")
+	if !acceptsGzip(r.Header.Values("Accept-Encoding")) {
+		h.Set("Content-Length", strconv.Itoa(body.Len()))
+		w.Write(body.Bytes())
+		return
+	}
+	h.Set("Content-Encoding", "gzip")
+	zw, _ := gzips.Get().(*gzip.Writer)
+	if zw == nil {
+		zw = gzip.NewWriter(w)
+	} else {
+		zw.Reset(w)
+	}
+	zw.Write(body.Bytes())
+	zw.Close()
+	zw.Reset(nil)
+	gzips.Put(zw)
+}
+
+// acceptsGzip reports whether Accept-Encoding values name gzip (or *)
+// with a q-value that is not 0.
+func acceptsGzip(values []string) bool {
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			enc, params, _ := strings.Cut(part, ";")
+			if enc = strings.TrimSpace(enc); enc != "gzip" && enc != "*" {
+				continue
+			}
+			q, hasQ := strings.CutPrefix(strings.TrimSpace(params), "q=")
+			if f, err := strconv.ParseFloat(strings.TrimSpace(q), 64); hasQ && (err != nil || f == 0) {
+				continue
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // bearer guards h with "Authorization: Bearer <token>"; an empty token

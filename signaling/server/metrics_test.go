@@ -1,12 +1,19 @@
 package server
 
 import (
+	"compress/gzip"
 	"context"
-	"github.com/ragsync/ragsync/internal/leaktest"
+	"encoding/json"
+	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ragsync/ragsync/internal/leaktest"
+	"github.com/ragsync/ragsync/internal/promtext"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -120,9 +127,48 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
-	for _, name := range []string{"go_goroutines", "process_open_fds", "ragsync_signal_turn_allocations_total"} {
+	present := []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "go_memstats_sys_bytes", "ragsync_signal_turn_allocations_total"}
+	if runtime.GOOS == "linux" { // the process_* metrics are read from /proc
+		present = append(present, "go_threads", "process_open_fds", "process_cpu_seconds_total", "process_resident_memory_bytes", "process_start_time_seconds")
+	}
+	for _, name := range present {
 		if _, ok := metric(fams, name); !ok {
 			t.Errorf("%s missing", name)
+		}
+	}
+	// The histograms' buckets are the documented ones: 0.1×2.5^i, 10 of
+	// them, and 0.0002×2.5^i, 12, each with +Inf besides.
+	for _, h := range []struct {
+		name         string
+		start        float64
+		n            int
+		observations uint64
+	}{{"ragsync_signal_pairing_wait_seconds", 0.1, 10, 1}, {"ragsync_signal_pairing_latency_seconds", 0.0002, 12, 2}} {
+		f := fams[h.name]
+		if f.GetType() != dto.MetricType_HISTOGRAM {
+			t.Errorf("%s: type %v", h.name, f.GetType())
+			continue
+		}
+		hist := f.Metric[0].Histogram
+		var bounds []float64
+		prev := uint64(0)
+		for _, b := range hist.Bucket {
+			if !math.IsInf(b.GetUpperBound(), 1) {
+				bounds = append(bounds, b.GetUpperBound())
+			}
+			if b.GetCumulativeCount() < prev {
+				t.Errorf("%s: buckets not cumulative: %v", h.name, hist.Bucket)
+			}
+			prev = b.GetCumulativeCount()
+		}
+		if len(bounds) != h.n || prev != h.observations || hist.GetSampleCount() != h.observations {
+			t.Errorf("%s: %d buckets (want %d), last %d, count %d (want %d)", h.name, len(bounds), h.n, prev, hist.GetSampleCount(), h.observations)
+			continue
+		}
+		for i, b := range bounds {
+			if want := h.start * math.Pow(2.5, float64(i)); math.Abs(b-want) > want*1e-12 {
+				t.Errorf("%s: bucket %d bound %v, want %v", h.name, i, b, want)
+			}
 		}
 	}
 	if t.Failed() {
@@ -220,5 +266,76 @@ func TestMetricsToken(t *testing.T) {
 	}
 	if _, err := New(Config{MetricsToken: "short"}); err == nil {
 		t.Fatal("a 5-byte metrics token accepted")
+	}
+}
+
+// TestMetricsHandler: /metrics is the text format 0.0.4, gzipped for a
+// scraper that accepts gzip (as Prometheus does) and not otherwise; a
+// fifth scrape while four are being served is answered 503 with a JSON
+// error that says no more.
+func TestMetricsHandler(t *testing.T) {
+	s, err := New(Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	h := s.MetricsHandler()
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{
+		{"", false},
+		{"identity", false},
+		{"gzip", true},
+		{"deflate, gzip;q=1.0, *;q=0.5", true},
+		{"*", true},
+		{"gzip;q=0", false},
+		{"br, gzip; q=0.0", false},
+	} {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept-Encoding", tc.accept)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Header().Get("Content-Type") != promtext.ContentType {
+			t.Fatalf("Accept-Encoding %q: %d %q", tc.accept, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		body := io.Reader(rec.Body)
+		if got := rec.Header().Get("Content-Encoding") == "gzip"; got != tc.gzip {
+			t.Errorf("Accept-Encoding %q: gzipped %v", tc.accept, got)
+			continue
+		}
+		if tc.gzip {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = zr
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(body)
+		if err != nil {
+			t.Fatalf("Accept-Encoding %q: parsing: %v", tc.accept, err)
+		}
+		if v, ok := metric(fams, "ragsync_signal_clients"); !ok || v != 0 {
+			t.Errorf("Accept-Encoding %q: ragsync_signal_clients %v %v", tc.accept, v, ok)
+		}
+	}
+
+	for range maxScrapes { // four scrapes being served
+		s.met.scrapes <- struct{}{}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var e struct{ Type, Code, Message string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); rec.Code != 503 || err != nil || e.Code != string(signaling.ErrUnavailable) || strings.Contains(rec.Body.String(), "ragsync_signal") {
+		t.Errorf("a fifth scrape: %d %q (%v)", rec.Code, rec.Body.String(), err)
+	}
+	<-s.met.scrapes
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Errorf("a scrape after one finished: %d", rec.Code)
 	}
 }

@@ -952,8 +952,8 @@ func (s *Server) pair(r *room, t0 time.Time) {
 		kind = "quick"
 	}
 	s.pairings.Add(1)
-	s.met.pairings.WithLabelValues(kind).Inc()
-	s.met.pairingWait.WithLabelValues(kind).Observe(time.Since(r.since).Seconds())
+	s.met.pairings.With(kind).Inc()
+	s.met.pairingWait.With(kind).Observe(time.Since(r.since).Seconds())
 	expiry := s.cfg.Now().Add(s.cfg.CredentialTTL)
 	for i, pl := range r.players {
 		role := signaling.RoleOfferer

@@ -351,7 +351,7 @@ func (t *turnServer) auth(ra *turn.RequestAttributes) (string, []byte, bool) {
 		(t.s.cfg.Now().Before(time.Unix(sec, 0)) || t.s.pairingLive(u.room, u.pairing)) {
 		return id, turn.GenerateAuthKey(ra.Username, ra.Realm, t.password(ra.Username)), true
 	}
-	t.s.met.turnRefusals.WithLabelValues("auth").Inc()
+	t.s.met.turnRefusals.With("auth").Inc()
 	t.s.log.Debug("signaling: TURN credentials refused", "user", truncate(ra.Username, 64), "from", ra.SrcAddr)
 	return "", nil, false
 }
@@ -366,7 +366,7 @@ func (t *turnServer) quota(_, _ string, src net.Addr) bool {
 	ok := t.allocs < t.maxAllocs && t.perAddr[t.addrOf(src)] < t.maxPerAddr
 	t.mu.Unlock()
 	if !ok {
-		t.s.met.turnRefusals.WithLabelValues("quota").Inc()
+		t.s.met.turnRefusals.With("quota").Inc()
 	}
 	return ok
 }
@@ -386,7 +386,7 @@ func (t *turnServer) allocated(src net.Addr, user string, d int) {
 		delete(t.perAddr, k)
 	}
 	t.mu.Unlock()
-	t.s.met.turnAllocs.Add(float64(d))
+	t.s.met.turnAllocs.Add(int64(d))
 	if d > 0 {
 		t.s.met.turnAllocsTot.Inc()
 	}
@@ -410,7 +410,7 @@ func (t *turnServer) permit(client net.Addr, peer net.IP) bool {
 		allowed = known && uok && t.s.peerCandidate(u, a, 0)
 	}
 	if !allowed {
-		t.s.met.turnRefusals.WithLabelValues("peer").Inc()
+		t.s.met.turnRefusals.With("peer").Inc()
 		t.s.log.Debug("signaling: TURN permission refused", "client", client, "peer", a)
 	}
 	return allowed
@@ -495,7 +495,7 @@ func (g *relayGen) AllocatePacketConn(c turn.AllocateListenerConfig) (net.Packet
 
 func (g *relayGen) AllocateConn(c turn.AllocateConnConfig) (net.Conn, error) {
 	if ap, err := netip.ParseAddrPort(c.RemoteAddr.String()); err != nil || !g.t.sendAllowed(c.UserID, ap) {
-		g.t.s.met.turnRefusals.WithLabelValues("peer").Inc()
+		g.t.s.met.turnRefusals.With("peer").Inc()
 		return nil, fmt.Errorf("signaling: TURN: relaying to %s is not allowed", c.RemoteAddr)
 	}
 	return g.RelayAddressGenerator.AllocateConn(c)
@@ -521,7 +521,7 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 
 func (c *relayPacketConn) WriteTo(p []byte, a net.Addr) (int, error) {
 	if !c.t.sendAllowed(c.user, addrPortOf(a)) {
-		c.t.s.met.turnRefusals.WithLabelValues("peer").Inc()
+		c.t.s.met.turnRefusals.With("peer").Inc()
 		return len(p), nil
 	}
 	return c.PacketConn.WriteTo(p, a)
@@ -570,7 +570,7 @@ func (l *turnListener) Accept() (net.Conn, error) {
 		}
 		l.mu.Unlock()
 		if !ok {
-			l.t.s.met.turnRefusals.WithLabelValues("quota").Inc()
+			l.t.s.met.turnRefusals.With("quota").Inc()
 			c.Close()
 			continue
 		}
