@@ -84,9 +84,9 @@ func newBackbone(nc *nats.Conn, ns bbk.Embedded, replicas int) (*natsBackbone, e
 // create made a moment before on another node, and a join must find the
 // room its creator has just been told about.
 func (b *natsBackbone) Bucket(ctx context.Context, name string, ttl time.Duration) (bbk.Bucket, error) {
-	kv, err := b.js.KeyValue(ctx, name)
+	_, err := b.js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		_, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:   name,
 			TTL:      ttl,
 			Storage:  jetstream.MemoryStorage,
@@ -110,7 +110,8 @@ func (b *natsBackbone) Bucket(ctx context.Context, name string, ttl time.Duratio
 	// the handle reads the way the stream's config said when it was
 	// bound. Bound above while another node's update was under way, it
 	// would make direct gets that no one answers, for good.
-	if kv, err = b.js.KeyValue(ctx, name); err != nil {
+	kv, err := b.js.KeyValue(ctx, name)
+	if err != nil {
 		return nil, err
 	}
 	return natsBucket{kv}, nil
