@@ -377,11 +377,16 @@ type owner struct {
 
 // getOwner reads key of bucket p; a missing key is owner{} and no error.
 func (cl *cluster) getOwner(p *atomic.Pointer[kvHandle], key string) (owner, error) {
+	return cl.getOwnerWithin(p, key, kvTimeout)
+}
+
+// getOwnerWithin is getOwner waiting at most timeout for the answer.
+func (cl *cluster) getOwnerWithin(p *atomic.Pointer[kvHandle], key string, timeout time.Duration) (owner, error) {
 	kv, err := cl.kv(p)
 	if err != nil {
 		return owner{}, err
 	}
-	ctx, cancel := kvctx()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, errKeyNotFound) {

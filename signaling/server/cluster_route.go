@@ -145,6 +145,19 @@ func (s *Server) attach(c *client, node string, m *signaling.Message, verified b
 // its own request does.
 const routeTries = 35
 
+// tryTimeout bounds a route's read of the store at try: 1 s for the
+// first tries, then kvTimeout. A read answers in milliseconds, or not at
+// all while the bucket's stream has no leader (its node was killed, and
+// JetStream elects another in a few seconds): waiting 5 s for each such
+// read made a join after a node's kill take 10 s where the election took
+// less.
+func tryTimeout(try int) time.Duration {
+	if try < 10 {
+		return time.Second
+	}
+	return kvTimeout
+}
+
 func backoff(try int) {
 	if try > 0 {
 		time.Sleep(min(time.Duration(try)*100*time.Millisecond, time.Second))
@@ -185,7 +198,7 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 	var last error // the store's latest error, if any
 	for try := range routeTries {
 		backoff(try)
-		o, err := s.cl.getOwner(&s.cl.rooms, string(m.Room))
+		o, err := s.cl.getOwnerWithin(&s.cl.rooms, string(m.Room), tryTimeout(try))
 		if err != nil {
 			last = err
 			continue
@@ -257,7 +270,7 @@ func (s *Server) routeQuick(c *client, m *signaling.Message) bool {
 	var last error
 	for try := range routeTries {
 		backoff(try)
-		o, err := s.cl.getOwner(&s.cl.quick, quickKey)
+		o, err := s.cl.getOwnerWithin(&s.cl.quick, quickKey, tryTimeout(try))
 		if err != nil {
 			last = err
 			continue
@@ -317,7 +330,7 @@ func (s *Server) rejoinAt(c *client, m *signaling.Message, code signaling.RoomCo
 	var last error
 	for try := range routeTries {
 		backoff(try)
-		o, err := s.cl.getOwner(&s.cl.rooms, string(code))
+		o, err := s.cl.getOwnerWithin(&s.cl.rooms, string(code), tryTimeout(try))
 		if err != nil {
 			last = err
 			continue
