@@ -25,6 +25,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/ragsync/ragsync/internal/httpgzip"
 )
 
 //go:embed static
@@ -207,7 +209,7 @@ func serveWasm(w http.ResponseWriter, r *http.Request, b build, cache string) {
 	w.Header().Set("Content-Type", "application/wasm")
 	w.Header().Set("Cache-Control", cache)
 	w.Header().Set("Vary", "Accept-Encoding")
-	if acceptsGzip(r) {
+	if httpgzip.Accepts(r.Header.Values("Accept-Encoding")) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Length", itoa(int64(len(data))))
 		if r.Method == http.MethodGet {
@@ -233,18 +235,6 @@ func serveBytes(w http.ResponseWriter, r *http.Request, data []byte, ctype strin
 	if r.Method == http.MethodGet {
 		w.Write(data)
 	}
-}
-
-func acceptsGzip(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept-Encoding") {
-		for _, t := range strings.Split(v, ",") {
-			t, q, _ := strings.Cut(strings.TrimSpace(t), ";")
-			if strings.EqualFold(t, "gzip") && strings.TrimSpace(q) != "q=0" {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func itoa(n int64) string {

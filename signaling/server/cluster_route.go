@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,11 +210,9 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 				return false // room_not_found, here
 			}
 			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), owner{})
+			last = cmp.Or(err, last)
 			if ok {
 				return false // creates it here
-			}
-			if err != nil {
-				last = err
 			}
 		case s.cl.id:
 			// Ours, but not here: a room that just closed (its key's
@@ -229,11 +228,9 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 				return false
 			}
 			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), o)
+			last = cmp.Or(err, last)
 			if ok {
 				return false
-			}
-			if err != nil {
-				last = err
 			}
 		default:
 			if s.attach(c, o.node, m, false) {
@@ -241,9 +238,7 @@ func (s *Server) routeJoin(c *client, m *signaling.Message) bool {
 			}
 			// Its node is gone: so is the room.
 			_, ok, err := s.cl.claim(&s.cl.rooms, string(m.Room), o)
-			if err != nil {
-				last = err
-			}
+			last = cmp.Or(err, last)
 			if ok && m.Create {
 				return false
 			}
@@ -286,11 +281,9 @@ func (s *Server) routeQuick(c *client, m *signaling.Message) bool {
 		}
 		// No queue, or its node is gone: this node holds it.
 		_, ok, err := s.cl.claim(&s.cl.quick, quickKey, o)
+		last = cmp.Or(err, last)
 		if ok {
 			return false
-		}
-		if err != nil {
-			last = err
 		}
 	}
 	c.sendError(unavailable(m.Type, exhausted("the quick-match queue", last)))
@@ -342,11 +335,9 @@ func (s *Server) rejoinAt(c *client, m *signaling.Message, code signaling.RoomCo
 			return local()
 		}
 		_, ok, err := s.cl.claim(&s.cl.rooms, string(code), o)
+		last = cmp.Or(err, last)
 		if ok {
 			return local()
-		}
-		if err != nil {
-			last = err
 		}
 	}
 	c.sendError(unavailable(m.Type, exhausted("room "+string(code), last)))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ragsync/ragsync/internal/httpgzip"
 	"github.com/ragsync/ragsync/internal/promtext"
 	"github.com/ragsync/ragsync/signaling"
 )
@@ -189,7 +190,7 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", promtext.ContentType)
 	h.Add("Vary", "Accept-Encoding")
-	if !acceptsGzip(r.Header.Values("Accept-Encoding")) {
+	if !httpgzip.Accepts(r.Header.Values("Accept-Encoding")) {
 		h.Set("Content-Length", strconv.Itoa(body.Len()))
 		w.Write(body.Bytes())
 		return
@@ -205,25 +206,6 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	zw.Close()
 	zw.Reset(nil)
 	gzips.Put(zw)
-}
-
-// acceptsGzip reports whether Accept-Encoding values name gzip (or *)
-// with a q-value that is not 0.
-func acceptsGzip(values []string) bool {
-	for _, v := range values {
-		for part := range strings.SplitSeq(v, ",") {
-			enc, params, _ := strings.Cut(part, ";")
-			if enc = strings.TrimSpace(enc); enc != "gzip" && enc != "*" {
-				continue
-			}
-			q, hasQ := strings.CutPrefix(strings.TrimSpace(params), "q=")
-			if f, err := strconv.ParseFloat(strings.TrimSpace(q), 64); hasQ && (err != nil || f == 0) {
-				continue
-			}
-			return true
-		}
-	}
-	return false
 }
 
 // bearer guards h with "Authorization: Bearer <token>"; an empty token

@@ -30,7 +30,6 @@ import (
 // Reconnections (to an external NATS) are retried for ever, every 250 ms.
 func Connect(o bbk.ConnectOptions) (bbk.Backbone, error) {
 	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1)}
-	url := o.URL
 	switch {
 	case o.URL != "":
 		opts = append(opts, nats.ReconnectWait(250*time.Millisecond))
@@ -42,22 +41,19 @@ func Connect(o bbk.ConnectOptions) (bbk.Backbone, error) {
 	default:
 		return nil, errors.New("natsclient: neither a URL nor an embedded server")
 	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		if o.Embedded != nil {
-			o.Embedded.Shutdown()
+	nc, err := nats.Connect(o.URL, opts...)
+	if err == nil {
+		b, jerr := newBackbone(nc, o.Embedded, o.Replicas)
+		if jerr == nil {
+			return b, nil
 		}
-		return nil, err
-	}
-	b, err := newBackbone(nc, o.Embedded, o.Replicas)
-	if err != nil {
 		nc.Close()
-		if o.Embedded != nil {
-			o.Embedded.Shutdown()
-		}
-		return nil, fmt.Errorf("JetStream: %w", err)
+		err = fmt.Errorf("JetStream: %w", jerr)
 	}
-	return b, nil
+	if o.Embedded != nil {
+		o.Embedded.Shutdown()
+	}
+	return nil, err
 }
 
 // natsBackbone is the backbone of a cluster: NATS, with JetStream's
