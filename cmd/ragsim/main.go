@@ -375,18 +375,30 @@ func parseScenarios(s string, custom Scenario, skew float64) ([]Scenario, error)
 	if !(skew >= -maxSkewPPM && skew <= maxSkewPPM) {
 		return nil, fmt.Errorf("-skew-ppm %v must be within ±%d", skew, maxSkewPPM)
 	}
-	names := strings.Split(s, ",")
-	switch s {
-	case "all":
-		names = slices.Concat(presetScenarios, extraScenarios)
-	case "presets":
-		names = presetScenarios
-	case "extra":
-		names = extraScenarios
+	// A group name expands in place, so "presets,asym" works; a link named
+	// twice is played once.
+	var names []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		switch n {
+		case "all":
+			names = append(names, presetScenarios...)
+			names = append(names, extraScenarios...)
+		case "presets":
+			names = append(names, presetScenarios...)
+		case "extra":
+			names = append(names, extraScenarios...)
+		default:
+			names = append(names, n)
+		}
 	}
 	var out []Scenario
+	seen := make(map[string]bool)
 	for _, n := range names {
-		n = strings.ToLower(strings.TrimSpace(n))
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
 		switch {
 		case n == "custom":
 			out = append(out, custom)

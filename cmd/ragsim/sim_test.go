@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +390,33 @@ func TestLargeClockSkew(t *testing.T) {
 				t.Errorf("%v ppm: clock p95 %.2f ms, refused %v", ppm, r.ClockErrorP95Ms, r.Refused)
 			}
 		})
+	}
+}
+
+// TestScenarioGroups: a group name expands where it stands in a list, and a
+// link named twice is played once.
+func TestScenarioGroups(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"presets", presetScenarios},
+		{"presets,asym", append(slices.Clone(presetScenarios), "asym")},
+		{"drift, Extra", []string{"drift", "asym", "bursty", "blackouts", "handover"}},
+		{"lan,all", slices.Concat(presetScenarios, extraScenarios)},
+		{"spike,spike", []string{"spike"}},
+	} {
+		scs, err := parseScenarios(c.in, Scenario{}, 50)
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		var got []string
+		for _, sc := range scs {
+			got = append(got, sc.Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q: %v, want %v", c.in, got, c.want)
+		}
 	}
 }
